@@ -1,0 +1,1 @@
+"""The `transduce` command line: one small module per command."""

@@ -1,0 +1,1 @@
+"""Data: the built-in number-words task, vocabularies and batching."""

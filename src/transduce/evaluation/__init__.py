@@ -1,0 +1,5 @@
+"""Scoring translations."""
+
+from transduce.evaluation.metrics import exact_match
+
+__all__ = ["exact_match"]

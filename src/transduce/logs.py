@@ -1,0 +1,41 @@
+"""Logging to the terminal (without breaking progress bars) and to a file in the run dir."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from tqdm import tqdm
+
+
+class _TqdmHandler(logging.Handler):
+    """Writes above any progress bar; skips records logged with extra={"file_only": True}
+    (what the command prints to stdout itself)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not getattr(record, "file_only", False):
+            tqdm.write(self.format(record))
+
+
+def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:
+    """A logger writing to ``run_dir/{name}.log`` and to stderr."""
+    logger = logging.getLogger(f"transduce.{name}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    file_handler = logging.FileHandler(os.path.join(run_dir, f"{name}.log"), encoding="utf-8")
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    terminal = _TqdmHandler()
+    terminal.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(file_handler)
+    logger.addHandler(terminal)
+    return logger
+
+
+def progress(total: int, desc: str, unit: str) -> tqdm:
+    """A progress bar with rate and ETA; in a log file (no terminal) it redraws every 10 s."""
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True,
+                mininterval=0.1 if sys.stderr.isatty() else 10.0)

@@ -1,0 +1,103 @@
+"""Build a :class:`Transformer` from a typed config; named presets for common sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from torch import nn
+
+from transduce.nn.layers import DecoderLayer, EncoderLayer, PostNorm, PreNorm
+from transduce.nn.positional import PositionalEncoding, TokenEmbedding
+from transduce.nn.transformer import Decoder, Encoder, Transformer
+
+RESIDUALS = {"post": PostNorm, "pre": PreNorm}
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Every hyper-parameter of the encoder–decoder model. Defaults are the paper's base model.
+
+    Attributes:
+        src_vocab_size: source vocabulary size.
+        tgt_vocab_size: target vocabulary size; None means one shared (joint) vocabulary, in
+            which case source, target and output embeddings are one matrix (§3.4).
+        d_model, d_ff, num_heads: sizes (§3.2.2, §3.3).
+        num_encoder_layers, num_decoder_layers: N for each stack.
+        dropout: P_drop on residuals and on embeddings + positions (§5.4).
+        attention_dropout, activation_dropout: extra dropouts the paper does not use.
+        norm: "post" (paper) or "pre".
+        tie_output: share the target embedding with the pre-softmax layer.
+        max_len: longest sequence the positional table covers.
+        pad_id: padding token id (zero embedding).
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int | None = None
+    d_model: int = 512
+    d_ff: int = 2048
+    num_heads: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    norm: str = "post"
+    tie_output: bool = True
+    max_len: int = 1024
+    pad_id: int = 0
+
+
+PRESETS: dict[str, dict] = {
+    # Table 3 of the paper.
+    "base": dict(d_model=512, d_ff=2048, num_heads=8, num_encoder_layers=6,
+                 num_decoder_layers=6, dropout=0.1),
+    "big": dict(d_model=1024, d_ff=4096, num_heads=16, num_encoder_layers=6,
+                num_decoder_layers=6, dropout=0.3),
+    # CPU sizes: "small" for Multi30k-scale data, "tiny" for toy tasks and tests.
+    "small": dict(d_model=256, d_ff=1024, num_heads=4, num_encoder_layers=3,
+                  num_decoder_layers=3, dropout=0.1),
+    "tiny": dict(d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2,
+                 num_decoder_layers=2, dropout=0.1),
+}
+
+
+def preset(name: str, src_vocab_size: int, **overrides) -> TransformerConfig:
+    """The config of a named preset (see ``PRESETS``), with keyword overrides."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return replace(TransformerConfig(src_vocab_size, **PRESETS[name]), **overrides)
+
+
+def build_transformer(config: TransformerConfig) -> Transformer:
+    """Assemble and initialise a :class:`Transformer` from ``config``."""
+    if config.norm not in RESIDUALS:
+        raise ValueError(f"norm must be one of {', '.join(RESIDUALS)}, not {config.norm!r}")
+    c = config
+    residual = RESIDUALS[c.norm]
+    layer_args = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
+                      attention_dropout=c.attention_dropout,
+                      activation_dropout=c.activation_dropout, residual=residual)
+    # Pre-norm leaves the last residual sum unnormalised, so its stacks end with a LayerNorm.
+    final_norm = (lambda: nn.LayerNorm(c.d_model)) if c.norm == "pre" else (lambda: None)
+    encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.num_encoder_layers)],
+                      final_norm())
+    decoder = Decoder([DecoderLayer(**layer_args) for _ in range(c.num_decoder_layers)],
+                      final_norm())
+    shared = c.tgt_vocab_size is None
+    src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id)
+    tgt_embed = src_embed if shared else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
+    generator = nn.Linear(c.d_model, tgt_embed.weight.shape[0], bias=False)
+    _init_matrices(encoder, decoder, generator)  # embeddings keep their N(0, d^-0.5) init
+    if c.tie_output:
+        generator.weight = tgt_embed.weight
+    positions = PositionalEncoding(c.d_model, c.dropout, c.max_len)
+    return Transformer(encoder, decoder, src_embed, tgt_embed, positions, generator)
+
+
+def _init_matrices(*modules: nn.Module) -> None:
+    """Xavier-uniform for every weight matrix (the paper does not specify an initialisation;
+    this is what its tensor2tensor code and the Annotated Transformer use)."""
+    for module in modules:
+        for p in module.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
