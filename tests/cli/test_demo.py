@@ -1,0 +1,53 @@
+import re
+
+import matplotlib.image
+import pytest
+import torch
+
+from transduce.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """A reduced `transduce demo`: the real pipeline, sized to run in seconds."""
+    out = tmp_path_factory.mktemp("demo")
+    import io
+    from contextlib import redirect_stdout
+
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        status = main(["demo", "steps=150", "batch_size=64", "held_out=40", "warmup=50",
+                       "--out", str(out)])
+    return status, buffer.getvalue(), out
+
+
+def test_last_line_states_the_accuracy_of_the_written_translations(demo_run):
+    status, stdout, out = demo_run
+    assert status == 0
+    match = re.fullmatch(r"exact match: (\d+\.\d)% \(40 held-out numbers\)",
+                         stdout.strip().splitlines()[-1])
+    assert match
+    rows = (out / "translations.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    assert len(rows) == 40
+    correct = sum(int(row.split("\t")[-1]) for row in rows)
+    assert float(match.group(1)) == pytest.approx(100 * correct / 40, abs=0.05)
+    assert all(row.split("\t")[2] for row in rows)  # references are filled in
+
+
+def test_training_made_progress(demo_run):
+    _, _, out = demo_run
+    log = (out / "demo.log").read_text(encoding="utf-8")
+    losses = [float(x) for x in re.findall(r"step \d+/150 loss ([\d.]+)", log)]
+    assert losses and losses[-1] < 2.0  # from ln(67) ≈ 4.2 at the start
+    assert "exact match:" in log
+
+
+def test_heatmaps_and_checkpoint_are_written(demo_run):
+    _, _, out = demo_run
+    for name in ("cross_attention.png", "positional_encoding.png"):
+        image = matplotlib.image.imread(out / name)
+        assert image.shape[0] > 100 and image.shape[1] > 100
+    checkpoint = torch.load(out / "model.pt", weights_only=True)
+    assert checkpoint["config"]["steps"] == 150
+    assert "generator.weight" in checkpoint["model"]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]

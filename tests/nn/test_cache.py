@@ -1,0 +1,76 @@
+import pytest
+import torch
+
+from transduce.nn import TransformerConfig, build_transformer, padding_mask
+
+PAD = 0
+
+
+def model_and_batch(norm="post"):
+    model = build_transformer(TransformerConfig(31, d_model=32, d_ff=64, num_heads=4,
+                                                num_encoder_layers=2, num_decoder_layers=3,
+                                                norm=norm)).eval()
+    src = torch.randint(4, 31, (3, 7))
+    src[1, 4:] = PAD
+    return model, src, torch.randint(4, 31, (3, 9))
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@torch.no_grad()
+def test_incremental_decoding_equals_full_recomputation_step_by_step(norm):
+    model, src, tgt = model_and_batch(norm)
+    mask = padding_mask(src, PAD)
+    full = model(src, tgt, mask)  # (B, T, V)
+    state = model.start(src, mask)
+    for t in range(tgt.shape[1]):
+        logits, state = model.step(tgt[:, t : t + 1], state)
+        assert state.length == t + 1
+        torch.testing.assert_close(logits[:, 0], full[:, t], atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_decoding_several_positions_at_once_after_a_cache():
+    model, src, tgt = model_and_batch()
+    mask = padding_mask(src, PAD)
+    full = model(src, tgt, mask)
+    state = model.start(src, mask)
+    first, state = model.step(tgt[:, :4], state)
+    rest, state = model.step(tgt[:, 4:], state)
+    torch.testing.assert_close(torch.cat([first, rest], 1), full, atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_reorder_selects_batch_rows():
+    model, src, tgt = model_and_batch()
+    mask = padding_mask(src, PAD)
+    state = model.start(src, mask)
+    _, state = model.step(tgt[:, :3], state)
+    order = torch.tensor([2, 0, 0])
+    reordered_logits, _ = model.step(tgt[order, 3:4], state.reorder(order))
+    fresh = model.start(src[order], mask[order])
+    _, fresh = model.step(tgt[order, :3], fresh)
+    expected, _ = model.step(tgt[order, 3:4], fresh)
+    torch.testing.assert_close(reordered_logits, expected, atol=1e-6, rtol=1e-6)
+
+
+@torch.no_grad()
+def test_cross_attention_keys_and_values_are_projected_once_per_source():
+    model, src, tgt = model_and_batch()
+    calls = []
+    for layer in model.decoder.layers:
+        layer.cross_attn.k_proj.register_forward_hook(lambda *_: calls.append(1))
+    state = model.start(src, padding_mask(src, PAD))
+    first = state.layers[0].cross_keys
+    for t in range(5):
+        _, state = model.step(tgt[:, t : t + 1], state)
+    assert len(calls) == len(model.decoder.layers)
+    assert state.layers[0].cross_keys is first
+
+
+@torch.no_grad()
+def test_cache_is_not_mutated_by_a_step():
+    model, src, tgt = model_and_batch()
+    state = model.start(src, padding_mask(src, PAD))
+    _, after_one = model.step(tgt[:, :1], state)
+    _, after_two = model.step(tgt[:, 1:2], after_one)
+    assert state.length == 0 and after_one.length == 1 and after_two.length == 2

@@ -1,0 +1,85 @@
+import pytest
+import torch
+from torch import nn
+
+from transduce.nn import MultiHeadAttention
+
+
+def copy_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    """nn.MultiheadAttention packs W_q, W_k, W_v into one in_proj matrix."""
+    q, k, v = theirs.in_proj_weight.chunk(3)
+    qb, kb, vb = theirs.in_proj_bias.chunk(3)
+    with torch.no_grad():
+        for proj, w, b in ((ours.q_proj, q, qb), (ours.k_proj, k, kb), (ours.v_proj, v, vb)):
+            proj.weight.copy_(w)
+            proj.bias.copy_(b)
+        ours.out_proj.weight.copy_(theirs.out_proj.weight)
+        ours.out_proj.bias.copy_(theirs.out_proj.bias)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_parity_with_torch_multihead_attention(need_weights):
+    theirs = nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    ours = MultiHeadAttention(32, 4).eval()
+    copy_from_torch(ours, theirs)
+    query, memory = torch.randn(3, 5, 32), torch.randn(3, 7, 32)
+    lengths = torch.tensor([7, 4, 1])
+    key_padding = torch.arange(7)[None, :] >= lengths[:, None]  # theirs: True = ignore
+    expected, expected_w = theirs(query, memory, memory, key_padding_mask=key_padding,
+                                  average_attn_weights=False)
+    out, weights = ours(query, memory, memory, mask=~key_padding[:, None, :],
+                        need_weights=need_weights)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(weights, expected_w, atol=1e-5, rtol=1e-5)
+
+
+def test_parity_with_torch_causal_self_attention():
+    theirs = nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    ours = MultiHeadAttention(16, 2).eval()
+    copy_from_torch(ours, theirs)
+    x = torch.randn(2, 6, 16)
+    future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)  # theirs: True = block
+    expected, _ = theirs(x, x, x, attn_mask=future)
+    out, _ = ours(x, x, x, mask=~future[None])
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_fast_path_equals_explicit_path():
+    attention = MultiHeadAttention(64, 8, dropout=0.3).eval()
+    query, memory = torch.randn(4, 9, 64), torch.randn(4, 11, 64)
+    mask = torch.rand(4, 9, 11) > 0.3
+    mask[..., 0] = True
+    fast, none = attention(query, memory, memory, mask)
+    explicit, weights = attention(query, memory, memory, mask, need_weights=True)
+    assert none is None and weights.shape == (4, 8, 9, 11)
+    torch.testing.assert_close(fast, explicit, atol=1e-6, rtol=1e-5)
+    assert torch.all(weights.masked_select(~mask[:, None]) == 0)
+
+
+def test_dropout_acts_on_weights_in_training_only():
+    attention = MultiHeadAttention(16, 2, dropout=0.5)
+    x = torch.randn(2, 5, 16)
+    attention.train()
+    a, _ = attention(x, x, x, need_weights=True)
+    b, _ = attention(x, x, x, need_weights=True)
+    assert not torch.allclose(a, b)
+    attention.eval()
+    c, _ = attention(x, x, x)
+    d, _ = attention(x, x, x)
+    torch.testing.assert_close(c, d)
+
+
+def test_bf16_autocast_on_cpu_stays_close_to_float32():
+    attention = MultiHeadAttention(64, 4).eval()
+    x = torch.randn(8, 10, 64)
+    with torch.autocast("cpu", torch.bfloat16):
+        low, _ = attention(x, x, x, mask=torch.ones(8, 1, 10, dtype=torch.bool))
+    high, _ = attention(x, x, x, mask=torch.ones(8, 1, 10, dtype=torch.bool))
+    assert low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), high, atol=0.1, rtol=0.05)
+
+
+def test_heads_must_divide_model_size():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(30, 4)

@@ -1,0 +1,51 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transduce.training import LabelSmoothedCrossEntropy
+
+
+def test_matches_a_hand_computation():
+    logits = torch.tensor([[2.0, 0.5, -1.0, 0.0], [0.1, 0.2, 0.3, 0.4]])
+    target = torch.tensor([0, 3])
+    eps, V = 0.1, 4
+    expected = 0.0
+    for row, y in zip(logits.tolist(), target.tolist()):
+        log_z = math.log(sum(math.exp(v) for v in row))
+        log_p = [v - log_z for v in row]
+        # q = (1 - ε) on the true class + ε/V everywhere
+        expected += -sum(((1 - eps) * (c == y) + eps / V) * log_p[c] for c in range(V))
+    loss = LabelSmoothedCrossEntropy(eps, ignore_index=-100)(logits, target)
+    assert loss.item() == pytest.approx(expected / 2, rel=1e-6)
+
+
+def test_equals_torch_cross_entropy_with_label_smoothing_and_ignored_padding():
+    logits, target = torch.randn(3, 7, 11), torch.randint(1, 11, (3, 7))
+    target[0, 4:] = 0
+    target[2, 1:] = 0
+    ours = LabelSmoothedCrossEntropy(0.1, ignore_index=0)(logits, target)
+    theirs = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), ignore_index=0,
+                             label_smoothing=0.1)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-6)
+
+
+def test_padding_contributes_nothing():
+    loss_fn = LabelSmoothedCrossEntropy(0.1, ignore_index=0, reduction="sum")
+    logits, target = torch.randn(1, 3, 5), torch.tensor([[2, 3, 0]])
+    changed = logits.clone()
+    changed[0, 2] = torch.randn(5) * 10  # any logits at a padding target
+    assert loss_fn(logits, target).item() == pytest.approx(loss_fn(changed, target).item())
+    assert loss_fn(logits[:, :2], target[:, :2]).item() == pytest.approx(
+        loss_fn(logits, target).item())
+
+
+def test_no_smoothing_is_plain_negative_log_likelihood():
+    logits, target = torch.randn(4, 6), torch.randint(0, 6, (4,))
+    ours = LabelSmoothedCrossEntropy(0.0, ignore_index=-100)(logits, target)
+    torch.testing.assert_close(ours, F.cross_entropy(logits, target))
+
+
+def test_default_epsilon_is_the_papers():
+    assert LabelSmoothedCrossEntropy().epsilon == 0.1

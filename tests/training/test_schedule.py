@@ -1,0 +1,35 @@
+import pytest
+import torch
+
+from transduce.training import noam_rate, paper_adam, warmup_schedule
+
+
+@pytest.mark.parametrize("step, expected", [
+    (1, 512**-0.5 * 4000**-1.5),      # warm-up: linear in step
+    (2000, 512**-0.5 * 2000 * 4000**-1.5),
+    (4000, 512**-0.5 * 4000**-0.5),   # the peak, 6.99e-4
+    (16000, 512**-0.5 * 16000**-0.5), # decay: 1/√step
+])
+def test_noam_rate_at_known_steps(step, expected):
+    assert noam_rate(step, d_model=512, warmup=4000) == pytest.approx(expected, rel=1e-12)
+
+
+def test_peak_value_of_the_base_model():
+    assert noam_rate(4000, 512, 4000) == pytest.approx(6.9877e-4, rel=1e-4)
+    assert noam_rate(3999, 512, 4000) < noam_rate(4000, 512, 4000) > noam_rate(4001, 512, 4000)
+
+
+def test_step_counts_from_one():
+    with pytest.raises(ValueError):
+        noam_rate(0, 512, 4000)
+
+
+def test_scheduler_drives_the_optimizer_along_the_formula():
+    optimizer = paper_adam([torch.nn.Parameter(torch.zeros(2))])
+    group = optimizer.param_groups[0]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
+    schedule = warmup_schedule(optimizer, d_model=64, warmup=10, factor=2.0)
+    for step in range(1, 30):
+        assert group["lr"] == pytest.approx(noam_rate(step, 64, 10, 2.0))  # used by update k
+        optimizer.step()
+        schedule.step()
