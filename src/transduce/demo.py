@@ -93,8 +93,9 @@ def train(model: Transformer, cfg: DemoConfig, vocab: Vocab, held_out: list[int]
             with autocast(device, precision):
                 logits = model(src, tgt[:, :-1], padding_mask(src, vocab.pad_id))
                 loss = loss_fn(logits, tgt[:, 1:])
-            if not math.isfinite(loss.item()):
-                raise RuntimeError(f"loss became {loss.item()} at step {step}; "
+            value = loss.item()
+            if not math.isfinite(value):
+                raise RuntimeError(f"loss became {value} at step {step}; "
                                    "lower lr_factor or raise warmup")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -104,9 +105,9 @@ def train(model: Transformer, cfg: DemoConfig, vocab: Vocab, held_out: list[int]
             tokens += int((tgt[:, 1:] != vocab.pad_id).sum())
             rate = tokens / (time.perf_counter() - start)
             bar.update()
-            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{rate:,.0f}")
+            bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{rate:,.0f}")
             if step % 200 == 0 or step == cfg.steps:
-                log.info(f"step {step}/{cfg.steps} loss {loss.item():.4f} "
+                log.info(f"step {step}/{cfg.steps} loss {value:.4f} "
                          f"lr {schedule.get_last_lr()[0]:.2e} target tokens/s {rate:,.0f}")
 
 
@@ -131,18 +132,18 @@ def draw_cross_attention(model: Transformer, number: int, vocab: Vocab, path: Pa
     """Heatmaps of every decoder layer's and head's attention over the source, for one number,
     teacher-forced on the model's own translation (explicit attention path, float32)."""
     model.eval()
-    cpu = torch.device("cpu")
-    src, _ = make_batch([number], vocab)
-    hyp = translate(model.to(cpu), [number], vocab, cpu, "fp32")[0]
+    device = next(model.parameters()).device
+    src = make_batch([number], vocab)[0].to(device)
+    hyp = translate(model, [number], vocab, device, "fp32")[0]
     try:
         produced = vocab.encode(german_tokens(hyp))
     except ValueError:  # the model wrote something that is not a number word
         produced = [vocab.eos_id]
-    tgt_in = torch.tensor([[vocab.bos_id] + produced[:-1]])
+    tgt_in = torch.tensor([[vocab.bos_id] + produced[:-1]], device=device)
     out = model.decode(tgt_in, model.encode(src, padding_mask(src, vocab.pad_id)),
                        padding_mask(src, vocab.pad_id), need_weights=True)
     weights = torch.stack([w[0] for w in out.cross_weights])  # (layers, H, T, S)
-    plot_attention(weights, [vocab.itos[i] for i in src[0].tolist()],
+    plot_attention(weights.cpu(), [vocab.itos[i] for i in src[0].tolist()],
                    [vocab.itos[i] for i in produced], path,
                    title=f"cross-attention: {english(number)} → {hyp}")
 

@@ -38,9 +38,12 @@ class LayerCache:
 
     def reorder(self, indices: Tensor) -> LayerCache:
         """Keep batch rows ``indices`` (N,), in that order (rows may repeat)."""
-        pick = lambda t: None if t is None else t.index_select(0, indices)  # noqa: E731
-        return LayerCache(*(pick(t) for t in (self.cross_keys, self.cross_values,
-                                               self.self_keys, self.self_values)))
+        return LayerCache(*(_select(t, indices) for t in (self.cross_keys, self.cross_values,
+                                                          self.self_keys, self.self_values)))
+
+
+def _select(t: Tensor | None, indices: Tensor) -> Tensor | None:
+    return None if t is None else t.index_select(0, indices)
 
 
 @dataclass(frozen=True)
