@@ -1,0 +1,42 @@
+"""Reading text files strictly: UTF-8, one sentence per line, parallel files aligned."""
+
+from __future__ import annotations
+
+import os
+from transduce.errors import UserError
+
+
+def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[str]:
+    """All lines of a UTF-8 file, without line endings.
+
+    Raises:
+        UserError: the file is missing, empty (unless allowed), or not valid UTF-8 (the
+            message gives the line).
+    """
+    try:
+        data = open(path, "rb").read()
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(f"{path}:{line}: invalid UTF-8 ({error.reason}); convert the file to "
+                        "UTF-8 (e.g. iconv -t UTF-8)") from None
+    if not text and not allow_empty_file:
+        raise UserError(f"{path}: the file is empty; give a file with one sentence per line")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    return [line.rstrip("\r") for line in lines]
+
+
+def read_parallel(src_path: str | os.PathLike,
+                  tgt_path: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """Source and target lines of a parallel corpus, which must have equally many lines."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise UserError(f"{src_path}: {len(src)} lines but {tgt_path} has {len(tgt)}; "
+                        f"parallel files must align line by line (they part at line "
+                        f"{min(len(src), len(tgt)) + 1})")
+    return src, tgt

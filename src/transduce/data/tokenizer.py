@@ -1,0 +1,72 @@
+"""Joint SentencePiece subwords (Kudo & Richardson 2018) with transduce's special ids."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import sentencepiece as spm
+
+from transduce.errors import UserError
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # the same ids as data.vocab.Vocab
+
+
+class SubwordTokenizer:
+    """A trained SentencePiece model: text ↔ ids, with pad 0, BOS 1, EOS 2, unk 3.
+
+    Args:
+        model_path: a ``.model`` file written by :meth:`train`.
+    """
+
+    pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
+
+    def __init__(self, model_path: str | os.PathLike) -> None:
+        self.path = Path(model_path)
+        try:
+            data = self.path.read_bytes()
+            self.sp = spm.SentencePieceProcessor(model_proto=data)
+        except (OSError, RuntimeError) as error:
+            raise UserError(f"{model_path}: not a readable SentencePiece model ({error})") from None
+        self.fingerprint = hashlib.sha256(data).hexdigest()[:16]
+        if (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD_ID, BOS_ID, EOS_ID):
+            raise UserError(f"{model_path}: special ids differ from pad 0, bos 1, eos 2; "
+                            "train the tokenizer with transduce")
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], model_path: str | os.PathLike, vocab_size: int,
+              model_type: str = "bpe") -> SubwordTokenizer:
+        """Train on ``sentences`` (source and target text together, for a joint vocabulary)
+        and write ``model_path`` atomically."""
+        model_path = Path(model_path)
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=model_path.parent) as tmp:
+            prefix = os.path.join(tmp, "spm")
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(list(sentences)), model_prefix=prefix,
+                vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
+                pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
+                num_threads=1, minloglevel=2, hard_vocab_limit=False)
+            os.replace(prefix + ".model", model_path)
+        return cls(model_path)
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Subword ids of each text (no BOS/EOS)."""
+        return self.sp.encode(list(texts))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Detokenized text of ids, cut at the first EOS, skipping pad and BOS."""
+        ids = list(ids)
+        if self.eos_id in ids:
+            ids = ids[: ids.index(self.eos_id)]
+        return self.sp.decode([i for i in ids if i not in (self.pad_id, self.bos_id)])
+
+    def pieces(self, ids: Sequence[int]) -> list[str]:
+        """The subword strings of ids (for attention plots)."""
+        return [self.sp.id_to_piece(i) for i in ids]

@@ -1,0 +1,116 @@
+"""Batched beam search with the decoder cache (Wu et al. 2016 length penalty, as in
+Vaswani et al. 2017 §6.1: beam 4–5, α = 0.6, maximum output length = input length + 50).
+
+All sentences and their beams run as one batch of B·K rows; after each step the cache is
+reordered so that row b·K + k holds the k-th surviving beam of sentence b.
+
+Legend: B sentences, K beams, V vocabulary, t the current step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from transduce.decoding.greedy import Seq2Seq
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A finished translation: token ids (ending in EOS), the sum of their log-probabilities,
+    and the score that ranks it (log-probability / length penalty)."""
+
+    tokens: list[int]
+    log_prob: float
+    score: float
+
+
+def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
+    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14); |Y| counts EOS."""
+    return ((5 + length) / 6) ** alpha
+
+
+def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
+              longest: int, alpha: float) -> bool:
+    """Whether no live beam can still enter the top ``nbest``. Log-probabilities only fall
+    as a beam grows, and the length penalty divides them by at most lp(longest), so a live
+    beam's best future score is its log-probability / lp(longest)."""
+    if len(finished) < nbest:
+        return False
+    worst_kept = sorted(h.score for h in finished)[-nbest]
+    return worst_kept >= best_alive / length_penalty(longest, alpha)
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_id: int,
+                beam_size: int = 5, alpha: float = 0.6, nbest: int = 1,
+                max_len: Tensor | None = None, extra_len: int = 50) -> list[list[Hypothesis]]:
+    """Translate a batch with beam search.
+
+    Args:
+        model: a :class:`Seq2Seq` in eval mode.
+        src: (B, S) source ids; src_mask: (B, 1, S).
+        bos_id, eos_id: special ids.
+        beam_size: K. alpha: length-penalty exponent (0 = raw log-probability).
+        nbest: how many hypotheses to return per sentence (≤ K).
+        max_len: (B,) most output tokens per sentence, EOS included; by default the source
+            length + ``extra_len``.
+
+    Returns:
+        For each sentence, its ``nbest`` best hypotheses, best first.
+    """
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest must be between 1 and the beam size {beam_size}")
+    B, K, device = src.shape[0], beam_size, src.device
+    if max_len is None:
+        max_len = src_mask.reshape(B, -1).sum(-1) + extra_len  # (B,)
+    max_len = max_len.to(device)
+    rows = torch.arange(B, device=device).repeat_interleave(K)  # (B·K,)
+    state = model.start(src, src_mask).reorder(rows)
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    prefixes = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    done = [False] * B
+    for t in range(int(max_len.max())):
+        logits, state = model.step(prefixes[:, -1:], state)  # (B·K, 1, V)
+        log_probs = F.log_softmax(logits[:, -1].float(), dim=-1)  # (B·K, V)
+        V = log_probs.shape[-1]
+        must_end = (t + 1 >= max_len).repeat_interleave(K)  # (B·K,): only EOS is allowed
+        log_probs[must_end] = torch.where(torch.arange(V, device=device) == eos_id,
+                                          log_probs[must_end], float("-inf"))
+        candidates = (scores.unsqueeze(-1) + log_probs.view(B, K, V)).view(B, K * V)
+        top_scores, top = candidates.topk(2 * K, dim=1)  # (B, 2K): K of them are not EOS
+        beam, token = top // V, top % V  # (B, 2K)
+        is_eos = token == eos_id
+        _finish(finished, done, prefixes, top_scores, beam, is_eos, eos_id, t, K, alpha)
+        # the K best non-EOS candidates continue, in score order
+        keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (B, K)
+        scores = top_scores.gather(1, keep)
+        source_rows = (torch.arange(B, device=device)[:, None] * K
+                       + beam.gather(1, keep)).view(-1)  # (B·K,)
+        prefixes = torch.cat([prefixes[source_rows], token.gather(1, keep).view(-1, 1)], 1)
+        state = state.reorder(source_rows)
+        best_alive = scores.max(1).values.tolist()
+        for b in range(B):
+            done[b] = done[b] or _can_stop(finished[b], nbest, best_alive[b],
+                                           int(max_len[b]), alpha)
+        if all(done):
+            break
+    return [sorted(f, key=lambda h: -h.score)[:nbest] for f in finished]
+
+
+def _finish(finished: list[list[Hypothesis]], done: list[bool], prefixes: Tensor,
+            top_scores: Tensor, beam: Tensor, is_eos: Tensor, eos_id: int, t: int, K: int,
+            alpha: float) -> None:
+    """Move the EOS candidates ranked within the top K into the finished lists."""
+    lp = length_penalty(t + 1, alpha)
+    for b, j in is_eos[:, :K].nonzero().tolist():
+        log_prob = top_scores[b, j].item()
+        if done[b] or log_prob == float("-inf"):
+            continue
+        tokens = prefixes[b * K + beam[b, j].item(), 1:].tolist() + [eos_id]
+        finished[b].append(Hypothesis(tokens, log_prob, log_prob / lp))

@@ -1,0 +1,184 @@
+import math
+
+import pytest
+import torch
+
+from transduce.decoding import beam_search, greedy_search, length_penalty
+from transduce.nn import TransformerConfig, build_transformer, padding_mask
+
+PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
+V = 6
+
+
+class TableState:
+    def __init__(self, prefixes):
+        self.prefixes = prefixes  # per row: (sentence, BOS, tokens…)
+
+    def reorder(self, indices):
+        return TableState([self.prefixes[i] for i in indices.tolist()])
+
+
+class TableModel:
+    """Next-token probabilities looked up by prefix, one table per sentence; a prefix not in
+    the table gets ``default``. Counts its steps."""
+
+    def __init__(self, *tables, default=None):
+        self.tables, self.default, self.calls = tables, default or {EOS: 1.0}, 0
+
+    def start(self, src, src_mask):
+        return TableState([(b,) for b in range(src.shape[0])])
+
+    def step(self, tokens, state):
+        self.calls += 1
+        prefixes = [p + (t,) for p, t in zip(state.prefixes, tokens[:, -1].tolist())]
+        logits = torch.full((len(prefixes), 1, V), float("-inf"))
+        for row, prefix in enumerate(prefixes):
+            probs = self.tables[prefix[0]].get(prefix[2:], self.default)
+            for token, p in probs.items():
+                logits[row, 0, token] = math.log(p)
+        return logits, TableState(prefixes)
+
+
+TABLE = {(): {A: 0.5, B: 0.4, EOS: 0.1},
+         (A,): {EOS: 0.25, C: 0.65, B: 0.1},
+         (B,): {EOS: 0.9, C: 0.1}}
+
+
+def search(model, sentences=1, **kwargs):
+    src = torch.full((sentences, 1), A)
+    kwargs.setdefault("max_len", torch.full((sentences,), 10))
+    return beam_search(model, src, torch.ones(sentences, 1, 1, dtype=torch.bool), BOS, EOS,
+                       **kwargs)
+
+
+def test_best_hypothesis_without_length_penalty_and_early_stop():
+    model = TableModel(TABLE)
+    [[best]] = search(model, beam_size=2, alpha=0.0)
+    assert best.tokens == [B, EOS]
+    assert best.log_prob == pytest.approx(math.log(0.4 * 0.9))
+    assert best.score == pytest.approx(math.log(0.36))
+    # after step 2, "A C" (0.325) can no longer beat "B EOS" (0.36): no third step is taken
+    assert model.calls == 2
+
+
+def test_length_penalty_prefers_the_longer_hypothesis():
+    [[best]] = search(TableModel(TABLE), beam_size=2, alpha=1.0)
+    assert best.tokens == [A, C, EOS]
+    assert best.log_prob == pytest.approx(math.log(0.5 * 0.65 * 1.0))
+    assert best.score == pytest.approx(math.log(0.325) / ((5 + 3) / 6))
+    assert length_penalty(3, 1.0) == pytest.approx(8 / 6)
+
+
+def test_nbest_order_and_scores():
+    hyps = search(TableModel(TABLE), beam_size=3, alpha=0.0, nbest=3)[0]
+    assert [h.tokens for h in hyps] == [[B, EOS], [A, C, EOS], [A, EOS]]
+    assert [h.score for h in hyps] == pytest.approx([math.log(p) for p in (0.36, 0.325, 0.125)])
+
+
+def test_eos_outside_the_top_k_is_not_finished():
+    # with one beam, "EOS" (0.1) at step 1 is third best and must not become a hypothesis
+    hyps = search(TableModel(TABLE), beam_size=1, alpha=0.0, nbest=1)[0]
+    assert hyps[0].tokens == [A, C, EOS]
+
+
+def test_maximum_length_forces_eos():
+    model = TableModel({}, default={A: 0.99, EOS: 0.01})
+    [[best]] = search(model, beam_size=1, alpha=0.0, max_len=torch.tensor([3]))
+    assert best.tokens == [A, A, EOS]
+    assert best.log_prob == pytest.approx(2 * math.log(0.99) + math.log(0.01))
+    assert model.calls == 3
+
+
+def test_default_maximum_is_source_length_plus_50():
+    model = TableModel({}, default={A: 0.99, EOS: 0.01})
+    src = torch.tensor([[A, A, EOS, PAD]])
+    [[best]] = beam_search(model, src, padding_mask(src, PAD), BOS, EOS, beam_size=1)
+    assert len(best.tokens) == 3 + 50
+
+
+def test_sentences_in_a_batch_are_searched_independently():
+    other = {(): {C: 0.7, EOS: 0.3}, (C,): {EOS: 1.0}}
+    together = search(TableModel(TABLE, other), sentences=2, beam_size=2, alpha=0.0)
+    assert [h[0].tokens for h in together] == [[B, EOS], [C, EOS]]
+    assert together[1][0].log_prob == pytest.approx(math.log(0.7))
+
+
+def test_nbest_cannot_exceed_the_beam():
+    with pytest.raises(ValueError):
+        search(TableModel(TABLE), beam_size=2, nbest=3)
+
+
+# --- a real model -----------------------------------------------------------------------
+
+def random_model():
+    model = build_transformer(TransformerConfig(30, d_model=32, d_ff=64, num_heads=4,
+                                                num_encoder_layers=2, num_decoder_layers=2))
+    with torch.no_grad():
+        model.generator.weight[EOS] += 0.3  # end sentences within a few steps
+    return model.eval()
+
+
+def sources():
+    src = torch.randint(4, 30, (4, 6))
+    src[1, 3:] = PAD
+    src[3, 5:] = PAD
+    return src
+
+
+def test_beam_of_one_equals_greedy():
+    model, src = random_model(), sources()
+    mask = padding_mask(src, PAD)
+    greedy = greedy_search(model, src, mask, BOS, EOS, PAD, max_len=20)
+    # one more position for beam search: where greedy is cut at 20, beam search forces EOS
+    beams = beam_search(model, src, mask, BOS, EOS, beam_size=1, alpha=0.0,
+                        max_len=torch.full((4,), 21))
+    for row, [hyp] in zip(greedy.tolist(), beams):
+        if EOS in row:
+            assert hyp.tokens == row[: row.index(EOS) + 1]
+        else:
+            assert hyp.tokens == row + [EOS]
+
+
+def test_a_batch_equals_its_sentences_one_by_one():
+    model, src = random_model(), sources()
+    mask = padding_mask(src, PAD)
+    batch = beam_search(model, src, mask, BOS, EOS, beam_size=4, nbest=2)
+    for i in range(4):
+        length = int(mask[i].sum())
+        alone = beam_search(model, src[i : i + 1, :length], mask[i : i + 1, :, :length], BOS,
+                            EOS, beam_size=4, nbest=2)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batch[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-5)
+
+
+class Uncached:
+    """The same model, but every step recomputes the whole prefix (no key/value cache)."""
+
+    class State:
+        def __init__(self, src, mask, prefix):
+            self.src, self.mask, self.prefix = src, mask, prefix
+
+        def reorder(self, i):
+            return Uncached.State(self.src[i], self.mask[i], self.prefix[i])
+
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, src, mask):
+        return self.State(src, mask, src.new_zeros(src.shape[0], 0))
+
+    def step(self, tokens, state):
+        prefix = torch.cat([state.prefix, tokens], 1)
+        logits = self.model(state.src, prefix, state.mask)[:, -tokens.shape[1]:]
+        return logits, self.State(state.src, state.mask, prefix)
+
+
+def test_cached_search_equals_uncached_search():
+    model, src = random_model(), sources()
+    mask = padding_mask(src, PAD)
+    cached = beam_search(model, src, mask, BOS, EOS, beam_size=3, nbest=3)
+    with torch.no_grad():
+        uncached = beam_search(Uncached(model), src, mask, BOS, EOS, beam_size=3, nbest=3)
+    for a, b in zip(cached, uncached):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
