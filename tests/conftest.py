@@ -1,8 +1,81 @@
+import random
+
 import pytest
 import torch
+
+from transduce.data.numbers import english, german
 
 
 @pytest.fixture(autouse=True)
 def _seed():
-    """Every test starts from the same random state, so a failure reproduces."""
+    """Every test starts from the same random state and thread count, so a failure
+    reproduces whatever ran before it (a training run may set the thread count)."""
     torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+# A tiny parallel corpus (English → German number words) and a config that trains in seconds.
+TINY = """\
+data_dir: {data}
+src_lang: en
+tgt_lang: de
+vocab_size: 120
+d_model: 32
+d_ff: 64
+num_heads: 2
+num_encoder_layers: 1
+num_decoder_layers: 1
+dropout: 0.1
+schedule: inverse_sqrt
+lr: 0.003
+warmup: 4
+max_tokens: 600
+max_steps: 12
+valid_every: 4
+keep_last: 10
+seed: 3
+threads: 1
+"""
+
+
+def write_pair(folder, prefix, numbers):
+    (folder / f"{prefix}.en").write_text("".join(english(n) + "\n" for n in numbers),
+                                         encoding="utf-8")
+    (folder / f"{prefix}.de").write_text("".join(german(n) + "\n" for n in numbers),
+                                         encoding="utf-8")
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    rng = random.Random(0)
+    write_pair(folder, "train", [rng.randrange(10**6) for _ in range(300)])
+    write_pair(folder, "val", [rng.randrange(10**6) for _ in range(30)])
+    return folder
+
+
+@pytest.fixture
+def config(tmp_path, corpus):
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY.format(data=corpus), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """One tiny trained run directory shared by the translation tests (read-only for them)."""
+    from transduce.cli.main import main
+
+    root = tmp_path_factory.mktemp("trained")
+    folder = root / "data"
+    folder.mkdir()
+    rng = random.Random(0)
+    write_pair(folder, "train", [rng.randrange(10**6) for _ in range(300)])
+    write_pair(folder, "val", [rng.randrange(10**6) for _ in range(30)])
+    config = root / "tiny.yaml"
+    config.write_text(TINY.format(data=folder), encoding="utf-8")
+    assert main(["train", str(config), "--run-dir", str(root / "run")]) == 0
+    return root / "run"

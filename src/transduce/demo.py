@@ -105,7 +105,7 @@ def train(model: Transformer, cfg: DemoConfig, vocab: Vocab, held_out: list[int]
             tokens += int((tgt[:, 1:] != vocab.pad_id).sum())
             rate = tokens / (time.perf_counter() - start)
             bar.update()
-            bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{rate:,.0f}")
+            bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{rate:,.0f}", refresh=False)
             if step % 200 == 0 or step == cfg.steps:
                 log.info(f"step {step}/{cfg.steps} loss {value:.4f} "
                          f"lr {schedule.get_last_lr()[0]:.2e} target tokens/s {rate:,.0f}")

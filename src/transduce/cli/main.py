@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from transduce import __version__
-from transduce.cli import demo
+from transduce.cli import average, data, demo, evaluate, train, translate
 from transduce.errors import UserError
 
-COMMANDS = (demo,)
+COMMANDS = (demo, data, train, average, translate, evaluate)
 
 
 class OneLineParser(argparse.ArgumentParser):

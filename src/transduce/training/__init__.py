@@ -1,6 +1,8 @@
-"""Training pieces: the loss, the optimiser and the schedule."""
+"""Training pieces: the loss, the optimiser and the schedule (the loop is training.trainer)."""
 
 from transduce.training.loss import LabelSmoothedCrossEntropy
-from transduce.training.schedule import noam_rate, paper_adam, warmup_schedule
+from transduce.training.schedule import (inverse_sqrt_rate, noam_rate, paper_adam, schedule_for,
+                                         warmup_schedule)
 
-__all__ = ["LabelSmoothedCrossEntropy", "noam_rate", "paper_adam", "warmup_schedule"]
+__all__ = ["LabelSmoothedCrossEntropy", "inverse_sqrt_rate", "noam_rate", "paper_adam",
+           "schedule_for", "warmup_schedule"]

@@ -32,3 +32,18 @@ def warmup_schedule(
     :func:`paper_adam` does). The first update already uses step 1's rate.
     """
     return LambdaLR(optimizer, lambda k: noam_rate(k + 1, d_model, warmup, factor))
+
+
+def inverse_sqrt_rate(step: int, warmup: int, peak: float) -> float:
+    """Linear warm-up to ``peak`` at ``warmup``, then peak · √(warmup / step) (fairseq's)."""
+    return peak * min(step / warmup, (warmup / step) ** 0.5)
+
+
+def schedule_for(optimizer: torch.optim.Optimizer, name: str, d_model: int, warmup: int,
+                 lr: float) -> LambdaLR:
+    """"noam": the paper's schedule times ``lr``; "inverse_sqrt": peak rate ``lr``."""
+    if name == "noam":
+        return warmup_schedule(optimizer, d_model, warmup, lr)
+    if name == "inverse_sqrt":
+        return LambdaLR(optimizer, lambda k: inverse_sqrt_rate(k + 1, warmup, lr))
+    raise ValueError(f"unknown schedule {name!r}; use noam or inverse_sqrt")

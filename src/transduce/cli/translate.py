@@ -1,0 +1,71 @@
+"""`transduce translate RUN_DIR|CHECKPOINT [--beam 5] [--lenpen 0.6] [--nbest K]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "translate", help="translate text with a trained model",
+        description="Translate one sentence per line. Exactly one output line per input line, "
+                    "in order; an empty line gives an empty line. With --nbest K > 1 each input"
+                    " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.")
+    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
+                        help="a run directory (its averaged, else best, else newest checkpoint)"
+                             " or a checkpoint file")
+    parser.add_argument("--input", help="input file (default: standard input)")
+    parser.add_argument("--output", help="output file (default: standard output)")
+    parser.add_argument("--beam", type=int, default=5, help="beam size; 1 is greedy (default 5)")
+    parser.add_argument("--lenpen", type=float, default=0.6,
+                        help="length penalty α of Wu et al. 2016 (default 0.6)")
+    parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
+    parser.add_argument("--max-tokens", type=int, default=6000,
+                        help="source tokens × beam per batch (default 6000)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from transduce.data.text import read_lines
+    from transduce.decoding.translator import Translator
+    from transduce.errors import UserError
+    from transduce.io import write_text
+    from transduce.logs import progress
+
+    if args.beam < 1 or not 1 <= args.nbest <= args.beam:
+        raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
+    translator = Translator.load(args.model, args.device, args.precision)
+    lines = _read_input(args.input, read_lines)
+    with progress(len(lines), "translating", "sent") as bar:
+        results = translator.translate(lines, args.beam, args.lenpen, args.nbest,
+                                       args.max_tokens, progress=bar)
+    if args.nbest == 1:
+        text = "".join(hyps[0][0] + "\n" for hyps in results)
+    else:
+        text = "".join(f"{i} ||| {t} ||| {s:.4f}\n" for i, hyps in enumerate(results)
+                       for t, s in hyps)
+    if args.output:
+        write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _read_input(path, read_lines) -> list[str]:
+    if path:
+        return read_lines(path, allow_empty_file=True)
+    from transduce.errors import UserError
+
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(f"<stdin>:{line}: invalid UTF-8 ({error.reason})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]

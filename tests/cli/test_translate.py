@@ -1,0 +1,94 @@
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from transduce.cli.main import main
+from transduce.data.numbers import english, german
+from transduce.training.checkpoint import load_checkpoint, save_checkpoint
+
+LINES = ["three hundred twenty-one", "", "seven thousand two", "one " * 400, "zwölf €", ""]
+
+
+def test_one_output_line_per_input_line_in_order(trained_run, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(trained_run), "--input", str(source), "--output", str(out),
+                 "--beam", "2"]) == 0
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) - 1 == len(LINES)  # each line ends with a newline
+    for given, produced in zip(LINES, lines):
+        assert (given == "") == (produced == "")  # empty in, empty out; others non-empty
+    assert "line 4 cut to" in capsys.readouterr().err  # the over-long line is cut, not lost
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_standard_input_and_greedy(trained_run):
+    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run),
+                             "--beam", "1"], input="five\n\nsix hundred\n", capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
+
+
+def test_nbest_lists(trained_run, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("five\nsix\n", encoding="utf-8")
+    assert main(["translate", str(trained_run), "--input", str(source), "--beam", "3",
+                 "--nbest", "3"]) == 0
+    rows = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in rows] == ["0", "0", "0", "1", "1", "1"]
+    for i in (0, 3):
+        scores = [float(r[2]) for r in rows[i : i + 3]]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_a_checkpoint_with_another_tokenizer_is_refused(trained_run, tmp_path, capsys):
+    run = tmp_path / "copy"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "spm.model").write_bytes((trained_run / "spm.model").read_bytes())
+    state = load_checkpoint(trained_run / "checkpoints" / "best.pt")
+    state["tokenizer"] = "0123456789abcdef"
+    save_checkpoint(run / "checkpoints" / "best.pt", state)
+    assert main(["translate", str(run / "checkpoints" / "best.pt")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "trained with another tokenizer" in error and len(error.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nowhere"], "no such run directory or checkpoint"),
+    (["RUN", "--beam", "2", "--nbest", "3"], "--nbest between 1 and --beam"),
+    (["RUN", "--input", "missing.txt"], "missing.txt: cannot read"),
+])
+def test_bad_arguments(trained_run, tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    args = [str(trained_run) if a == "RUN" else a for a in args]
+    assert main(["translate", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_invalid_utf8_on_stdin_names_the_line(trained_run):
+    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run)],
+                            input=b"five\nsi\xffx\n", capture_output=True, timeout=120)
+    assert result.returncode == 2
+    assert b"<stdin>:2: invalid UTF-8" in result.stderr and result.stdout == b""
+
+
+def test_pipeline_average_translate_evaluate(trained_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    assert main(["average", str(run), "--last", "3"]) == 0
+    source, reference = tmp_path / "src.en", tmp_path / "ref.de"
+    numbers = [21, 305, 4000, 999, 77777]
+    source.write_text("".join(english(n) + "\n" for n in numbers), encoding="utf-8")
+    reference.write_text("".join(german(n) + "\n" for n in numbers), encoding="utf-8")
+    hyp = tmp_path / "hyp.de"
+    assert main(["translate", str(run), "--input", str(source), "--output", str(hyp)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(reference)]) == 0
+    report = capsys.readouterr().out
+    assert "BLEU " in report and "nrefs:1|case:mixed" in report
+    assert "BLEU (lowercased)" in report and "case:lc" in report and "chrF2" in report

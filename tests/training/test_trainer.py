@@ -1,0 +1,134 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from transduce.cli.main import main
+from transduce.training.checkpoint import load_checkpoint
+
+
+def train(config, run_dir, *overrides):
+    return main(["train", str(config), *overrides, "--run-dir", str(run_dir)])
+
+
+def weights(path):
+    return load_checkpoint(path)["model"]
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_run_directory_holds_everything(config, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(config, run) == 0
+    names = {p.name for p in run.iterdir()}
+    assert {"config.yaml", "spm.model", "checkpoints", "metrics.jsonl", "train.log",
+            "tensorboard"} <= names
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "best.pt", "step_12.pt", "step_4.pt", "step_8.pt"]
+    assert "valid_bleu" in (run / "metrics.jsonl").read_text()
+    assert "training pairs: 300 kept of 300" in (run / "train.log").read_text()
+    assert "valid_bleu" in capsys.readouterr().out
+
+
+def test_a_stopped_run_resumes_to_the_same_weights(config, tmp_path):
+    assert train(config, tmp_path / "whole") == 0
+    assert train(config, tmp_path / "parts", "max_steps=6") == 0  # stops between checkpoints
+    assert train(config, tmp_path / "parts") == 0
+    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_12.pt"),
+                        weights(tmp_path / "parts/checkpoints/step_12.pt"))
+
+
+def test_a_killed_run_resumes_to_the_same_weights(config, tmp_path):
+    assert train(config, tmp_path / "whole", "max_steps=40") == 0
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([sys.executable, "-m", "transduce", "train", str(config),
+                                "max_steps=40", "--run-dir", str(killed)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)  # mid-update, mid-write, wherever it is
+    process.wait()
+    assert not (killed / "checkpoints" / "step_40.pt").exists()
+    assert train(config, killed, "max_steps=40") == 0
+    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_40.pt"),
+                        weights(killed / "checkpoints/step_40.pt"))
+
+
+def test_resuming_with_other_settings_is_refused(config, tmp_path, capsys):
+    assert train(config, tmp_path / "run", "max_steps=4") == 0
+    capsys.readouterr()
+    assert train(config, tmp_path / "run", "d_model=64") == 2
+    assert "started with d_model=32, not 64" in capsys.readouterr().err
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(config, tmp_path, capsys,
+                                                           monkeypatch):
+    from transduce.training import trainer
+
+    original, calls = trainer.LabelSmoothedCrossEntropy.forward, []
+
+    def poisoned(self, logits, target):
+        calls.append(1)
+        loss = original(self, logits, target)
+        return loss * float("nan") if len(calls) == 6 else loss
+
+    monkeypatch.setattr(trainer.LabelSmoothedCrossEntropy, "forward", poisoned)
+    run = tmp_path / "run"
+    assert train(config, run) == 2
+    stderr = capsys.readouterr().err  # also holds the progress bar and log of the run
+    error = stderr.strip().splitlines()[-1]
+    assert "Traceback" not in stderr and error.startswith("transduce: error: ")
+    assert "loss became nan at step 6" in error and "step_4.pt" in error
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.pt", "step_4.pt"]
+
+
+def bad_input_cases(corpus):
+    def misaligned():
+        lines = (corpus / "train.de").read_text(encoding="utf-8").splitlines()
+        (corpus / "train.de").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+        return "train.en: 300 lines but", "has 299"
+
+    def empty():
+        (corpus / "val.en").write_text("", encoding="utf-8")
+        return "val.en: the file is empty", ""
+
+    def invalid_utf8():
+        data = (corpus / "train.en").read_bytes().split(b"\n")
+        data[2] = b"caf\xe9"
+        (corpus / "train.en").write_bytes(b"\n".join(data))
+        return "train.en:3: invalid UTF-8", ""
+
+    return {"misaligned": misaligned, "empty": empty, "invalid_utf8": invalid_utf8}
+
+
+@pytest.mark.parametrize("case", ["misaligned", "empty", "invalid_utf8"])
+def test_bad_corpora_give_one_line_and_write_nothing(corpus, config, tmp_path, capsys, case):
+    expected = bad_input_cases(corpus)[case]()
+    run = tmp_path / "run"
+    assert train(config, run) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and all(part in error for part in expected), error
+    assert not run.exists()
+
+
+def test_unknown_config_key_in_the_yaml(config, tmp_path, capsys):
+    config.write_text(config.read_text() + "dropuot: 0.3\n", encoding="utf-8")
+    assert train(config, tmp_path / "run") == 2
+    error = capsys.readouterr().err
+    assert "tiny.yaml: unknown config key 'dropuot'; valid keys: accumulate," in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_wrong_value_type_in_the_yaml(config, tmp_path, capsys):
+    config.write_text(config.read_text() + "max_tokens: lots\n", encoding="utf-8")
+    assert train(config, tmp_path / "run") == 2
+    assert "max_tokens must be a int, not 'lots'" in capsys.readouterr().err
