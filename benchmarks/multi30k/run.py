@@ -1,0 +1,82 @@
+"""Multi30k benchmark: train with a shipped config, average, translate test_2016_flickr with
+beam search, score, and write the figures to benchmarks/multi30k/results.json.
+
+    python benchmarks/multi30k/run.py en-de --data ../shared/data/multi30k [key=value ...]
+
+Published reference (test_2016_flickr En→De, lowercased tokenized BLEU): 41.02, fairseq
+transformer_tiny, beam 5, average of the last 10 checkpoints (Wu et al., ACL 2021).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from transduce.cli.main import main as transduce
+from transduce.data.text import read_lines
+from transduce.decoding.translator import Translator
+from transduce.evaluation import corpus_scores
+from transduce.io import write_text
+from transduce.training.checkpoint import load_checkpoint
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, beam: int,
+        lenpen: float) -> dict:
+    src, tgt = pair.split("-")
+    config = ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
+    start = time.perf_counter()
+    if transduce(["train", str(config), f"data_dir={data}", *overrides,
+                  "--run-dir", str(run_dir)]) != 0:
+        raise SystemExit("training failed")
+    wall = time.perf_counter() - start
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    rates = [r["tokens_per_s"] for r in records if "tokens_per_s" in r]
+    transduce(["average", str(run_dir), "--last", str(last)])
+    translator = Translator.load(run_dir)
+    sources = read_lines(Path(data) / f"test_2016_flickr.{src}")
+    references = read_lines(Path(data) / f"test_2016_flickr.{tgt}")
+    start = time.perf_counter()
+    hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=lenpen)]
+    seconds = time.perf_counter() - start
+    write_text(run_dir / f"test_2016_flickr.hyp.{tgt}", "".join(h + "\n" for h in hyps))
+    state = load_checkpoint(run_dir / "averaged.pt")
+    params = sum(v.numel() for k, v in state["model"].items()
+                 if k not in ("tgt_embed.embedding.weight", "generator.weight"))  # tied
+    return {"pair": pair, "test": "test_2016_flickr", **corpus_scores(hyps, references),
+            "beam": beam, "lenpen": lenpen, "averaged_checkpoints": last,
+            "training_seconds": records[-1]["elapsed_s"], "wall_seconds": round(wall),
+            "steps": records[-1]["step"], "epochs": records[-1]["epoch"],
+            "train_tokens_per_s": round(statistics.median(rates)) if rates else None,
+            "translate_sentences_per_s": round(len(sources) / seconds, 1),
+            "parameters": params, "overrides": overrides}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pair", choices=["en-de", "de-en", "en-fr"])
+    parser.add_argument("overrides", nargs="*", help="config key=value")
+    parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
+    parser.add_argument("--run-dir", help="default runs/bench/PAIR")
+    parser.add_argument("--last", type=int, default=5, help="checkpoints to average")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--lenpen", type=float, default=0.6)
+    parser.add_argument("--results", default=str(HERE / "results.json"))
+    args = parser.parse_intermixed_args()
+    run_dir = Path(args.run_dir or ROOT / "runs" / "bench" / args.pair)
+    result = run(args.pair, args.data, args.overrides, run_dir, args.last, args.beam,
+                 args.lenpen)
+    path = Path(args.results)
+    table = json.loads(path.read_text()) if path.exists() else {}
+    table[args.pair] = result
+    write_text(path, json.dumps(table, indent=2, ensure_ascii=False) + "\n")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
