@@ -29,7 +29,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.data.text import read_lines
     from transduce.decoding.translator import Translator
     from transduce.errors import UserError
     from transduce.io import write_text
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if args.beam < 1 or not 1 <= args.nbest <= args.beam:
         raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
     translator = Translator.load(args.model, args.device, args.precision)
-    lines = _read_input(args.input, read_lines)
+    lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
         results = translator.translate(lines, args.beam, args.lenpen, args.nbest,
                                        args.max_tokens, progress=bar)
@@ -54,18 +53,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_input(path, read_lines) -> list[str]:
+def _read_input(path: str | None) -> list[str]:
+    from transduce.data.text import decode_utf8, read_lines, split_lines
+
     if path:
         return read_lines(path, allow_empty_file=True)
-    from transduce.errors import UserError
-
-    data = sys.stdin.buffer.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"<stdin>:{line}: invalid UTF-8 ({error.reason})") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    return split_lines(decode_utf8(sys.stdin.buffer.read(), "<stdin>"))

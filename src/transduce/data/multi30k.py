@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from transduce.data.text import decode_utf8, split_lines
 from transduce.errors import UserError
 
 # The multi30k/dataset repository's gzipped raw files.
@@ -37,13 +38,7 @@ def _gunzip(source: Path, target: Path) -> None:
 
 
 def _check(path: Path, expected_lines: int, origin: str) -> None:
-    data = path.read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"{origin}:{line}: invalid UTF-8; not a Multi30k file") from None
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    lines = len(split_lines(decode_utf8(path.read_bytes(), origin)))
     if lines != expected_lines:
         raise UserError(f"{origin}: {lines} lines, expected {expected_lines}; the file is "
                         "incomplete or not Multi30k")

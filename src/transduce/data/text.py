@@ -6,6 +6,24 @@ import os
 from transduce.errors import UserError
 
 
+def decode_utf8(data: bytes, origin: str) -> str:
+    """Decode ``data``, or raise a UserError naming ``origin`` and the line that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(f"{origin}:{line}: invalid UTF-8 ({error.reason}); convert the file "
+                        "to UTF-8 (e.g. iconv -t UTF-8)") from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their endings; a final newline ends the last line, it starts none."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
 def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[str]:
     """All lines of a UTF-8 file, without line endings.
 
@@ -17,18 +35,10 @@ def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[
         data = open(path, "rb").read()
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"{path}:{line}: invalid UTF-8 ({error.reason}); convert the file to "
-                        "UTF-8 (e.g. iconv -t UTF-8)") from None
+    text = decode_utf8(data, str(path))
     if not text and not allow_empty_file:
         raise UserError(f"{path}: the file is empty; give a file with one sentence per line")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start a new one
-    return [line.rstrip("\r") for line in lines]
+    return split_lines(text)
 
 
 def read_parallel(src_path: str | os.PathLike,
