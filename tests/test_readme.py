@@ -14,6 +14,14 @@ COMMANDS = [line[2:] for kind, body in BLOCKS if kind == "console"
             for line in body.splitlines() if line.startswith("$ transduce")]
 COMMANDS += re.findall(r"`(transduce [^`]+)`", README)
 REDUCED = ["steps=20", "batch_size=16", "held_out=20", "warmup=10"]
+TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
+              "num_decoder_layers=1", "vocab_size=300", "max_steps=6", "valid_every=3",
+              "warmup=2", "max_tokens=2000", "valid_bleu_sentences=20", "threads=1"]
+PIPELINE = [line[2:] for kind, body in BLOCKS if kind == "console"
+            for line in body.splitlines()
+            if line.split()[2:3] in (["data"], ["train"], ["average"], ["translate"],
+                                     ["evaluate"])]
+COMMANDS = [c for c in COMMANDS if c not in PIPELINE]
 
 
 def test_readme_opens_with_the_two_setup_commands():
@@ -36,6 +44,27 @@ def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
     last = max([i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")] + [0])
     assert main(argv[: last + 1] + REDUCED + argv[last + 1 :]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("exact match:")
+
+
+def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The Multi30k commands, on synthetic files of Multi30k's line counts and a tiny model."""
+    from tests.data.test_multi30k import write_corpus
+
+    assert [c.split()[1] for c in PIPELINE] == ["data", "train", "average", "translate",
+                                                "evaluate"]
+    write_corpus(tmp_path / "local", compress=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    for config in (Path(__file__).parents[1] / "configs").glob("*.yaml"):
+        (tmp_path / "configs" / config.name).write_text(config.read_text())
+    for command in PIPELINE:
+        argv = shlex.split(command)[1:]
+        if argv[0] == "data":
+            argv += ["--from", str(tmp_path / "local")]  # no download in tests
+        if argv[0] == "train":
+            argv = argv[:2] + TINY_MODEL + argv[2:]
+        assert main(argv) == 0, command
+    assert "BLEU (lowercased)" in capsys.readouterr().out
 
 
 def test_readme_python_example_runs(capsys):
