@@ -132,3 +132,13 @@ def test_wrong_value_type_in_the_yaml(config, tmp_path, capsys):
     config.write_text(config.read_text() + "max_tokens: lots\n", encoding="utf-8")
     assert train(config, tmp_path / "run") == 2
     assert "max_tokens must be a int, not 'lots'" in capsys.readouterr().err
+
+
+def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
+    assert train(config, tmp_path / "one", "max_epochs=1", "max_steps=1000",
+                 "valid_every=1000") == 0
+    assert train(config, tmp_path / "two", "max_epochs=1", "max_steps=1000",
+                 "valid_every=1000", "accumulate=2") == 0
+    one = load_checkpoint(next((tmp_path / "one/checkpoints").glob("step_*.pt")))["step"]
+    two = load_checkpoint(next((tmp_path / "two/checkpoints").glob("step_*.pt")))["step"]
+    assert one > 4 and two == (one + 1) // 2
