@@ -92,6 +92,7 @@ class Loop:
                                                  reduction="sum")
         self.step = self.epoch = self.batch_in_epoch = self.bad_validations = 0
         self.best_bleu, self.elapsed, self.last_metrics = -1.0, 0.0, {}
+        self.tensorboard = None  # opened on the first metrics, so a failed start writes none
 
     def state(self) -> dict:
         keys = ("step", "epoch", "batch_in_epoch", "best_bleu", "bad_validations", "elapsed")
@@ -148,6 +149,8 @@ class Loop:
         if not (self.run_dir / "checkpoints" / f"step_{self.step}.pt").exists():
             self.checkpoint()
         self.log.info(f"stopped at step {self.step}: {reason}")
+        if self.tensorboard is not None:
+            self.tensorboard.close()
         return self.last_metrics
 
     def update(self, group: list[list[int]], bar) -> None:
@@ -210,7 +213,7 @@ class Loop:
                   "elapsed_s": round(self.elapsed, 1), **metrics}
         with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
-        if not hasattr(self, "tensorboard"):
+        if self.tensorboard is None:
             from torch.utils.tensorboard import SummaryWriter
 
             self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"))
