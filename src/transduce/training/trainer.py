@@ -82,6 +82,9 @@ def train(cfg: TrainConfig, run_dir: str | Path) -> dict:
 class Loop:
     """The state of a run between updates, and the updates themselves."""
 
+    # Where the run is, besides weights, optimiser, schedule and RNG: saved and restored.
+    PROGRESS = ("step", "epoch", "batch_in_epoch", "best_bleu", "bad_validations", "elapsed")
+
     def __init__(self, cfg, run_dir, data: RunData, model, model_config: dict, optimizer,
                  schedule, device, precision, log) -> None:
         self.cfg, self.run_dir, self.data, self.log = cfg, run_dir, data, log
@@ -95,11 +98,11 @@ class Loop:
         self.tensorboard = None  # opened on the first metrics, so a failed start writes none
 
     def state(self) -> dict:
-        keys = ("step", "epoch", "batch_in_epoch", "best_bleu", "bad_validations", "elapsed")
         return {"model": self.model.state_dict(), "model_config": self.model_config,
                 "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
                 "rng": torch.get_rng_state(), "tokenizer": self.data.tokenizer.fingerprint,
-                "config": dataclasses.asdict(self.cfg), **{k: getattr(self, k) for k in keys}}
+                "config": dataclasses.asdict(self.cfg),
+                **{k: getattr(self, k) for k in self.PROGRESS}}
 
     def restore(self, state: dict) -> None:
         if state.get("tokenizer") != self.data.tokenizer.fingerprint:
@@ -109,8 +112,7 @@ class Loop:
         self.optimizer.load_state_dict(state["optimizer"])
         self.schedule.load_state_dict(state["schedule"])
         torch.set_rng_state(state["rng"])
-        for key in ("step", "epoch", "batch_in_epoch", "best_bleu", "bad_validations",
-                    "elapsed"):
+        for key in self.PROGRESS:
             setattr(self, key, state[key])
 
     def epoch_batches(self) -> list[list[int]]:
@@ -139,7 +141,8 @@ class Loop:
             while (reason := self.stop_reason()) is None:
                 batches = self.epoch_batches()
                 while self.batch_in_epoch < len(batches) and self.stop_reason() is None:
-                    group = batches[self.batch_in_epoch:][: self.cfg.accumulate]
+                    start = self.batch_in_epoch
+                    group = batches[start: start + self.cfg.accumulate]
                     self.update(group, bar)
                     self.batch_in_epoch += len(group)
                     if self.step % self.cfg.valid_every == 0:
