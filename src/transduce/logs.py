@@ -10,12 +10,22 @@ from tqdm import tqdm
 
 
 class _TqdmHandler(logging.Handler):
-    """Writes above any progress bar; skips records logged with extra={"file_only": True}
+    """Writes to stderr (looked up at each record, never stdout, which may carry a command's
+    output) above any progress bar; skips records logged with extra={"file_only": True}
     (what the command prints to stdout itself)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if not getattr(record, "file_only", False):
-            tqdm.write(self.format(record))
+            tqdm.write(self.format(record), file=sys.stderr)
+
+
+def show_warnings() -> None:
+    """Send the library's warnings (logger "transduce") to stderr; once per process."""
+    logger = logging.getLogger("transduce")
+    if not any(isinstance(h, _TqdmHandler) for h in logger.handlers):
+        handler = _TqdmHandler(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
 
 
 def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:

@@ -33,3 +33,18 @@ def test_scheduler_drives_the_optimizer_along_the_formula():
         assert group["lr"] == pytest.approx(noam_rate(step, 64, 10, 2.0))  # used by update k
         optimizer.step()
         schedule.step()
+
+
+def test_inverse_sqrt_warms_up_linearly_then_decays():
+    from transduce.training import inverse_sqrt_rate
+
+    assert inverse_sqrt_rate(1, warmup=100, peak=1e-3) == pytest.approx(1e-5)
+    assert inverse_sqrt_rate(100, warmup=100, peak=1e-3) == pytest.approx(1e-3)
+    assert inverse_sqrt_rate(400, warmup=100, peak=1e-3) == pytest.approx(5e-4)
+
+
+def test_unknown_schedule_name():
+    from transduce.training import schedule_for
+
+    with pytest.raises(ValueError, match="unknown schedule"):
+        schedule_for(paper_adam([torch.nn.Parameter(torch.zeros(1))]), "cosine", 8, 10, 1.0)

@@ -142,3 +142,25 @@ def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
     one = load_checkpoint(next((tmp_path / "one/checkpoints").glob("step_*.pt")))["step"]
     two = load_checkpoint(next((tmp_path / "two/checkpoints").glob("step_*.pt")))["step"]
     assert one > 4 and two == (one + 1) // 2
+
+
+def test_patience_stops_a_run_that_no_longer_improves(config, tmp_path, monkeypatch):
+    from transduce.training import trainer
+
+    bleu = iter([10.0, 12.0, 11.0, 11.5, 20.0])
+    monkeypatch.setattr(trainer, "validate", lambda *args, **kwargs: {
+        "valid_loss": 1.0, "valid_ppl": 2.72, "valid_bleu": next(bleu)})
+    run = tmp_path / "run"
+    assert train(config, run, "patience=2", "max_steps=40") == 0
+    # validations at steps 4, 8, 12, 16 score 10, 12 (best), 11, 11.5: two without a gain
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "best.pt", "step_12.pt", "step_16.pt", "step_4.pt", "step_8.pt"]
+    assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == 8
+    assert "no BLEU gain in 2 validations" in (run / "train.log").read_text()
+
+
+def test_keep_last_prunes_old_checkpoints(config, tmp_path):
+    run = tmp_path / "run"
+    assert train(config, run, "keep_last=2", "max_steps=16") == 0
+    names = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert names == ["best.pt", "step_12.pt", "step_16.pt"]

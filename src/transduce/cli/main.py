@@ -8,6 +8,7 @@ import sys
 from transduce import __version__
 from transduce.cli import average, data, demo, evaluate, train, translate
 from transduce.errors import UserError
+from transduce.logs import show_warnings
 
 COMMANDS = (demo, data, train, average, translate, evaluate)
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
+    show_warnings()
     try:
         return args.run(args) or 0
     except UserError as error:

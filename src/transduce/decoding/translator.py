@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -19,6 +19,7 @@ from transduce.nn import Transformer, TransformerConfig, build_transformer, padd
 from transduce.training.checkpoint import load_checkpoint, step_checkpoints
 
 EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
+log = logging.getLogger(__name__)
 
 
 def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -85,13 +86,12 @@ class Translator:
                   nbest: int = 1, max_tokens: int = 6000,
                   progress=None) -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
-        empty translations; a source longer than the model's positions is cut, with a note
-        on stderr. ``beam_size`` 1 is greedy search (score 0)."""
+        empty translations; a source longer than the model's positions is cut, with a
+        warning logged. ``beam_size`` 1 is greedy search (score 0)."""
         ids = self.tokenizer.encode(lines)
         for i, seq in enumerate(ids):
             if len(seq) > self.max_source:
-                print(f"transduce: note: line {i + 1} cut to {self.max_source} subwords",
-                      file=sys.stderr)
+                log.warning(f"transduce: note: line {i + 1} cut to {self.max_source} subwords")
                 ids[i] = seq[: self.max_source]
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]

@@ -96,6 +96,7 @@ class Loop:
         self.step = self.epoch = self.batch_in_epoch = self.bad_validations = 0
         self.best_bleu, self.elapsed, self.last_metrics = -1.0, 0.0, {}
         self.tensorboard = None  # opened on the first metrics, so a failed start writes none
+        self.by_time = False
 
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "model_config": self.model_config,
@@ -136,8 +137,12 @@ class Loop:
         return None
 
     def run(self) -> dict:
-        with progress(self.cfg.max_steps, "training", "step") as bar:
-            bar.update(self.step)
+        # With a time budget the bar counts training seconds, so its ETA means something.
+        self.by_time = bool(self.cfg.max_minutes)
+        total, unit = ((60 * self.cfg.max_minutes, "s") if self.by_time
+                       else (self.cfg.max_steps, "step"))
+        with progress(total, "training", unit) as bar:
+            bar.update(self.elapsed if self.by_time else self.step)
             while (reason := self.stop_reason()) is None:
                 batches = self.epoch_batches()
                 while self.batch_in_epoch < len(batches) and self.stop_reason() is None:
@@ -188,9 +193,9 @@ class Loop:
         self.step += 1
         seconds = time.perf_counter() - start
         self.elapsed += seconds
-        bar.update()
-        bar.set_postfix(loss=f"{total:.3f}", tok_s=f"{tokens / seconds:,.0f}",
-                        epoch=self.epoch, refresh=False)
+        bar.update(seconds if self.by_time else 1)
+        bar.set_postfix(step=self.step, epoch=self.epoch, loss=f"{total:.3f}",
+                        tok_s=f"{tokens / seconds:,.0f}", refresh=False)
         if self.step % 100 == 0:
             self.write_metrics({"train_loss": round(total, 4),
                                 "tokens_per_s": round(tokens / seconds),
