@@ -98,7 +98,8 @@ class Translator:
         width = max(beam_size, 1)
         for batch in token_batches([len(ids[i]) + 2 for i in todo], max(max_tokens // width, 1)):
             rows = [todo[j] for j in batch]
-            src, _ = collate([ids[i] for i in rows], None, 0, 1, 2)
+            tok = self.tokenizer
+            src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
             with autocast(self.device, self.precision):
                 outputs = self._search(src, beam_size, alpha, nbest)
