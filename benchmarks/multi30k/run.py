@@ -20,14 +20,15 @@ from transduce.data.text import read_lines
 from transduce.decoding.translator import Translator
 from transduce.evaluation import corpus_scores
 from transduce.io import write_text
-from transduce.training.checkpoint import load_checkpoint
+from transduce.training.average import average_checkpoints
+from transduce.training.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 
 
 def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, beam: int,
-        lenpen: float) -> dict:
+        lenpen: float, also_at: list[float]) -> dict:
     src, tgt = pair.split("-")
     config = ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
     start = time.perf_counter()
@@ -38,23 +39,48 @@ def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, be
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     rates = [r["tokens_per_s"] for r in records if "tokens_per_s" in r]
     transduce(["average", str(run_dir), "--last", str(last)])
-    translator = Translator.load(run_dir)
+    state = load_checkpoint(run_dir / "averaged.pt")
+    params = sum(v.numel() for k, v in state["model"].items()
+                 if k not in ("tgt_embed.embedding.weight", "generator.weight"))  # tied
+    result = {"pair": pair, "test": "test_2016_flickr",
+              **score(run_dir / "averaged.pt", data, src, tgt, beam, lenpen,
+                      run_dir / f"test_2016_flickr.hyp.{tgt}"),
+              "beam": beam, "lenpen": lenpen, "averaged_checkpoints": last,
+              "training_seconds": records[-1]["elapsed_s"], "wall_seconds": round(wall),
+              "steps": records[-1]["step"], "epochs": records[-1]["epoch"],
+              "train_tokens_per_s": round(statistics.median(rates)) if rates else None,
+              "parameters": params, "overrides": overrides}
+    # The schedule does not depend on the run's length, so the checkpoints written in the
+    # first M training minutes of this run are those a run with max_minutes=M writes.
+    elapsed = {r["step"]: r["elapsed_s"] for r in records if "valid_bleu" in r}
+    for minutes in also_at:
+        steps = [p for p in step_checkpoints(run_dir / "checkpoints")
+                 if elapsed.get(int(p.stem.split("_")[1]), 1e18) <= 60 * minutes][-last:]
+        if len(steps) < last:
+            raise SystemExit(f"--also-at {minutes}: only {len(steps)} checkpoints that early; "
+                             "raise keep_last")
+        path = run_dir / f"averaged_{minutes:g}min.pt"
+        save_checkpoint(path, average_checkpoints(steps))
+        result[f"at_{minutes:g}_minutes"] = {
+            **score(path, data, src, tgt, beam, lenpen,
+                    run_dir / f"test_2016_flickr.{minutes:g}min.hyp.{tgt}"),
+            "averaged": [p.name for p in steps],
+            "training_seconds": elapsed[int(steps[-1].stem.split("_")[1])]}
+    return result
+
+
+def score(checkpoint: Path, data: str, src: str, tgt: str, beam: int, lenpen: float,
+          output: Path) -> dict:
+    """Translate test_2016_flickr with ``checkpoint``; scores and speed."""
+    translator = Translator.load(checkpoint)
     sources = read_lines(Path(data) / f"test_2016_flickr.{src}")
     references = read_lines(Path(data) / f"test_2016_flickr.{tgt}")
     start = time.perf_counter()
     hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=lenpen)]
     seconds = time.perf_counter() - start
-    write_text(run_dir / f"test_2016_flickr.hyp.{tgt}", "".join(h + "\n" for h in hyps))
-    state = load_checkpoint(run_dir / "averaged.pt")
-    params = sum(v.numel() for k, v in state["model"].items()
-                 if k not in ("tgt_embed.embedding.weight", "generator.weight"))  # tied
-    return {"pair": pair, "test": "test_2016_flickr", **corpus_scores(hyps, references),
-            "beam": beam, "lenpen": lenpen, "averaged_checkpoints": last,
-            "training_seconds": records[-1]["elapsed_s"], "wall_seconds": round(wall),
-            "steps": records[-1]["step"], "epochs": records[-1]["epoch"],
-            "train_tokens_per_s": round(statistics.median(rates)) if rates else None,
-            "translate_sentences_per_s": round(len(sources) / seconds, 1),
-            "parameters": params, "overrides": overrides}
+    write_text(output, "".join(h + "\n" for h in hyps))
+    return {**corpus_scores(hyps, references),
+            "translate_sentences_per_s": round(len(sources) / seconds, 1)}
 
 
 def main() -> None:
@@ -62,18 +88,23 @@ def main() -> None:
     parser.add_argument("pair", choices=["en-de", "de-en", "en-fr"])
     parser.add_argument("overrides", nargs="*", help="config key=value")
     parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
-    parser.add_argument("--run-dir", help="default runs/bench/PAIR")
+    parser.add_argument("--run-dir", help="default runs/bench/PAIR[-NAME]")
+    parser.add_argument("--name", help="results key suffix, e.g. 2h (default: none)")
     parser.add_argument("--last", type=int, default=5, help="checkpoints to average")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lenpen", type=float, default=0.6)
+    parser.add_argument("--also-at", type=float, action="append", default=[], metavar="MINUTES",
+                        help="also score the average of the last checkpoints written within "
+                             "MINUTES of training (keep_last must keep them)")
     parser.add_argument("--results", default=str(HERE / "results.json"))
     args = parser.parse_intermixed_args()
-    run_dir = Path(args.run_dir or ROOT / "runs" / "bench" / args.pair)
+    run_dir = Path(args.run_dir or ROOT / "runs" / "bench" /
+                   (args.pair + ("-" + args.name if args.name else "")))
     result = run(args.pair, args.data, args.overrides, run_dir, args.last, args.beam,
-                 args.lenpen)
+                 args.lenpen, args.also_at)
     path = Path(args.results)
     table = json.loads(path.read_text()) if path.exists() else {}
-    table[args.pair] = result
+    table[args.pair + ("-" + args.name if args.name else "")] = result
     write_text(path, json.dumps(table, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps(result, indent=2, ensure_ascii=False))
 

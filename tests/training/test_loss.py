@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transduce.training import LabelSmoothedCrossEntropy
+from transduce.training import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
 
 
 def test_matches_a_hand_computation():
@@ -49,3 +49,37 @@ def test_no_smoothing_is_plain_negative_log_likelihood():
 
 def test_default_epsilon_is_the_papers():
     assert LabelSmoothedCrossEntropy().epsilon == 0.1
+
+
+@pytest.mark.parametrize("chunk", [3, 7, 64])
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+def test_fused_output_layer_loss_equals_logits_then_loss(chunk, epsilon):
+    """Chunked output layer + loss: same value and same gradients as the plain graph."""
+    torch.manual_seed(0)
+    hidden = torch.randn(20, 8, requires_grad=True)
+    weight = torch.randn(11, 8, requires_grad=True)
+    target = torch.randint(1, 11, (20,))
+    expected = LabelSmoothedCrossEntropy(epsilon, ignore_index=-1, reduction="sum")(
+        hidden @ weight.t(), target)
+    expected.backward(torch.tensor(2.0))
+    want = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    got = linear_label_smoothed_ce(hidden, weight, target, epsilon, chunk)
+    got.backward(torch.tensor(2.0))
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(hidden.grad, want[0])
+    torch.testing.assert_close(weight.grad, want[1])
+
+
+def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
+    torch.manual_seed(0)
+    hidden = torch.randn(16, 8, requires_grad=True)
+    weight = torch.randn(11, 8, requires_grad=True)
+    target = torch.randint(0, 11, (16,))
+    with torch.autocast("cpu", torch.bfloat16):
+        loss = linear_label_smoothed_ce(hidden, weight, target, 0.1, 5)
+    loss.backward()
+    assert loss.dtype == torch.float32 and weight.grad.dtype == torch.float32
+    exact = LabelSmoothedCrossEntropy(0.1, ignore_index=-1, reduction="sum")(
+        hidden @ weight.t(), target)
+    torch.testing.assert_close(loss, exact, rtol=2e-2, atol=0)

@@ -160,13 +160,19 @@ class Transformer(nn.Module):
         x = self.positions(self.tgt_embed(tgt), offset)  # (B, T, D)
         return self.decoder(x, cache, tgt_mask, need_weights)
 
+    def features(
+        self, src: Tensor, tgt: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None = None
+    ) -> Tensor:
+        """Teacher-forced pass up to the final decoder states (B, T, D), before the
+        generator; training applies the generator only to non-padding positions."""
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask).hidden
+
     def forward(
         self, src: Tensor, tgt: Tensor, src_mask: Tensor | None, tgt_mask: Tensor | None = None
     ) -> Tensor:
         """Teacher-forced pass. Args: src (B, S), tgt (B, T) shifted right, masks as above.
         Returns: logits (B, T, V)."""
-        out = self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
-        return self.generator(out.hidden)
+        return self.generator(self.features(src, tgt, src_mask, tgt_mask))
 
     # The decoding protocol shared with the RNN baseline (see transduce.decoding).
     def start(self, src: Tensor, src_mask: Tensor | None) -> DecoderCache:

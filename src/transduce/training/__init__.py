@@ -1,8 +1,8 @@
 """Training pieces: the loss, the optimiser and the schedule (the loop is training.trainer)."""
 
-from transduce.training.loss import LabelSmoothedCrossEntropy
+from transduce.training.loss import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
 from transduce.training.schedule import (inverse_sqrt_rate, noam_rate, paper_adam, schedule_for,
                                          warmup_schedule)
 
-__all__ = ["LabelSmoothedCrossEntropy", "inverse_sqrt_rate", "noam_rate", "paper_adam",
+__all__ = ["LabelSmoothedCrossEntropy", "linear_label_smoothed_ce", "inverse_sqrt_rate", "noam_rate", "paper_adam",
            "schedule_for", "warmup_schedule"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -36,3 +37,66 @@ class LabelSmoothedCrossEntropy(nn.Module):
         per_token = (1 - self.epsilon) * nll + self.epsilon * uniform
         total = per_token.masked_fill(~keep, 0.0).sum()
         return total / keep.sum().clamp(min=1) if self.reduction == "mean" else total
+
+
+class _LinearLabelSmoothedCE(torch.autograd.Function):
+    """Output layer + label-smoothed cross-entropy, row chunk by row chunk.
+
+    The (N, V) logits are never held whole: for each chunk of rows the forward pass computes
+    the logits, the loss and, since the loss is the end of the graph, the gradients too
+    (dlogits = softmax − q), then frees the chunk. Backward only scales the saved gradients.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, weight, target, epsilon, chunk):  # noqa: D102
+        V = weight.shape[0]
+        grad_hidden = torch.empty_like(hidden)
+        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+        total = hidden.new_zeros((), dtype=torch.float32)
+        for start in range(0, hidden.shape[0], chunk):
+            h = hidden[start:start + chunk]  # (C, D)
+            y = target[start:start + chunk]  # (C,)
+            z = (h @ weight.t()).float()  # (C, V) logits; then, in place, their softmax
+            picked = z.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (C,)
+            mean = z.mean(-1)  # (C,)
+            top = z.amax(-1, keepdim=True)  # (C, 1)
+            norm = z.sub_(top).exp_().sum(-1, keepdim=True)  # (C, 1)
+            lse = (top + norm.log()).squeeze(-1)  # (C,)
+            # (1 − ε)(lse − z_y) + ε(lse − mean_v z_v)
+            total += (lse - (1 - epsilon) * picked - epsilon * mean).sum()
+            grad = z.div_(norm).sub_(epsilon / V)  # softmax − ε/V
+            grad.scatter_add_(-1, y.unsqueeze(-1),
+                              grad.new_full((y.shape[0], 1), -(1 - epsilon)))
+            grad = grad.to(h.dtype)
+            grad_hidden[start:start + chunk] = grad @ weight
+            grad_weight += (grad.t() @ h).float()
+        ctx.save_for_backward(grad_hidden, grad_weight.to(weight.dtype))
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_output):  # noqa: D102
+        grad_hidden, grad_weight = ctx.saved_tensors
+        return grad_hidden * grad_output, grad_weight * grad_output, None, None, None
+
+
+def linear_label_smoothed_ce(hidden: Tensor, weight: Tensor, target: Tensor,
+                             epsilon: float = 0.1, chunk: int = 512) -> Tensor:
+    """Σ over rows of the label-smoothed cross-entropy of ``hidden @ weight.T``.
+
+    Equal to ``LabelSmoothedCrossEntropy(epsilon, reduction="sum")(hidden @ weight.T, target)``
+    with no padding rows, but without materialising the (N, V) logits or their softmax, which
+    on a CPU costs more than the matrix multiplication itself (page faults on large buffers).
+
+    Args:
+        hidden: (N, D) final decoder states of the positions to score (padding removed).
+        weight: (V, D) the output projection (bias-free, possibly tied to the embeddings).
+        target: (N,) gold ids.
+        epsilon: label smoothing ε. chunk: rows per block.
+
+    Returns: a float32 scalar, differentiable in ``hidden`` and ``weight``.
+    """
+    if torch.is_autocast_enabled(hidden.device.type):
+        dtype = torch.get_autocast_dtype(hidden.device.type)
+        hidden, weight = hidden.to(dtype), weight.to(dtype)
+    with torch.autocast(hidden.device.type, enabled=False):
+        return _LinearLabelSmoothedCE.apply(hidden, weight, target, epsilon, chunk)

@@ -27,7 +27,7 @@ from transduce.nn import build_transformer, padding_mask
 from transduce.training.checkpoint import load_checkpoint, prune, save_checkpoint, step_checkpoints
 from transduce.training.config import EXTENDABLE, TrainConfig
 from transduce.training.data import RunData, load_run_data, read_corpora
-from transduce.training.loss import LabelSmoothedCrossEntropy
+from transduce.training.loss import linear_label_smoothed_ce
 from transduce.training.schedule import paper_adam, schedule_for
 from transduce.training.validate import validate
 
@@ -91,8 +91,6 @@ class Loop:
         self.model, self.model_config = model, model_config
         self.optimizer, self.schedule = optimizer, schedule
         self.device, self.precision = device, precision
-        self.loss_fn = LabelSmoothedCrossEntropy(cfg.label_smoothing, data.tokenizer.pad_id,
-                                                 reduction="sum")
         self.step = self.epoch = self.batch_in_epoch = self.bad_validations = 0
         self.best_bleu, self.elapsed, self.last_metrics = -1.0, 0.0, {}
         self.tensorboard = None  # opened on the first metrics, so a failed start writes none
@@ -174,9 +172,13 @@ class Loop:
         total = 0.0
         for src, tgt in batches:
             src, tgt = src.to(self.device), tgt.to(self.device)
+            gold = tgt[:, 1:]
+            keep = gold != tok.pad_id  # the generator and the loss see real tokens only
             with autocast(self.device, self.precision):
-                logits = self.model(src, tgt[:, :-1], padding_mask(src, tok.pad_id))
-            loss = self.loss_fn(logits, tgt[:, 1:]) / tokens
+                hidden = self.model.features(src, tgt[:, :-1], padding_mask(src, tok.pad_id))
+                loss = linear_label_smoothed_ce(hidden[keep], self.model.generator.weight,
+                                                gold[keep], self.cfg.label_smoothing)
+            loss = loss / tokens
             loss.backward()
             total += loss.item()
         if not math.isfinite(total):
@@ -193,7 +195,7 @@ class Loop:
         self.step += 1
         seconds = time.perf_counter() - start
         self.elapsed += seconds
-        bar.update(seconds if self.by_time else 1)
+        bar.update(min(seconds, bar.total - bar.n) if self.by_time else 1)
         bar.set_postfix(step=self.step, epoch=self.epoch, loss=f"{total:.3f}",
                         tok_s=f"{tokens / seconds:,.0f}", refresh=False)
         if self.step % 100 == 0:
