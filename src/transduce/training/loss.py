@@ -80,7 +80,7 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
 
 
 def linear_label_smoothed_ce(hidden: Tensor, weight: Tensor, target: Tensor,
-                             epsilon: float = 0.1, chunk: int = 512) -> Tensor:
+                             epsilon: float = 0.1, chunk: int = 256) -> Tensor:
     """Σ over rows of the label-smoothed cross-entropy of ``hidden @ weight.T``.
 
     Equal to ``LabelSmoothedCrossEntropy(epsilon, reduction="sum")(hidden @ weight.T, target)``
