@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch import Tensor
 import yaml
 
 from transduce.data.batching import collate, count_tokens, token_batches
@@ -36,13 +37,14 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
-def prepare_run_dir(cfg: TrainConfig, run_dir: Path) -> None:
-    """Write the resolved config, or check that a resumed run keeps its config."""
+def prepare_run_dir(cfg, run_dir: Path, extendable: tuple[str, ...] = EXTENDABLE) -> None:
+    """Write the resolved config (a dataclass), or check that a resumed run keeps it, except
+    for the ``extendable`` keys."""
     path = run_dir / "config.yaml"
     if path.exists():
         old = yaml.safe_load(path.read_text(encoding="utf-8"))
         new = dataclasses.asdict(cfg)
-        changed = [k for k in new if k not in EXTENDABLE and old.get(k) != new[k]]
+        changed = [k for k in new if k not in extendable and old.get(k) != new[k]]
         if changed:
             k = changed[0]
             raise UserError(f"{path}: this run was started with {k}={old.get(k)!r}, not "
@@ -77,6 +79,18 @@ def train(cfg: TrainConfig, run_dir: str | Path) -> dict:
              f"{precision}, {torch.get_num_threads()} threads; "
              f"{len(data.train_src):,} training pairs")
     return loop.run()
+
+
+def summed_loss(model, src: Tensor, tgt: Tensor, pad_id: int, epsilon: float) -> Tensor:
+    """The label-smoothed loss summed over a batch's target tokens (teacher forcing).
+
+    Args: src (B, S) ids + EOS; tgt (B, T + 2) BOS … EOS, padded with ``pad_id``.
+    The output layer and the loss see non-padding positions only.
+    """
+    gold = tgt[:, 1:]
+    keep = gold != pad_id
+    hidden = model.features(src, tgt[:, :-1], padding_mask(src, pad_id))  # (B, T + 1, D)
+    return linear_label_smoothed_ce(hidden[keep], model.generator.weight, gold[keep], epsilon)
 
 
 class Loop:
@@ -172,12 +186,8 @@ class Loop:
         total = 0.0
         for src, tgt in batches:
             src, tgt = src.to(self.device), tgt.to(self.device)
-            gold = tgt[:, 1:]
-            keep = gold != tok.pad_id  # the generator and the loss see real tokens only
             with autocast(self.device, self.precision):
-                hidden = self.model.features(src, tgt[:, :-1], padding_mask(src, tok.pad_id))
-                loss = linear_label_smoothed_ce(hidden[keep], self.model.generator.weight,
-                                                gold[keep], self.cfg.label_smoothing)
+                loss = summed_loss(self.model, src, tgt, tok.pad_id, self.cfg.label_smoothing)
             loss = loss / tokens
             loss.backward()
             total += loss.item()

@@ -1,0 +1,201 @@
+"""Time series from CSV, and the long-horizon forecasting protocol (Informer, Autoformer,
+PatchTST): fixed split borders, train-only z-scores, sliding windows stepping by one.
+
+Legend: N rows, C channels, L input length, H horizon.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from transduce.data.text import decode_utf8
+from transduce.errors import UserError
+
+DATE_FORMATS = ("%Y/%m/%d %H:%M", "%Y/%m/%d", "%m/%d/%Y %H:%M", "%m/%d/%Y")
+SPLITS = ("train", "val", "test")
+# ETT's fixed borders: 12 months of train, 4 of validation, 4 of test, 30-day months.
+ETT_MONTHS = (12, 4, 4)
+ETT_ROWS_PER_DAY = {"ett_hour": 24, "ett_minute": 96}
+
+
+@dataclass(frozen=True)
+class Series:
+    """A multivariate series read from a CSV file.
+
+    Attributes:
+        dates: one timestamp per row, strictly increasing.
+        columns: the names of the C value columns.
+        values: (N, C) float32.
+        path: the file it came from (for messages).
+    """
+
+    dates: list[datetime]
+    columns: list[str]
+    values: np.ndarray
+    path: str
+
+    def select(self, columns: list[str]) -> Series:
+        """The same rows with only ``columns`` (in that order)."""
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise UserError(f"{self.path}: no column {missing[0]!r}; columns are "
+                            f"{', '.join(self.columns)}")
+        index = [self.columns.index(c) for c in columns]
+        return Series(self.dates, list(columns), self.values[:, index], self.path)
+
+
+def parse_date(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        pass
+    for fmt in DATE_FORMATS:
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    raise ValueError(text)
+
+
+def read_series(path: str | os.PathLike, date_column: str = "date") -> Series:
+    """Read a CSV with a header, a date column and numeric columns.
+
+    Raises:
+        UserError: a missing file, no date column, a missing or non-numeric value (named by
+            row and column), or dates that do not increase.
+    """
+    path = Path(path)
+    try:
+        text = decode_utf8(path.read_bytes(), str(path))
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows:
+        raise UserError(f"{path}: empty file; expected a header and rows")
+    header = [h.strip() for h in rows[0]]
+    if date_column not in header:
+        raise UserError(f"{path}: no {date_column!r} column in the header; set date_column")
+    d = header.index(date_column)
+    columns = [h for i, h in enumerate(header) if i != d]
+    dates, values = [], np.empty((len(rows) - 1, len(columns)), dtype=np.float64)
+    for r, row in enumerate(rows[1:]):
+        line = r + 2
+        if len(row) != len(header):
+            raise UserError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
+        try:
+            dates.append(parse_date(row[d]))
+        except ValueError:
+            raise UserError(f"{path}:{line}: cannot read date {row[d]!r} (use ISO 8601, "
+                            "e.g. 2016-07-01 00:00:00)") from None
+        if r and dates[-1] <= dates[-2]:
+            raise UserError(f"{path}:{line}: date {row[d]} does not come after the previous "
+                            "row's; sort the file by date and remove duplicates")
+        fields = [f for i, f in enumerate(row) if i != d]
+        for c, field in enumerate(fields):
+            try:
+                value = float(field)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise UserError(f"{path}:{line}: column {columns[c]!r} holds {field!r}, not a "
+                                "number; fill or drop that row")
+            values[r, c] = value
+    if not dates:
+        raise UserError(f"{path}: a header but no rows")
+    return Series(dates, columns, values.astype(np.float32), str(path))
+
+
+def split_borders(n_rows: int, input_length: int, scheme: str) -> dict[str, tuple[int, int]]:
+    """Row ranges [start, end) of each split. Validation and test ranges start
+    ``input_length`` rows before their border, so their first window's forecast starts on it.
+
+    Args:
+        scheme: "ett_hour" / "ett_minute" (12/4/4 months of 30 days) or "ratio" (70/10/20:
+            int(0.7 N) train rows, int(0.2 N) test rows, the rest validation).
+    """
+    if scheme in ETT_ROWS_PER_DAY:
+        month = 30 * ETT_ROWS_PER_DAY[scheme]
+        ends = np.cumsum(ETT_MONTHS) * month
+        if n_rows < ends[-1]:
+            raise UserError(f"{scheme} borders need {ends[-1]} rows, the file has {n_rows}; "
+                            "use split=ratio")
+        train_end, val_end, test_end = (int(e) for e in ends)
+    elif scheme == "ratio":
+        train_end = int(0.7 * n_rows)
+        test_rows = int(0.2 * n_rows)
+        val_end, test_end = n_rows - test_rows, n_rows
+    else:
+        raise UserError(f"split must be ett_hour, ett_minute or ratio, not {scheme!r}")
+    return {"train": (0, train_end), "val": (train_end - input_length, val_end),
+            "test": (val_end - input_length, test_end)}
+
+
+def default_scheme(path: str | os.PathLike) -> str:
+    """The protocol's split for a file: ETT borders for ETTh*/ETTm*, else 70/10/20."""
+    name = Path(path).name
+    return "ett_hour" if name.startswith("ETTh") else \
+        "ett_minute" if name.startswith("ETTm") else "ratio"
+
+
+@dataclass(frozen=True)
+class Scaler:
+    """Per-column z-scores, fitted on training rows only (population std, as the protocol)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+
+    @classmethod
+    def fit(cls, values: np.ndarray) -> Scaler:
+        std = values.std(axis=0)
+        return cls(values.mean(axis=0), np.where(std > 0, std, 1.0))
+
+    def transform(self, values: np.ndarray) -> np.ndarray:
+        return ((values - self.mean) / self.std).astype(np.float32)
+
+    def inverse(self, values: np.ndarray) -> np.ndarray:
+        return values * self.std + self.mean
+
+
+def calendar_features(dates: list[datetime]) -> np.ndarray:
+    """(N, 4) hour of day, day of week, day of month, day of year, each in [-0.5, 0.5]."""
+    return np.array([[d.hour / 23 - 0.5, d.weekday() / 6 - 0.5, (d.day - 1) / 30 - 0.5,
+                      (d.timetuple().tm_yday - 1) / 365 - 0.5] for d in dates],
+                    dtype=np.float32)
+
+
+def window_count(start: int, end: int, input_length: int, horizon: int) -> int:
+    return max(end - start - input_length - horizon + 1, 0)
+
+
+class Windows(Dataset):
+    """Every (input, target) window of rows [start, end), stepping by one row.
+
+    Item i: x = rows [start + i, start + i + L), y = the next H rows, plus their calendar
+    features. Tensors: x (L, C), y (H, C), x_time (L, 4), y_time (H, 4).
+    """
+
+    def __init__(self, values: np.ndarray, times: np.ndarray, start: int, end: int,
+                 input_length: int, horizon: int) -> None:
+        self.values, self.times = torch.from_numpy(values), torch.from_numpy(times)
+        self.start, self.input_length, self.horizon = start, input_length, horizon
+        self.count = window_count(start, end, input_length, horizon)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, ...]:
+        if not 0 <= i < self.count:
+            raise IndexError(i)
+        a = self.start + i
+        b = a + self.input_length
+        c = b + self.horizon
+        return self.values[a:b], self.values[b:c], self.times[a:b], self.times[b:c]

@@ -1,0 +1,1 @@
+"""Forecasting time series with the translation encoder/decoder (shared by import)."""

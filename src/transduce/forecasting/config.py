@@ -1,0 +1,103 @@
+"""Every setting of `transduce forecast train`, and the builder of its model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from transduce.errors import UserError
+from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
+                                          SeriesTransformer)
+
+MODELS = ("transformer", "patch", "linear", "repeat")
+
+
+@dataclass(frozen=True)
+class ForecastConfig:
+    """A forecasting run. YAML files set these keys; ``key=value`` arguments override them.
+
+    Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for all numeric
+    columns) are both input and output. ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
+    else 70/10/20), "ett_hour", "ett_minute" or "ratio".
+    """
+
+    csv: str = ""
+    date_column: str = "date"
+    columns: str = ""
+    split: str = "auto"
+    input_length: int = 336
+    horizon: int = 96
+    model: str = "patch"
+    # transformer and patch
+    d_model: int = 16
+    num_heads: int = 4
+    d_ff: int = 128
+    num_layers: int = 3
+    dropout: float = 0.3
+    norm: str = "pre"
+    revin: bool = True
+    # patch
+    patch_len: int = 16
+    stride: int = 8
+    head_dropout: float = 0.0
+    # transformer
+    label_length: int = 48
+    num_decoder_layers: int = 1
+    calendar: bool = True
+    # training
+    batch_size: int = 128
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    max_epochs: int = 100
+    max_minutes: float = 0.0
+    patience: int = 10
+    seed: int = 2021
+    threads: int = 0
+
+    def validate(self, source: str) -> None:
+        """Raise a UserError naming ``source`` for values no run can use."""
+        problems = []
+        if self.model not in MODELS:
+            problems.append(f"model must be one of {', '.join(MODELS)}, not {self.model!r}")
+        if not self.csv:
+            problems.append("csv is not set; give csv=PATH/TO/FILE.csv")
+        if self.norm not in ("post", "pre"):
+            problems.append(f"norm must be post or pre, not {self.norm!r}")
+        if self.d_model % self.num_heads:
+            problems.append(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
+        for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):
+            if getattr(self, key) < 1:
+                problems.append(f"{key} must be at least 1")
+        if self.model == "patch" and self.patch_len > self.input_length:
+            problems.append(f"patch_len={self.patch_len} exceeds input_length="
+                            f"{self.input_length}")
+        if self.model == "transformer" and not 0 <= self.label_length <= self.input_length:
+            problems.append(f"label_length must be between 0 and input_length="
+                            f"{self.input_length}")
+        if problems:
+            raise UserError(f"{source}: {problems[0]}")
+
+    def column_list(self) -> list[str]:
+        return [c.strip() for c in self.columns.split(",") if c.strip()]
+
+
+# Keys a resumed run may change: how long it trains, and how patiently.
+EXTENDABLE = ("max_epochs", "max_minutes", "patience", "threads", "csv")
+
+
+def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
+    """The model named by ``cfg.model`` for ``channels`` input/output series."""
+    if cfg.model == "repeat":
+        return RepeatLast(cfg.horizon)
+    if cfg.model == "linear":
+        return LinearForecaster(cfg.input_length, cfg.horizon)
+    if cfg.model == "patch":
+        return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
+                               cfg.stride, cfg.d_model, cfg.num_heads, cfg.d_ff,
+                               cfg.num_layers, cfg.dropout, cfg.head_dropout, cfg.norm,
+                               cfg.revin)
+    return SeriesTransformer(channels, cfg.horizon, cfg.label_length, cfg.d_model,
+                             cfg.num_heads, cfg.d_ff, cfg.num_layers, cfg.num_decoder_layers,
+                             cfg.dropout, cfg.calendar, cfg.norm, cfg.revin,
+                             max_len=cfg.input_length + cfg.horizon + 1)

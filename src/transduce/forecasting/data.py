@@ -1,0 +1,76 @@
+"""A run's series: read, split by the protocol, scaled on train rows, cut into windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from torch.utils.data import DataLoader
+
+from transduce.data.timeseries import (SPLITS, Scaler, Series, Windows, calendar_features,
+                                       default_scheme, read_series, split_borders,
+                                       window_count)
+from transduce.errors import UserError
+from transduce.forecasting.config import ForecastConfig
+
+
+@dataclass(frozen=True)
+class ForecastData:
+    """Everything a run needs from its CSV.
+
+    Attributes:
+        series: the selected columns, in original units.
+        scaler: z-scores fitted on the train rows.
+        borders: split → (start, end) rows, validation/test reaching back input_length rows.
+        windows: split → :class:`Windows` over the scaled values.
+    """
+
+    series: Series
+    scaler: Scaler
+    borders: dict[str, tuple[int, int]]
+    windows: dict[str, Windows]
+
+    def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
+        return DataLoader(self.windows[split], batch_size=batch_size, shuffle=shuffle,
+                          generator=generator)
+
+
+def minimum_rows(scheme: str, input_length: int, horizon: int) -> int:
+    """The fewest rows for which every split has at least one window."""
+    if scheme != "ratio":
+        return 0  # fixed borders: split_borders says how many rows they need
+    n = input_length + horizon
+    while True:
+        b = split_borders(n, input_length, scheme)
+        if all(window_count(*b[s], input_length, horizon) > 0 for s in SPLITS):
+            return n
+        n += 1
+
+
+def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
+    """Read ``cfg.csv`` and apply the protocol.
+
+    Raises:
+        UserError: bad CSV content (see :func:`read_series`), an unknown column, or a file
+            too short for the windows (the message gives the minimum number of rows).
+    """
+    series = read_series(cfg.csv, cfg.date_column)
+    if cfg.column_list():
+        series = series.select(cfg.column_list())
+    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+    n = len(series.dates)
+    borders = split_borders(n, cfg.input_length, scheme)
+    short = [s for s in SPLITS if window_count(*borders[s], cfg.input_length, cfg.horizon) < 1]
+    if short:
+        need = minimum_rows(scheme, cfg.input_length, cfg.horizon)
+        hint = f"at least {need} rows" if need else "longer split ranges"
+        raise UserError(f"{cfg.csv}: {n} rows leave no {short[0]} window of input_length="
+                        f"{cfg.input_length} + horizon={cfg.horizon}; the file needs {hint} "
+                        "(or shorten input_length/horizon)")
+    train_start, train_end = borders["train"]
+    scaler = Scaler.fit(series.values[train_start:train_end].astype(np.float64))
+    values = scaler.transform(series.values)
+    times = calendar_features(series.dates)
+    windows = {s: Windows(values, times, *borders[s], cfg.input_length, cfg.horizon)
+               for s in SPLITS}
+    return ForecastData(series, scaler, borders, windows)

@@ -1,0 +1,173 @@
+"""Forecasters: the paper's encoder–decoder on series, a patch encoder, and two baselines.
+
+Every model maps an input window to the whole horizon at once:
+``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``.
+
+Legend: B batch, L input length, H horizon, C channels, D d_model, N patches,
+K label (known) length fed to the decoder.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from transduce.nn.layers import DecoderLayer, EncoderLayer, PostNorm, PreNorm
+from transduce.nn.masks import subsequent_mask
+from transduce.nn.positional import PositionalEncoding
+from transduce.nn.transformer import Decoder, Encoder
+
+RESIDUALS = {"post": PostNorm, "pre": PreNorm}
+
+
+class InstanceNorm(nn.Module):
+    """Reversible instance normalisation (Kim et al. 2022, RevIN): each window and channel is
+    standardised by its own mean and std, and the forecast is mapped back with the same ones.
+    A forecaster wrapped in it follows an affine change a·x + b (a > 0) of its input exactly.
+
+    Args:
+        channels: C, for the learnable per-channel affine map.
+        affine: learn a scale and shift applied after standardising.
+    """
+
+    def __init__(self, channels: int, affine: bool = True, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels)) if affine else None
+        self.bias = nn.Parameter(torch.zeros(channels)) if affine else None
+
+    def normalise(self, x: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """Args: x (B, L, C). Returns: normalised x and the (mean, std) to undo it."""
+        mean = x.mean(1, keepdim=True).detach()  # (B, 1, C)
+        std = (x.var(1, keepdim=True, unbiased=False) + self.eps).sqrt().detach()  # (B, 1, C)
+        x = (x - mean) / std
+        if self.weight is not None:
+            x = x * self.weight + self.bias
+        return x, (mean, std)
+
+    def denormalise(self, y: Tensor, stats: tuple[Tensor, Tensor]) -> Tensor:
+        """Args: y (B, H, C). Returns: y in the input's units."""
+        if self.weight is not None:
+            y = (y - self.bias) / (self.weight + self.eps * self.eps)
+        mean, std = stats
+        return y * std + mean
+
+
+class RepeatLast(nn.Module):
+    """Baseline: every future value equals the last observed one."""
+
+    def __init__(self, horizon: int) -> None:
+        super().__init__()
+        self.horizon = horizon
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        return x[:, -1:].expand(-1, self.horizon, -1), None  # (B, H, C)
+
+
+class LinearForecaster(nn.Module):
+    """Baseline: one linear map from the L inputs to the H outputs, shared by all channels."""
+
+    def __init__(self, input_length: int, horizon: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(input_length, horizon)
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        return self.linear(x.transpose(1, 2)).transpose(1, 2), None  # (B, H, C)
+
+
+class PatchForecaster(nn.Module):
+    """A channel-independent Transformer encoder over patches (Nie et al. 2023, PatchTST).
+
+    Each channel's window is cut into N patches of ``patch_len`` steps every ``stride`` steps
+    (the end padded by repeating the last value), each patch is embedded linearly with a
+    learned position, the encoder runs over the N patches, and a linear head maps all N·D
+    features to the horizon. Reversible instance normalisation surrounds it.
+    """
+
+    def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
+                 stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
+                 dropout: float, head_dropout: float = 0.0, norm: str = "pre",
+                 revin: bool = True) -> None:
+        super().__init__()
+        if patch_len > input_length:
+            raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
+        self.patch_len, self.stride = patch_len, stride
+        self.num_patches = (input_length - patch_len) // stride + 2
+        self.revin = InstanceNorm(channels) if revin else None
+        self.embed = nn.Linear(patch_len, d_model)
+        self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
+        self.dropout = nn.Dropout(dropout)
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=RESIDUALS[norm])
+                  for _ in range(num_layers)]
+        self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
+        self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
+                                  nn.Linear(self.num_patches * d_model, horizon))
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        B, L, C = x.shape
+        if self.revin is not None:
+            x, stats = self.revin.normalise(x)
+        series = x.transpose(1, 2)  # (B, C, L)
+        series = torch.cat([series, series[..., -1:].expand(-1, -1, self.stride)], -1)
+        patches = series.unfold(-1, self.patch_len, self.stride)  # (B, C, N, P)
+        patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
+        h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
+        h, weights = self.encoder(h, None, need_weights)
+        y = self.head(h).view(B, C, -1).transpose(1, 2)  # (B, H, C)
+        if self.revin is not None:
+            y = self.revin.denormalise(y, stats)
+        return y, None
+
+
+class SeriesTransformer(nn.Module):
+    """The paper's encoder–decoder applied to series (as in Wu et al. 2020 and Informer).
+
+    Encoder input: a linear embedding of each step's C values, plus sinusoidal positions and,
+    optionally, a linear embedding of calendar features. Decoder input: the last K known steps
+    followed by H zero placeholders, embedded the same way, read under the causal mask; the
+    last H decoder states are projected to C values, so the whole horizon comes at once.
+    """
+
+    def __init__(self, channels: int, horizon: int, label_length: int, d_model: int,
+                 num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
+                 dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
+                 max_len: int = 4096) -> None:
+        super().__init__()
+        self.horizon, self.label_length = horizon, label_length
+        self.revin = InstanceNorm(channels) if revin else None
+        self.value_embed = nn.Linear(channels, d_model)
+        self.time_embed = nn.Linear(4, d_model, bias=False) if calendar else None
+        self.positions = PositionalEncoding(d_model, dropout, max_len)
+        residual = RESIDUALS[norm]
+        final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
+        self.encoder = Encoder([EncoderLayer(d_model, num_heads, d_ff, dropout, residual=residual)
+                                for _ in range(num_encoder_layers)], final())
+        self.decoder = Decoder([DecoderLayer(d_model, num_heads, d_ff, dropout, residual=residual)
+                                for _ in range(num_decoder_layers)], final())
+        self.project = nn.Linear(d_model, channels)
+
+    def embed(self, values: Tensor, times: Tensor | None) -> Tensor:
+        h = self.value_embed(values)  # (B, T, D)
+        if self.time_embed is not None and times is not None:
+            h = h + self.time_embed(times)
+        return self.positions(h)
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        """Args: x (B, L, C); x_time (B, L, 4); y_time (B, H, 4). Returns: (B, H, C) and,
+        if asked, the last decoder layer's cross-attention weights (B, heads, K + H, L)."""
+        if self.revin is not None:
+            x, stats = self.revin.normalise(x)
+        K, H = self.label_length, self.horizon
+        memory, _ = self.encoder(self.embed(x, x_time), None)  # (B, L, D)
+        dec_values = torch.cat([x[:, x.shape[1] - K:], x.new_zeros(x.shape[0], H, x.shape[2])],
+                               1)  # (B, K + H, C)
+        dec_times = None
+        if x_time is not None and y_time is not None:
+            dec_times = torch.cat([x_time[:, x_time.shape[1] - K:], y_time], 1)  # (B, K + H, 4)
+        cache = self.decoder.init_cache(memory, None)
+        mask = subsequent_mask(K + H, device=x.device)  # (1, K + H, K + H)
+        out = self.decoder(self.embed(dec_values, dec_times), cache, mask, need_weights)
+        y = self.project(out.hidden[:, K:])  # (B, H, C)
+        if self.revin is not None:
+            y = self.revin.denormalise(y, stats)
+        return y, (out.cross_weights[-1] if need_weights else None)

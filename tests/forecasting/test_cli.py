@@ -1,0 +1,120 @@
+import json
+import math
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+import torch
+
+from transduce.cli.main import main
+from transduce.training.checkpoint import load_checkpoint
+
+TINY = """\
+csv: {csv}
+input_length: 48
+horizon: 12
+d_model: 16
+num_heads: 2
+d_ff: 32
+num_layers: 1
+patch_len: 8
+stride: 4
+label_length: 12
+dropout: 0.0
+batch_size: 32
+lr: 0.003
+max_epochs: 4
+patience: 0
+threads: 1
+"""
+
+
+def write_sine(path, n=600, noise=0.1, seed=0):
+    """Two channels: a daily sine with noise, and a slower cosine."""
+    rng = np.random.default_rng(seed)
+    start = datetime(2021, 1, 1)
+    lines = ["date,load,temp"]
+    for i in range(n):
+        a = math.sin(2 * math.pi * i / 24) + noise * rng.normal()
+        b = 3 + math.cos(2 * math.pi * i / 96) + noise * rng.normal()
+        lines.append(f"{(start + timedelta(hours=i)).isoformat(sep=' ')},{a:.5f},{b:.5f}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def sine(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY.format(csv=csv), encoding="utf-8")
+    return config
+
+
+def test_patch_model_learns_a_noisy_sine_well_below_repeating(sine, tmp_path, capsys):
+    scores = {}
+    for model in ("repeat", "patch"):
+        run = tmp_path / model
+        assert main(["forecast", "train", str(sine), f"model={model}", "--run-dir",
+                     str(run)]) == 0
+        assert main(["forecast", "test", str(run)]) == 0
+        scores[model] = json.loads((run / "test_results.json").read_text())["mse"]
+    assert "test mse" in capsys.readouterr().out
+    assert scores["patch"] < 0.3 * scores["repeat"], scores
+
+
+def test_resumed_training_equals_an_uninterrupted_run(sine, tmp_path):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
+                 "--run-dir", str(whole)]) == 0
+    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
+                 "max_epochs=2", "--run-dir", str(split)]) == 0
+    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
+                 "--run-dir", str(split)]) == 0
+    a = load_checkpoint(whole / "checkpoints" / "last.pt")
+    b = load_checkpoint(split / "checkpoints" / "last.pt")
+    assert a["epoch"] == b["epoch"] == 4
+    for key in a["model"]:
+        torch.testing.assert_close(a["model"][key], b["model"][key], rtol=0, atol=0)
+
+
+def test_predict_and_plot(sine, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["forecast", "train", str(sine), "model=transformer", "max_epochs=1",
+                 "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    recent = write_sine(tmp_path / "recent.csv", n=60, seed=1)
+    assert main(["forecast", "predict", str(run), "--csv", str(recent)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "date,load,temp" and len(lines) == 1 + 12
+    assert lines[1].startswith("2021-01-03 12:00:00,")  # the hour after the last row (59)
+    assert all(abs(float(v)) < 10 for line in lines[1:] for v in line.split(",")[1:])
+    assert main(["forecast", "plot", str(run), "--window", "3"]) == 0
+    assert (run / "forecast_3.png").stat().st_size > 5000
+    assert (run / "forecast_3_attention.png").stat().st_size > 5000
+    assert main(["forecast", "plot", str(run), "--window", "100000"]) == 2
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda rows: rows[:5] + ["2021-01-01 05:00:00,,1"] + rows[6:], "sine.csv:7: column 'load'"),
+    (lambda rows: rows[:5] + ["2021-01-01 05:00:00,abc,1"] + rows[6:], "holds 'abc'"),
+    (lambda rows: rows[:5] + [rows[4]] + rows[6:], "sine.csv:7: date 2021-01-01 04:00:00 does"),
+    (lambda rows: rows[:40], "needs at least 104 rows"),
+])
+def test_bad_csv_gets_one_line_and_writes_nothing(sine, tmp_path, capsys, edit, message):
+    csv = tmp_path / "sine.csv"
+    lines = csv.read_text().splitlines()
+    csv.write_text("\n".join(lines[:1] + edit(lines[1:])) + "\n")
+    assert main(["forecast", "train", str(sine), "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_column_and_key(sine, tmp_path, capsys):
+    assert main(["forecast", "train", str(sine), "columns=load,wind", "--run-dir",
+                 str(tmp_path / "run")]) == 2
+    assert "no column 'wind'; columns are load, temp" in capsys.readouterr().err
+    assert main(["forecast", "train", str(sine), "horizn=3", "--run-dir",
+                 str(tmp_path / "run")]) == 2
+    assert "unknown config key 'horizn'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,76 @@
+import numpy as np
+import torch
+
+from transduce.forecasting.config import ForecastConfig, build_forecaster
+from transduce.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
+from transduce.forecasting.trainer import evaluate
+
+
+def randomised(model):
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return model.eval()
+
+
+def test_patch_forecast_follows_an_affine_change_of_one_channel():
+    """Reversible normalisation: a·x + b in (one channel) gives a·ŷ + b out on that channel
+    and leaves the others unchanged (channel independence)."""
+    model = randomised(PatchForecaster(channels=3, input_length=48, horizon=12, patch_len=8,
+                                       stride=4, d_model=16, num_heads=4, d_ff=32,
+                                       num_layers=2, dropout=0.1))
+    x = torch.randn(2, 48, 3)
+    changed = x.clone()
+    changed[..., 1] = 3.5 * x[..., 1] - 7.0
+    with torch.no_grad():
+        y, _ = model(x)
+        y_changed, _ = model(changed)
+    torch.testing.assert_close(y_changed[..., 1], 3.5 * y[..., 1] - 7.0, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(y_changed[..., [0, 2]], y[..., [0, 2]])
+    assert not torch.allclose(y[..., 0], y[..., 1])  # the channels do differ
+
+
+def test_instance_norm_round_trips():
+    norm = randomised(InstanceNorm(4))
+    x = torch.randn(3, 20, 4) * 5 + 2
+    z, stats = norm.normalise(x)
+    torch.testing.assert_close(norm.denormalise(z, stats), x, atol=1e-4, rtol=1e-4)
+
+
+def test_series_transformer_shapes_and_causal_decoder():
+    model = randomised(SeriesTransformer(channels=2, horizon=6, label_length=4, d_model=16,
+                                         num_heads=2, d_ff=32, num_encoder_layers=1,
+                                         num_decoder_layers=2, dropout=0.1))
+    x, x_time, y_time = torch.randn(3, 24, 2), torch.rand(3, 24, 4), torch.rand(3, 6, 4)
+    with torch.no_grad():
+        y, weights = model(x, x_time, y_time, need_weights=True)
+        later, _ = model(x, x_time, torch.cat([y_time[:, :3], torch.rand(3, 3, 4)], 1))
+    assert y.shape == (3, 6, 2) and weights.shape == (3, 2, 10, 24)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 2, 10))
+    # Calendar features of later forecast steps do not change earlier forecasts (causal mask).
+    torch.testing.assert_close(later[:, :3], y[:, :3])
+    assert not torch.allclose(later[:, 3:], y[:, 3:])
+
+
+def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
+    from transduce.forecasting.data import load_forecast_data
+
+    rng = np.random.default_rng(1)
+    n, L, H = 60, 8, 4
+    values = rng.normal(size=(n, 2)).cumsum(0)
+    path = tmp_path / "walk.csv"
+    path.write_text("date,u,v\n" + "".join(f"2020-01-{1 + i // 24:02d} {i % 24:02d}:00:00,"
+                                           f"{a:.6f},{b:.6f}\n" for i, (a, b) in
+                                           enumerate(values)))
+    cfg = ForecastConfig(csv=str(path), model="repeat", input_length=L, horizon=H)
+    data = load_forecast_data(cfg)
+    metrics = evaluate(build_forecaster(cfg, 2), data, "test")
+    # By hand: z-scores from the first int(0.7 n) rows; windows of the last rows.
+    stored = np.array([[float(f"{a:.6f}"), float(f"{b:.6f}")] for a, b in values])
+    train = stored[: int(0.7 * n)]
+    z = (stored - train.mean(0)) / train.std(0)
+    start = n - int(0.2 * n) - L
+    errors = [z[s + L: s + L + H] - z[s + L - 1] for s in range(start, n - L - H + 1)]
+    assert metrics["windows"] == len(errors)
+    np.testing.assert_allclose(metrics["mse"], np.mean(np.square(errors)), rtol=1e-5)
+    np.testing.assert_allclose(metrics["mae"], np.mean(np.abs(errors)), rtol=1e-5)
