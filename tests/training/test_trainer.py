@@ -164,3 +164,13 @@ def test_keep_last_prunes_old_checkpoints(config, tmp_path):
     assert train(config, run, "keep_last=2", "max_steps=16") == 0
     names = sorted(p.name for p in (run / "checkpoints").iterdir())
     assert names == ["best.pt", "step_12.pt", "step_16.pt"]
+
+
+def test_a_spent_time_budget_resumes_to_an_immediate_stop(config, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(config, run, "max_minutes=0.002", "max_steps=1000") == 0
+    steps = sorted(p.name for p in (run / "checkpoints").glob("step_*.pt"))
+    capsys.readouterr()
+    assert train(config, run, "max_minutes=0.002", "max_steps=1000") == 0
+    assert "reached max_minutes=0.002" in (run / "train.log").read_text().splitlines()[-1]
+    assert sorted(p.name for p in (run / "checkpoints").glob("step_*.pt")) == steps

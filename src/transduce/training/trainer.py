@@ -154,7 +154,7 @@ class Loop:
         total, unit = ((60 * self.cfg.max_minutes, "s") if self.by_time
                        else (self.cfg.max_steps, "step"))
         with progress(total, "training", unit) as bar:
-            bar.update(self.elapsed if self.by_time else self.step)
+            bar.update(min(self.elapsed, total) if self.by_time else self.step)
             while (reason := self.stop_reason()) is None:
                 batches = self.epoch_batches()
                 while self.batch_in_epoch < len(batches) and self.stop_reason() is None:
