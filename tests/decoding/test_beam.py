@@ -182,3 +182,12 @@ def test_cached_search_equals_uncached_search():
     for a, b in zip(cached, uncached):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+
+
+def test_power_length_penalty_divides_by_length_to_the_alpha():
+    from transduce.decoding.beam import length_penalty
+
+    assert length_penalty(9, 0.5, "power") == 3.0
+    assert length_penalty(7, 1.0, "wu") == 2.0
+    with pytest.raises(ValueError, match="style"):
+        length_penalty(3, 0.6, "gnmt")

@@ -6,11 +6,11 @@ import argparse
 import sys
 
 from transduce import __version__
-from transduce.cli import average, data, demo, evaluate, train, translate
+from transduce.cli import average, data, demo, evaluate, export, forecast, train, translate
 from transduce.errors import UserError
 from transduce.logs import show_warnings
 
-COMMANDS = (demo, data, train, average, translate, evaluate)
+COMMANDS = (demo, data, train, average, translate, evaluate, export, forecast)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -14,12 +14,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.")
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
                         help="a run directory (its averaged, else best, else newest checkpoint)"
-                             " or a checkpoint file")
+                             " or a checkpoint file; with --engine ctranslate2, the directory "
+                             "`transduce export` wrote")
+    parser.add_argument("--engine", default="transduce", choices=["transduce", "ctranslate2"],
+                        help="our PyTorch search (default) or an exported CTranslate2 model")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="CPU threads (default: all cores)")
     parser.add_argument("--input", help="input file (default: standard input)")
     parser.add_argument("--output", help="output file (default: standard output)")
     parser.add_argument("--beam", type=int, default=5, help="beam size; 1 is greedy (default 5)")
     parser.add_argument("--lenpen", type=float, default=0.6,
                         help="length penalty α of Wu et al. 2016 (default 0.6)")
+    parser.add_argument("--lenpen-style", choices=["wu", "power"],
+                        help="score / ((5 + length) / 6)^α as the paper (wu, default for our "
+                             "engine) or / length^α (power, CTranslate2's only one)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
     parser.add_argument("--max-tokens", type=int, default=6000,
                         help="source tokens × beam per batch (default 6000)")
@@ -36,11 +44,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.beam < 1 or not 1 <= args.nbest <= args.beam:
         raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
-    translator = Translator.load(args.model, args.device, args.precision)
+    if args.engine == "ctranslate2":
+        from transduce.export.ctranslate2 import CTranslate2Translator
+
+        translator = CTranslate2Translator(args.model, args.device, threads=args.threads)
+    else:
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        translator = Translator.load(args.model, args.device, args.precision)
     lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
+        style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
         results = translator.translate(lines, args.beam, args.lenpen, args.nbest,
-                                       args.max_tokens, progress=bar)
+                                       args.max_tokens, progress=bar, lenpen_style=style)
     if args.nbest == 1:
         text = "".join(hyps[0][0] + "\n" for hyps in results)
     else:

@@ -28,26 +28,36 @@ class Hypothesis:
     score: float
 
 
-def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
-    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14); |Y| counts EOS."""
+LENPEN_STYLES = ("wu", "power")
+
+
+def length_penalty(length: int | Tensor, alpha: float, style: str = "wu") -> float | Tensor:
+    """lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016, eq. 14; the paper's), or with
+    ``style="power"`` |Y|^α (what CTranslate2 and Hugging Face ``generate`` divide by).
+    |Y| counts EOS."""
+    if style == "power":
+        return length ** alpha
+    if style != "wu":
+        raise ValueError(f"length-penalty style must be one of {LENPEN_STYLES}, not {style!r}")
     return ((5 + length) / 6) ** alpha
 
 
 def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
-              longest: int, alpha: float) -> bool:
+              longest: int, penalty) -> bool:
     """Whether no live beam can still enter the top ``nbest``. Log-probabilities only fall
     as a beam grows, and the length penalty divides them by at most lp(longest), so a live
     beam's best future score is its log-probability / lp(longest)."""
     if len(finished) < nbest:
         return False
     worst_kept = sorted(h.score for h in finished)[-nbest]
-    return worst_kept >= best_alive / length_penalty(longest, alpha)
+    return worst_kept >= best_alive / penalty(longest)
 
 
 @torch.no_grad()
 def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_id: int,
                 beam_size: int = 5, alpha: float = 0.6, nbest: int = 1,
-                max_len: Tensor | None = None, extra_len: int = 50) -> list[list[Hypothesis]]:
+                max_len: Tensor | None = None, extra_len: int = 50,
+                lenpen_style: str = "wu") -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
     Args:
@@ -58,12 +68,17 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         nbest: how many hypotheses to return per sentence (≤ K).
         max_len: (B,) most output tokens per sentence, EOS included; by default the source
             length + ``extra_len``.
+        lenpen_style: "wu" (the paper's) or "power"; see :func:`length_penalty`.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
     """
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be between 1 and the beam size {beam_size}")
+    length_penalty(1, alpha, lenpen_style)  # reject an unknown style before any work
+
+    def penalty(length):
+        return length_penalty(length, alpha, lenpen_style)
     B, K, device = src.shape[0], beam_size, src.device
     if max_len is None:
         max_len = src_mask.reshape(B, -1).sum(-1) + extra_len  # (B,)
@@ -86,7 +101,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         top_scores, top = candidates.topk(2 * K, dim=1)  # (B, 2K): K of them are not EOS
         beam, token = top // V, top % V  # (B, 2K)
         is_eos = token == eos_id
-        _finish(finished, done, prefixes, top_scores, beam, is_eos, eos_id, t, K, alpha)
+        _finish(finished, done, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
         # the K best non-EOS candidates continue, in score order
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (B, K)
         scores = top_scores.gather(1, keep)
@@ -97,7 +112,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         best_alive = scores.max(1).values.tolist()
         for b in range(B):
             done[b] = done[b] or _can_stop(finished[b], nbest, best_alive[b],
-                                           int(max_len[b]), alpha)
+                                           int(max_len[b]), penalty)
         if all(done):
             break
     return [sorted(f, key=lambda h: -h.score)[:nbest] for f in finished]
@@ -105,9 +120,9 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
 
 def _finish(finished: list[list[Hypothesis]], done: list[bool], prefixes: Tensor,
             top_scores: Tensor, beam: Tensor, is_eos: Tensor, eos_id: int, t: int, K: int,
-            alpha: float) -> None:
+            penalty) -> None:
     """Move the EOS candidates ranked within the top K into the finished lists."""
-    lp = length_penalty(t + 1, alpha)
+    lp = penalty(t + 1)
     for b, j in is_eos[:, :K].nonzero().tolist():
         log_prob = top_scores[b, j].item()
         if done[b] or log_prob == float("-inf"):

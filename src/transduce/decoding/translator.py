@@ -83,8 +83,8 @@ class Translator:
 
     @torch.no_grad()
     def translate(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-                  nbest: int = 1, max_tokens: int = 6000,
-                  progress=None) -> list[list[tuple[str, float]]]:
+                  nbest: int = 1, max_tokens: int = 6000, progress=None,
+                  lenpen_style: str = "wu") -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
         empty translations; a source longer than the model's positions is cut, with a
         warning logged. ``beam_size`` 1 is greedy search (score 0)."""
@@ -102,19 +102,19 @@ class Translator:
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
             with autocast(self.device, self.precision):
-                outputs = self._search(src, beam_size, alpha, nbest)
+                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style)
             for i, hyps in zip(rows, outputs):
                 results[i] = hyps
             if progress is not None:
                 progress.update(len(rows))
         return results
 
-    def _search(self, src, beam_size, alpha, nbest):
+    def _search(self, src, beam_size, alpha, nbest, lenpen_style):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
         if beam_size == 1:
             out = greedy_search(self.model, src, mask, tok.bos_id, tok.eos_id, tok.pad_id,
                                 max_len=src.shape[1] + EXTRA_OUTPUT)
             return [[(tok.decode(row.tolist()), 0.0)] for row in out]
         found = beam_search(self.model, src, mask, tok.bos_id, tok.eos_id, beam_size, alpha,
-                            nbest, extra_len=EXTRA_OUTPUT)
+                            nbest, extra_len=EXTRA_OUTPUT, lenpen_style=lenpen_style)
         return [[(tok.decode(h.tokens), h.score) for h in hyps] for hyps in found]

@@ -1,0 +1,427 @@
+"""Speed of transduce against the toolkits people use, side by side on this machine.
+
+    python benchmarks/speed/run.py --data ../shared/data/multi30k --run-dir runs/bench/en-de
+
+Every measurement runs in its own subprocess (so peak RSS is its own), one after another,
+on the same batches, with the same thread count. The run directory supplies the trained
+weights (for translation) and the tokenizer; training speed uses fresh models of the shipped
+Multi30k En→De config. Results go to benchmarks/speed/results.json, results.md, results.png.
+
+Training (target tokens/s, median over steps after warm-up):
+  transduce      our model and training step (bf16 autocast where fast)
+  torch          nn.Transformer + embeddings + output layer + F.cross_entropy, same autocast
+  marian         Hugging Face MarianMTModel of the same sizes, random init, same loss
+Translation of test_2016_flickr (beam 5), sentences/s, target tokens/s, latency p50/p95:
+  transduce-fp32, transduce-bf16, marian-generate (our weights), ct2-float32, ct2-int8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+CONFIG = ROOT / "configs" / "multi30k_en_de.yaml"
+TRAIN_SYSTEMS = ("transduce", "torch", "marian")
+TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
+                     "ct2-int8")
+
+
+# ----------------------------------------------------------------------------- shared set-up
+def load_setup(args):
+    """Config, tokenizer and encoded training pairs (the same for every system)."""
+    from transduce.config import load_config
+    from transduce.data.batching import filter_pairs
+    from transduce.data.text import read_parallel
+    from transduce.data.tokenizer import SubwordTokenizer
+    from transduce.training.config import TrainConfig
+
+    cfg = load_config(TrainConfig, CONFIG, [f"data_dir={args.data}"])
+    tokenizer = SubwordTokenizer(Path(args.run_dir) / "spm.model")
+    src_text, tgt_text = read_parallel(Path(args.data) / "train.en", Path(args.data) / "train.de")
+    src, tgt = tokenizer.encode(src_text), tokenizer.encode(tgt_text)
+    keep, _ = filter_pairs(src, tgt, cfg.max_len, cfg.max_ratio)
+    return cfg, tokenizer, [src[i] for i in keep], [tgt[i] for i in keep]
+
+
+def training_batches(src, tgt, tokenizer, max_tokens: int, count: int):
+    from transduce.data.batching import collate, token_batches
+
+    lengths = [max(len(s), len(t)) + 2 for s, t in zip(src, tgt)]
+    batches = token_batches(lengths, max_tokens, random.Random(0))[:count]
+    return [collate([src[i] for i in b], [tgt[i] for i in b], tokenizer.pad_id,
+                    tokenizer.bos_id, tokenizer.eos_id) for b in batches]
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+# ----------------------------------------------------------------------------- training
+class TorchTransformerMT:
+    """What a PyTorch user writes: nn.Transformer between shared scaled embeddings + sinusoids
+    and a tied output layer."""
+
+    @staticmethod
+    def build(cfg, vocab_size: int, pad_id: int):
+        import torch
+        from torch import nn
+
+        from transduce.nn.positional import sinusoidal_table
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(vocab_size, cfg.d_model, padding_idx=pad_id)
+                nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
+                self.register_buffer("pe", sinusoidal_table(cfg.max_len + 2, cfg.d_model))
+                self.dropout = nn.Dropout(cfg.dropout)
+                self.transformer = nn.Transformer(
+                    cfg.d_model, cfg.num_heads, cfg.num_encoder_layers, cfg.num_decoder_layers,
+                    cfg.d_ff, cfg.dropout, batch_first=True)
+                self.out = nn.Linear(cfg.d_model, vocab_size, bias=False)
+                self.out.weight = self.embed.weight
+
+            def embed_positions(self, ids):
+                return self.dropout(self.embed(ids) * math.sqrt(cfg.d_model)
+                                    + self.pe[: ids.shape[1]])
+
+            def forward(self, src, tgt_in):
+                causal = nn.Transformer.generate_square_subsequent_mask(
+                    tgt_in.shape[1], dtype=torch.bool)
+                hidden = self.transformer(
+                    self.embed_positions(src), self.embed_positions(tgt_in), tgt_mask=causal,
+                    src_key_padding_mask=src == pad_id, tgt_key_padding_mask=tgt_in == pad_id,
+                    memory_key_padding_mask=src == pad_id, tgt_is_causal=True)
+                return self.out(hidden)
+
+        return Model()
+
+
+def build_for_training(system: str, cfg, tokenizer):
+    import torch
+
+    from transduce.export.marian import to_marian
+    from transduce.nn import build_transformer
+
+    torch.manual_seed(0)
+    vocab = len(tokenizer)
+    if system == "transduce":
+        return build_transformer(cfg.model_config(vocab))
+    if system == "torch":
+        return TorchTransformerMT.build(cfg, vocab, tokenizer.pad_id)
+    if system == "marian":
+        marian = to_marian(build_transformer(cfg.model_config(vocab)), tokenizer)
+        marian.config.dropout = cfg.dropout  # to_marian builds for inference
+        for module in marian.modules():
+            if hasattr(module, "dropout") and isinstance(module.dropout, float):
+                module.dropout = cfg.dropout
+        return marian
+    raise ValueError(system)
+
+
+def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
+    """Summed label-smoothed loss of one batch, the way each system is used."""
+    import torch.nn.functional as F
+
+    from transduce.training.trainer import summed_loss
+
+    if system == "transduce":
+        return summed_loss(model, src, tgt, pad_id, epsilon)
+    if system == "torch":
+        logits = model(src, tgt[:, :-1])
+    else:
+        logits = model(input_ids=src, attention_mask=src != pad_id,
+                       decoder_input_ids=tgt[:, :-1],
+                       decoder_attention_mask=tgt[:, :-1] != pad_id).logits
+    return F.cross_entropy(logits.flatten(0, 1).float(), tgt[:, 1:].flatten(),
+                           ignore_index=pad_id, label_smoothing=epsilon, reduction="sum")
+
+
+def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
+    """Matrix-multiply FLOPs of one training step on a batch's real (non-padding) tokens:
+    3 × the forward pass (forward, and backward for inputs and weights)."""
+    d, f = cfg.d_model, cfg.d_ff
+    src_lens = (src != pad_id).sum(1).tolist()
+    tgt_lens = ((tgt[:, :-1] != pad_id).sum(1)).tolist()
+    total = 0
+    for s, t in zip(src_lens, tgt_lens):
+        enc = cfg.num_encoder_layers * s * (4 * d * d + 2 * d * f + 2 * s * d)
+        dec = cfg.num_decoder_layers * (t * (4 * d * d + 2 * d * f + t * d + 2 * d * d + 2 * s * d)
+                                        + s * 2 * d * d)
+        total += 2 * (enc + dec + t * d * vocab)
+    return 3.0 * total
+
+
+def matmul_peak(dtype_name: str, size: int = 2048, repeats: int = 10) -> float:
+    """Measured FLOP/s of a square matrix multiplication in ``dtype`` on this machine."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / min(times)
+
+
+def measure_training(args, system: str, max_tokens: int) -> dict:
+    import torch
+
+    from transduce.device import autocast, resolve_precision
+    from transduce.training.schedule import paper_adam
+
+    cfg, tokenizer, src, tgt = load_setup(args)
+    device = torch.device("cpu")
+    precision = resolve_precision(args.precision, device)
+    batches = training_batches(src, tgt, tokenizer, max_tokens, args.warmup_steps + args.steps)
+    model = build_for_training(system, cfg, tokenizer).train()
+    optimizer = paper_adam(model.parameters())
+    for group in optimizer.param_groups:
+        group["lr"] = 1e-4
+    rates, flops = [], []
+    for i, (s, t) in enumerate(batches):
+        start = time.perf_counter()
+        with autocast(device, precision):
+            loss = train_loss(system, model, s, t, tokenizer.pad_id, cfg.label_smoothing)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - start
+        if i >= args.warmup_steps:
+            rates.append(int((t[:, 1:] != tokenizer.pad_id).sum()) / seconds)
+            flops.append(model_flops(cfg, len(tokenizer), s, t, tokenizer.pad_id) / seconds)
+    return {"system": system, "precision": precision, "max_tokens": max_tokens,
+            "tokens_per_s": round(statistics.median(rates)),
+            "model_flops_per_s": statistics.median(flops),
+            "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32"),
+            "steps": len(rates), "peak_rss_mb": peak_rss_mb()}
+
+
+# ----------------------------------------------------------------------------- translation
+def make_translator(args, system: str, workdir: Path):
+    """Something with .translate(lines, beam, alpha) → [[(text, score)]]."""
+    from transduce.decoding.translator import Translator
+
+    if system.startswith("transduce"):
+        return Translator.load(args.run_dir, "cpu", system.split("-")[1])
+    if system.startswith("ct2"):
+        from transduce.export.ctranslate2 import CTranslate2Translator, export_ctranslate2
+
+        out = workdir / system
+        export_ctranslate2(args.run_dir, out, system.split("-")[1])
+        return CTranslate2Translator(out, "cpu", threads=args.threads)
+    if system == "marian-generate":
+        return MarianTranslator(Translator.load(args.run_dir, "cpu", "fp32"))
+    raise ValueError(system)
+
+
+class MarianTranslator:
+    """``generate`` of our weights converted into a MarianMTModel, batched by length."""
+
+    def __init__(self, ours) -> None:
+        from transduce.export.marian import to_marian
+
+        self.tokenizer = ours.tokenizer
+        self.model = to_marian(ours.model, ours.tokenizer)
+
+    def translate(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
+                  progress=None):
+        import torch
+
+        from transduce.data.batching import collate, token_batches
+
+        tok = self.tokenizer
+        ids = tok.encode(lines)
+        results = [[("", 0.0)] for _ in lines]
+        todo = [i for i, seq in enumerate(ids) if seq]
+        for batch in token_batches([len(ids[i]) + 2 for i in todo], max_tokens // beam_size):
+            rows = [todo[j] for j in batch]
+            src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
+            with torch.no_grad():
+                out = self.model.generate(
+                    input_ids=src, attention_mask=src != tok.pad_id, num_beams=beam_size,
+                    length_penalty=alpha, max_new_tokens=src.shape[1] + 50, do_sample=False,
+                    early_stopping=True, num_return_sequences=1)
+            for i, row in zip(rows, out.tolist()):
+                results[i] = [(tok.decode([t for t in row[1:] if t not in
+                                           (tok.pad_id, tok.eos_id)]), 0.0)]
+        return results
+
+
+def measure_translation(args, system: str, max_tokens: int) -> dict:
+    from transduce.data.text import read_lines
+    from transduce.evaluation import corpus_scores
+
+    sources = read_lines(Path(args.data) / "test_2016_flickr.en")
+    references = read_lines(Path(args.data) / "test_2016_flickr.de")
+    with tempfile.TemporaryDirectory() as tmp:
+        translator = make_translator(args, system, Path(tmp))
+        translator.translate(sources[:20], args.beam, args.lenpen)  # warm-up
+        start = time.perf_counter()
+        hyps = [h[0][0] for h in translator.translate(sources, args.beam, args.lenpen,
+                                                      max_tokens=max_tokens)]
+        seconds = time.perf_counter() - start
+        latencies = []
+        if max_tokens == args.translate_tokens:
+            for line in sources[: args.latency_sentences]:
+                start = time.perf_counter()
+                translator.translate([line], args.beam, args.lenpen)
+                latencies.append(1000 * (time.perf_counter() - start))
+    target_tokens = sum(len(t) + 1 for t in translator.tokenizer.encode(hyps))
+    result = {"system": system, "max_tokens": max_tokens,
+              "sentences_per_s": round(len(sources) / seconds, 1),
+              "target_tokens_per_s": round(target_tokens / seconds),
+              "bleu": corpus_scores(hyps, references)["bleu"], "peak_rss_mb": peak_rss_mb()}
+    if latencies:
+        q = statistics.quantiles(latencies, n=20)
+        result.update(latency_p50_ms=round(statistics.median(latencies), 1),
+                      latency_p95_ms=round(q[18], 1))
+    return result
+
+
+# ----------------------------------------------------------------------------- driver
+def child(args) -> None:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    kind, system, max_tokens = args.child.split(":")
+    measure = measure_training if kind == "train" else measure_translation
+    print(json.dumps(measure(args, system, int(max_tokens))))
+
+
+def run_child(args, job: str) -> dict:
+    command = [sys.executable, __file__, "--child", job, "--data", args.data,
+               "--run-dir", args.run_dir, "--threads", str(args.threads),
+               "--steps", str(args.steps), "--warmup-steps", str(args.warmup_steps),
+               "--beam", str(args.beam), "--lenpen", str(args.lenpen),
+               "--precision", args.precision, "--translate-tokens", str(args.translate_tokens),
+               "--latency-sentences", str(args.latency_sentences)]
+    print(f"[{time.strftime('%H:%M:%S')}] {job}", file=sys.stderr, flush=True)
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
+    if done.returncode != 0:
+        raise SystemExit(f"{job} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    print(json.dumps(result), file=sys.stderr, flush=True)
+    return result
+
+
+def summarise(results: dict) -> str:
+    """The Markdown tables of results.md (ratios against the peers)."""
+    train = {r["system"]: r for r in results["training"] if r["max_tokens"] == 4096}
+    ours = train["transduce"]
+    lines = ["| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
+             "|---|---:|---:|---:|---:|"]
+    for name, r in train.items():
+        mfu = r["model_flops_per_s"] / r["peak_flops_per_s"]
+        lines.append(f"| {name} ({r['precision']}) | {r['tokens_per_s']:,} | "
+                     f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.0%} | "
+                     f"{r['peak_rss_mb']:,.0f} MB |")
+    lines.append(f"\nmatmul peak measured in the same run: "
+                 f"{ours['peak_flops_per_s'] / 1e12:.2f} TFLOP/s ({ours['precision']})\n")
+    tr = {r["system"]: r for r in results["translation"]
+          if r["max_tokens"] == results["settings"]["translate_tokens"]}
+    base = tr["transduce-fp32"]
+    lines += ["| translation (beam 5, 1000 sentences) | sentences/s | target tokens/s | "
+              "vs transduce-fp32 | p50 ms | p95 ms | BLEU | peak RSS |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, r in tr.items():
+        lines.append(f"| {name} | {r['sentences_per_s']} | {r['target_tokens_per_s']:,} | "
+                     f"{r['sentences_per_s'] / base['sentences_per_s']:.2f}× | "
+                     f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
+                     f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for system in TRAIN_SYSTEMS:
+        points = sorted((r["max_tokens"], r["tokens_per_s"]) for r in results["training"]
+                        if r["system"] == system)
+        if len(points) > 1:
+            left.plot(*zip(*points), marker="o", label=system)
+    left.set(xscale="log", xlabel="batch (target tokens)", ylabel="training tokens/s",
+             title="training throughput")
+    for system in TRANSLATE_SYSTEMS:
+        points = sorted((r["max_tokens"], r["sentences_per_s"]) for r in results["translation"]
+                        if r["system"] == system)
+        if len(points) > 1:
+            right.plot(*zip(*points), marker="o", label=system)
+    right.set(xscale="log", xlabel="batch (source tokens × beam)", ylabel="sentences/s",
+              title="translation throughput (beam 5)")
+    for axis in (left, right):
+        axis.legend()
+        axis.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
+    parser.add_argument("--run-dir", required=True, help="a trained Multi30k En→De run")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--steps", type=int, default=12, help="measured training steps")
+    parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--lenpen", type=float, default=0.6)
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument("--translate-tokens", type=int, default=6000,
+                        help="translation batch size in source tokens × beam")
+    parser.add_argument("--latency-sentences", type=int, default=100)
+    parser.add_argument("--train-sizes", default="1024,2048,4096,8192")
+    parser.add_argument("--translate-sizes", default="1500,3000,6000,12000")
+    parser.add_argument("--only", choices=["train", "translate"])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(HERE / "results"), help="results path stem")
+    args = parser.parse_args()
+    if args.child:
+        return child(args)
+    results = {"settings": {k: v for k, v in vars(args).items() if k not in ("child", "only")},
+               "training": [], "translation": []}
+    if args.only != "translate":
+        for system in TRAIN_SYSTEMS:
+            results["training"].append(run_child(args, f"train:{system}:4096"))
+        for size in map(int, args.train_sizes.split(",")):
+            if size != 4096:
+                results["training"].append(run_child(args, f"train:transduce:{size}"))
+    if args.only != "train":
+        for system in TRANSLATE_SYSTEMS:
+            results["translation"].append(
+                run_child(args, f"translate:{system}:{args.translate_tokens}"))
+        for size in map(int, args.translate_sizes.split(",")):
+            if size != args.translate_tokens:
+                for system in ("transduce-fp32", "ct2-int8"):
+                    results["translation"].append(run_child(args, f"translate:{system}:{size}"))
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    if args.only is None:
+        out.with_suffix(".md").write_text(summarise(results))
+        plot(results, out.with_suffix(".png"))
+        print(out.with_suffix(".md").read_text())
+
+
+if __name__ == "__main__":
+    main()

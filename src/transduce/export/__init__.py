@@ -1,0 +1,1 @@
+"""Our trained models in other runtimes: CTranslate2 (fast serving) and Hugging Face Marian."""

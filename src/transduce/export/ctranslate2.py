@@ -1,0 +1,209 @@
+"""Export a trained model to CTranslate2 and translate with it.
+
+CTranslate2 runs the same post-norm (or pre-norm) Transformer with fused kernels and optional
+int8 weights. Two things need care: its self-attention takes one fused Q/K/V projection and
+its cross-attention one fused K/V projection, and its built-in sinusoidal table puts all sines
+before all cosines, whereas ours interleaves them (paper §3.5), so we export our own table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.decoding.translator import EXTRA_OUTPUT, find_checkpoint, model_from_state
+from transduce.errors import UserError
+from transduce.nn.transformer import Transformer
+from transduce.training.checkpoint import load_checkpoint
+
+log = logging.getLogger(__name__)
+
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
+TOKENIZER = "spm.model"  # our tokenizer, stored beside the CTranslate2 weights
+INFO = "transduce.json"  # what the export came from, and the positions it can encode
+
+
+def _require_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError("CTranslate2 is not installed; pip install ctranslate2 "
+                        "(or the package's [serve] extra)") from None
+    return ctranslate2
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().float().cpu().numpy()
+
+
+def _linear(spec, *linears: torch.nn.Linear) -> None:
+    """Fill a CTranslate2 LinearSpec with one or several stacked nn.Linear (fused rows)."""
+    spec.weight = _array(torch.cat([m.weight for m in linears]))
+    if linears[0].bias is not None:
+        spec.bias = _array(torch.cat([m.bias for m in linears]))
+
+
+def _norm(spec, norm: torch.nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
+
+
+def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
+    """A CTranslate2 ``TransformerSpec`` holding ``model``'s weights and vocabulary."""
+    _require_ctranslate2()
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    enc_layers, dec_layers = model.encoder.layers, model.decoder.layers
+    pre_norm = model.encoder.norm is not None
+    spec = transformer_spec.TransformerSpec.from_config(
+        (len(enc_layers), len(dec_layers)), enc_layers[0].self_attn.num_heads,
+        pre_norm=pre_norm, activation=common_spec.Activation.RELU)
+    eps = enc_layers[0].residuals[0].norm.eps
+    table = _array(model.positions.table)
+    for side, embed in ((spec.encoder, model.src_embed), (spec.decoder, model.tgt_embed)):
+        embeddings = side.embeddings[0] if isinstance(side.embeddings, list) else side.embeddings
+        embeddings.weight = _array(embed.weight)
+        side.scale_embeddings = True  # × √d_model, as TokenEmbedding
+        side.position_encodings.encodings = table
+    if pre_norm:
+        _norm(spec.encoder.layer_norm, model.encoder.norm)
+        _norm(spec.decoder.layer_norm, model.decoder.norm)
+    for ours, theirs in zip(enc_layers, spec.encoder.layer):
+        attn = ours.self_attn
+        _linear(theirs.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+        _linear(theirs.self_attention.linear[1], attn.out_proj)
+        _norm(theirs.self_attention.layer_norm, ours.residuals[0].norm)
+        _linear(theirs.ffn.linear_0, ours.ffn.w_1)
+        _linear(theirs.ffn.linear_1, ours.ffn.w_2)
+        _norm(theirs.ffn.layer_norm, ours.residuals[1].norm)
+    for ours, theirs in zip(dec_layers, spec.decoder.layer):
+        attn, cross = ours.self_attn, ours.cross_attn
+        _linear(theirs.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+        _linear(theirs.self_attention.linear[1], attn.out_proj)
+        _norm(theirs.self_attention.layer_norm, ours.residuals[0].norm)
+        _linear(theirs.attention.linear[0], cross.q_proj)
+        _linear(theirs.attention.linear[1], cross.k_proj, cross.v_proj)
+        _linear(theirs.attention.linear[2], cross.out_proj)
+        _norm(theirs.attention.layer_norm, ours.residuals[1].norm)
+        _linear(theirs.ffn.linear_0, ours.ffn.w_1)
+        _linear(theirs.ffn.linear_1, ours.ffn.w_2)
+        _norm(theirs.ffn.layer_norm, ours.residuals[2].norm)
+    _linear(spec.decoder.projection, model.generator)
+
+    pieces = [tokenizer.sp.id_to_piece(i) for i in range(len(tokenizer))]
+    spec.register_source_vocabulary(pieces)
+    spec.register_target_vocabulary(pieces)
+    spec.config.unk_token = pieces[tokenizer.unk_id]
+    spec.config.bos_token = pieces[tokenizer.bos_id]
+    spec.config.eos_token = pieces[tokenizer.eos_id]
+    spec.config.decoder_start_token = pieces[tokenizer.bos_id]
+    spec.config.add_source_eos = True  # our sources end with EOS (data.batching.collate)
+    spec.config.layer_norm_epsilon = eps
+    return spec
+
+
+def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
+                       quantization: str = "float32") -> Path:
+    """Write the model of a run directory or checkpoint as a CTranslate2 model directory.
+
+    The directory is assembled beside ``out_dir`` and renamed into place, so a failed export
+    leaves nothing behind. ``quantization``: one of ``QUANTIZATIONS`` (int8 for the fastest
+    CPU serving).
+
+    Raises:
+        UserError: no CTranslate2, a bad quantization, an existing ``out_dir``, or a
+            checkpoint/tokenizer mismatch.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise UserError(f"--quantization must be one of {', '.join(QUANTIZATIONS)}, "
+                        f"not {quantization!r}")
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        raise UserError(f"{out_dir}: already exists; choose a new output directory")
+    checkpoint, run_dir = find_checkpoint(path)
+    tokenizer = SubwordTokenizer(run_dir / "spm.model")
+    state = load_checkpoint(checkpoint)
+    if state.get("tokenizer") != tokenizer.fingerprint:
+        raise UserError(f"{checkpoint}: trained with another tokenizer than "
+                        f"{run_dir / 'spm.model'}; use the checkpoint's own run directory")
+    spec = build_spec(model_from_state(state), tokenizer)
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        spec.save(str(tmp))
+        shutil.copyfile(tokenizer.path, tmp / TOKENIZER)
+        info = {"checkpoint": str(checkpoint), "quantization": quantization,
+                "max_positions": int(state["model_config"]["max_len"])}
+        (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+class CTranslate2Translator:
+    """The :class:`~transduce.decoding.translator.Translator` interface over an exported
+    CTranslate2 model directory (see :func:`export_ctranslate2`).
+
+    Args:
+        model_dir: the exported directory (holds model.bin and spm.model).
+        device: "cpu" or "cuda" ("auto" takes a GPU when CTranslate2 sees one).
+        compute_type: CTranslate2's compute type; "default" keeps the exported one.
+        threads: intra-op threads (0: CTranslate2's default).
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, device: str = "auto",
+                 compute_type: str = "default", threads: int = 0) -> None:
+        ct2 = _require_ctranslate2()
+        model_dir = Path(model_dir)
+        if not all((model_dir / name).is_file() for name in ("model.bin", TOKENIZER, INFO)):
+            raise UserError(f"{model_dir}: not a CTranslate2 export of transduce (needs "
+                            f"model.bin, {TOKENIZER} and {INFO}); run transduce export first")
+        positions = json.loads((model_dir / INFO).read_text())["max_positions"]
+        if device == "auto":
+            device = "cuda" if ct2.get_cuda_device_count() > 0 else "cpu"
+        self.tokenizer = SubwordTokenizer(model_dir / TOKENIZER)
+        self.translator = ct2.Translator(str(model_dir), device=device,
+                                         compute_type=compute_type, intra_threads=threads)
+        # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
+        self.max_source = positions - EXTRA_OUTPUT - 2
+
+    def translate(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
+                  nbest: int = 1, max_tokens: int = 6000, progress=None,
+                  lenpen_style: str = "power") -> list[list[tuple[str, float]]]:
+        """As :meth:`Translator.translate`: ``nbest`` (translation, score) pairs per line.
+        CTranslate2 divides scores by length^α only (``lenpen_style="power"``)."""
+        if lenpen_style != "power" and alpha:
+            raise UserError("CTranslate2 divides scores by length^alpha only; use "
+                            "--lenpen-style power (or --lenpen 0)")
+        sp = self.tokenizer.sp
+        ids = self.tokenizer.encode(lines)
+        for i, seq in enumerate(ids):
+            if len(seq) > self.max_source:
+                log.warning(f"transduce: note: line {i + 1} cut to {self.max_source} subwords")
+                ids[i] = seq[: self.max_source]
+        results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
+        todo = [i for i, seq in enumerate(ids) if seq]
+        pieces = [[sp.id_to_piece(t) for t in ids[i]] for i in todo]
+        longest = max((len(p) for p in pieces), default=0)
+        found = self.translator.translate_batch(
+            pieces, max_batch_size=max(max_tokens // max(beam_size, 1), 1), batch_type="tokens",
+            beam_size=beam_size, num_hypotheses=nbest, length_penalty=alpha,
+            max_decoding_length=longest + 1 + EXTRA_OUTPUT, return_scores=True)
+        for i, result in zip(todo, found):
+            results[i] = [(sp.decode_pieces(h), s)
+                          for h, s in zip(result.hypotheses, result.scores)]
+        if progress is not None:
+            progress.update(len(lines))
+        return results

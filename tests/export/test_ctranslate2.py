@@ -1,0 +1,111 @@
+import json
+
+import pytest
+import torch
+
+from transduce.cli.main import main
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.decoding.translator import Translator, find_checkpoint
+from transduce.errors import UserError
+from transduce.nn import TransformerConfig, build_transformer
+from transduce.training.checkpoint import load_checkpoint, save_checkpoint
+
+ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 not installed")
+
+from transduce.export.ctranslate2 import (CTranslate2Translator,  # noqa: E402
+                                          export_ctranslate2)
+
+LINES = ["four hundred and twelve", "", "ninety-nine thousand and one", "seven"]
+
+
+def random_run(trained_run, tmp_path, **overrides):
+    """A run directory holding a random model of the trained run's shape (weights far from
+    their initial values make a sharper test than a 12-step model)."""
+    checkpoint, _ = find_checkpoint(trained_run)
+    state = load_checkpoint(checkpoint)
+    config = {**state["model_config"], **overrides}
+    torch.manual_seed(1)
+    model = build_transformer(TransformerConfig(**config))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "spm.model").write_bytes((trained_run / "spm.model").read_bytes())
+    save_checkpoint(run / "checkpoints" / "step_1.pt",
+                    {"model": model.state_dict(), "model_config": config,
+                     "tokenizer": state["tokenizer"]})
+    return run, model.eval()
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_exported_model_scores_targets_as_ours(trained_run, tmp_path, norm):
+    """Per-token log-probabilities from CTranslate2 equal our model's: same function."""
+    run, model = random_run(trained_run, tmp_path, norm=norm)
+    out = export_ctranslate2(run, tmp_path / "ct2")
+    tok = SubwordTokenizer(run / "spm.model")
+    src_ids = tok.encode(["four hundred and twelve", "seven"])
+    tgt_ids = tok.encode(["vierhundertzwölf", "sieben"])
+    scorer = ctranslate2.Translator(str(out), device="cpu")
+    pieces = lambda ids: [tok.sp.id_to_piece(i) for i in ids]  # noqa: E731
+    theirs = scorer.score_batch([pieces(s) for s in src_ids], [pieces(t) for t in tgt_ids])
+    for s, t, result in zip(src_ids, tgt_ids, theirs):
+        src = torch.tensor([s + [tok.eos_id]])
+        tgt = torch.tensor([[tok.bos_id] + t])
+        with torch.no_grad():
+            log_probs = model(src, tgt, None).log_softmax(-1)[0]  # (T + 1, V)
+        ours = log_probs.gather(-1, torch.tensor(t + [tok.eos_id]).unsqueeze(-1)).squeeze(-1)
+        torch.testing.assert_close(torch.tensor(result.log_probs), ours, atol=1e-4, rtol=1e-4)
+
+
+def test_ctranslate2_greedy_search_translates_as_ours(trained_run, tmp_path):
+    """Greedy outputs agree token for token. (Beam outputs of a random model run to the
+    length limit, where CTranslate2 stops without EOS and we force one; the speed benchmark
+    compares beam search on a trained model, by BLEU.)"""
+    run, _ = random_run(trained_run, tmp_path)
+    out = export_ctranslate2(run, tmp_path / "ct2")
+    ours = Translator.load(run, "cpu", "fp32")
+    theirs = CTranslate2Translator(out, "cpu", threads=1)
+    want = [h[0][0] for h in ours.translate(LINES, 1)]
+    got = [h[0][0] for h in theirs.translate(LINES, 1, 0.0)]
+    assert got == want and got[1] == "" and got[0]
+    beams = theirs.translate(LINES, 4, 0.6, nbest=2)
+    assert [len(h) for h in beams] == [2] * len(LINES) and beams[1] == [("", 0.0)] * 2
+    with pytest.raises(UserError, match="length\\^alpha only"):
+        theirs.translate(LINES, 4, 0.6, lenpen_style="wu")
+
+
+def test_export_and_translate_commands(trained_run, tmp_path, capsys):
+    out = tmp_path / "served"
+    assert main(["export", str(trained_run), str(out), "--quantization", "int8"]) == 0
+    info = json.loads((out / "transduce.json").read_text())
+    assert info["quantization"] == "int8" and info["max_positions"] > 0
+    source = tmp_path / "in.txt"
+    source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", "--engine", "ctranslate2", str(out), "--input", str(source),
+                 "--threads", "1"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == len(LINES) + 1 and lines[1] == "" and lines[-1] == ""
+
+
+def test_export_refuses_an_existing_directory_and_leaves_nothing(trained_run, tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    assert main(["export", str(trained_run), str(taken)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert list(taken.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_export_of_a_checkpoint_with_another_tokenizer_is_refused(trained_run, tmp_path):
+    run, _ = random_run(trained_run, tmp_path)
+    state = load_checkpoint(run / "checkpoints" / "step_1.pt")
+    save_checkpoint(run / "checkpoints" / "step_1.pt", {**state, "tokenizer": "other"})
+    with pytest.raises(UserError, match="another tokenizer"):
+        export_ctranslate2(run, tmp_path / "ct2")
+    assert not (tmp_path / "ct2").exists()
+
+
+def test_ctranslate2_engine_needs_an_export(trained_run, capsys):
+    assert main(["translate", "--engine", "ctranslate2", str(trained_run)]) == 2
+    assert "not a CTranslate2 export" in capsys.readouterr().err
