@@ -1,5 +1,6 @@
 """The README's commands and code must work as written (commands at a reduced size)."""
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -17,11 +18,36 @@ REDUCED = ["steps=20", "batch_size=16", "held_out=20", "warmup=10"]
 TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
               "num_decoder_layers=1", "vocab_size=300", "max_steps=6", "valid_every=3",
               "warmup=2", "max_tokens=2000", "valid_bleu_sentences=20", "threads=1"]
-PIPELINE = [line[2:] for kind, body in BLOCKS if kind == "console"
-            for line in body.splitlines()
-            if line.split()[2:3] in (["data"], ["train"], ["average"], ["translate"],
-                                     ["evaluate"])]
-COMMANDS = [c for c in COMMANDS if c not in PIPELINE]
+
+
+def console_block(marker: str) -> list[str]:
+    """The commands of the console block that contains ``marker``."""
+    found = [body for kind, body in BLOCKS if kind == "console" and marker in body]
+    assert len(found) == 1, marker
+    return [line[2:] for line in found[0].splitlines() if line.startswith("$ transduce")]
+
+
+PIPELINE = console_block("transduce data multi30k")
+SERVING = console_block("transduce export")
+FORECAST = console_block("transduce forecast train")
+COMMANDS = [c for c in COMMANDS if c not in PIPELINE + SERVING + FORECAST]
+
+
+def run_console(command: str, capsys, replace=(), extra=()) -> str:
+    """Run a README command line (``> FILE`` redirects standard output); return stdout."""
+    for old, new in replace:
+        command = command.replace(old, new)
+    argv = shlex.split(command)[1:]
+    target = None
+    if ">" in argv:
+        argv, target = argv[: argv.index(">")], argv[argv.index(">") + 1]
+    last = max([i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")] + [1])
+    capsys.readouterr()
+    assert main(argv[: last + 1] + list(extra) + argv[last + 1:]) == 0, command
+    out = capsys.readouterr().out
+    if target:
+        Path(target).write_text(out, encoding="utf-8")
+    return out
 
 
 def test_readme_opens_with_the_two_setup_commands():
@@ -47,11 +73,13 @@ def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
 
 
 def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys):
-    """The Multi30k commands, on synthetic files of Multi30k's line counts and a tiny model."""
+    """The Multi30k commands, then export and CTranslate2 serving, on synthetic files of
+    Multi30k's line counts and a tiny model."""
     from tests.data.test_multi30k import write_corpus
 
     assert [c.split()[1] for c in PIPELINE] == ["data", "train", "average", "translate",
                                                 "evaluate"]
+    assert [c.split()[1] for c in SERVING] == ["export", "translate"]
     write_corpus(tmp_path / "local", compress=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").mkdir()
@@ -65,6 +93,32 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
             argv = argv[:2] + TINY_MODEL + argv[2:]
         assert main(argv) == 0, command
     assert "BLEU (lowercased)" in capsys.readouterr().out
+    if importlib.util.find_spec("ctranslate2") is None:
+        pytest.skip("CTranslate2 not installed")
+    for command in SERVING:
+        run_console(command, capsys)
+    lines = (tmp_path / "hyp.de").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 1000 + 1  # one line per test sentence
+
+
+def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The forecasting commands on a generated hourly series and a tiny model."""
+    from tests.forecasting.test_cli import write_sine
+
+    assert [c.split()[2] for c in FORECAST] == ["train", "test", "predict", "plot"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    for config in (Path(__file__).parents[1] / "configs").glob("forecast_*.yaml"):
+        (tmp_path / "configs" / config.name).write_text(config.read_text())
+    csv = write_sine(tmp_path / "series.csv", n=400)
+    tiny = ["input_length=48", "horizon=12", "patch_len=8", "stride=4", "max_epochs=1",
+            "threads=1"]
+    outputs = [run_console(command, capsys, [("PATH/ETTh1.csv", str(csv))],
+                           tiny if " train " in command else ())
+               for command in FORECAST]
+    assert outputs[1].startswith("test mse ")
+    assert len((tmp_path / "next_96_hours.csv").read_text().splitlines()) == 1 + 12
+    assert list(tmp_path.glob("runs/*/forecast_0.png"))
 
 
 def test_readme_python_example_runs(capsys):

@@ -34,6 +34,8 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 CONFIG = ROOT / "configs" / "multi30k_en_de.yaml"
 TRAIN_SYSTEMS = ("transduce", "torch", "marian")
+# Ablation: our model with the plain output layer + loss over every position.
+ABLATIONS = ("transduce-unfused",)
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
                      "ct2-int8")
 
@@ -117,7 +119,7 @@ def build_for_training(system: str, cfg, tokenizer):
 
     torch.manual_seed(0)
     vocab = len(tokenizer)
-    if system == "transduce":
+    if system.startswith("transduce"):
         return build_transformer(cfg.model_config(vocab))
     if system == "torch":
         return TorchTransformerMT.build(cfg, vocab, tokenizer.pad_id)
@@ -135,10 +137,15 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     """Summed label-smoothed loss of one batch, the way each system is used."""
     import torch.nn.functional as F
 
+    from transduce.nn import padding_mask
+    from transduce.training.loss import LabelSmoothedCrossEntropy
     from transduce.training.trainer import summed_loss
 
     if system == "transduce":
         return summed_loss(model, src, tgt, pad_id, epsilon)
+    if system == "transduce-unfused":
+        logits = model(src, tgt[:, :-1], padding_mask(src, pad_id))
+        return LabelSmoothedCrossEntropy(epsilon, pad_id, "sum")(logits, tgt[:, 1:])
     if system == "torch":
         logits = model(src, tgt[:, :-1])
     else:
@@ -242,7 +249,8 @@ class MarianTranslator:
         self.model = to_marian(ours.model, ours.tokenizer)
 
     def translate(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
-                  progress=None):
+                  progress=None, lenpen_style="power"):
+        assert lenpen_style == "power", "generate divides by length^alpha only"
         import torch
 
         from transduce.data.batching import collate, token_batches
@@ -273,16 +281,19 @@ def measure_translation(args, system: str, max_tokens: int) -> dict:
     references = read_lines(Path(args.data) / "test_2016_flickr.de")
     with tempfile.TemporaryDirectory() as tmp:
         translator = make_translator(args, system, Path(tmp))
-        translator.translate(sources[:20], args.beam, args.lenpen)  # warm-up
+        # Every engine scores by log-probability / length^α (the only form CTranslate2 and
+        # generate offer), so that all of them search for the same translations.
+        style = {"lenpen_style": "power"}
+        translator.translate(sources[:20], args.beam, args.lenpen, **style)  # warm-up
         start = time.perf_counter()
         hyps = [h[0][0] for h in translator.translate(sources, args.beam, args.lenpen,
-                                                      max_tokens=max_tokens)]
+                                                      max_tokens=max_tokens, **style)]
         seconds = time.perf_counter() - start
         latencies = []
         if max_tokens == args.translate_tokens:
             for line in sources[: args.latency_sentences]:
                 start = time.perf_counter()
-                translator.translate([line], args.beam, args.lenpen)
+                translator.translate([line], args.beam, args.lenpen, **style)
                 latencies.append(1000 * (time.perf_counter() - start))
     target_tokens = sum(len(t) + 1 for t in translator.tokenizer.encode(hyps))
     result = {"system": system, "max_tokens": max_tokens,
@@ -372,6 +383,7 @@ def plot(results: dict, path: Path) -> None:
     right.set(xscale="log", xlabel="batch (source tokens × beam)", ylabel="sentences/s",
               title="translation throughput (beam 5)")
     for axis in (left, right):
+        axis.set_ylim(bottom=0)
         axis.legend()
         axis.grid(alpha=0.3)
     fig.tight_layout()
@@ -394,15 +406,17 @@ def main() -> None:
     parser.add_argument("--train-sizes", default="1024,2048,4096,8192")
     parser.add_argument("--translate-sizes", default="1500,3000,6000,12000")
     parser.add_argument("--only", choices=["train", "translate"])
+    parser.add_argument("--train-systems", default=",".join(TRAIN_SYSTEMS + ABLATIONS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results"), help="results path stem")
     args = parser.parse_args()
     if args.child:
         return child(args)
-    results = {"settings": {k: v for k, v in vars(args).items() if k not in ("child", "only")},
+    results = {"settings": {k: v for k, v in vars(args).items()
+                            if k not in ("child", "only", "out")},
                "training": [], "translation": []}
     if args.only != "translate":
-        for system in TRAIN_SYSTEMS:
+        for system in args.train_systems.split(","):
             results["training"].append(run_child(args, f"train:{system}:4096"))
         for size in map(int, args.train_sizes.split(",")):
             if size != 4096:

@@ -151,7 +151,7 @@ class Loop:
     def run(self) -> dict:
         # With a time budget the bar counts training seconds, so its ETA means something.
         self.by_time = bool(self.cfg.max_minutes)
-        total, unit = ((60 * self.cfg.max_minutes, "s") if self.by_time
+        total, unit = ((round(60 * self.cfg.max_minutes), "s") if self.by_time
                        else (self.cfg.max_steps, "step"))
         with progress(total, "training", unit) as bar:
             bar.update(min(self.elapsed, total) if self.by_time else self.step)
