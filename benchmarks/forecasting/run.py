@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -105,10 +106,12 @@ def main() -> None:
                                        args.overrides))
                 print(json.dumps(results[-1]), flush=True)
     total = round(time.perf_counter() - start)
-    (HERE / "results.json").write_text(json.dumps({"total_seconds": total, "minutes": args.minutes,
-                                                   "results": results}, indent=2) + "\n")
-    (HERE / "results.md").write_text(f"Whole benchmark: {total / 60:.1f} min on this machine."
-                                     "\n" + table(results))
+    command = "python benchmarks/forecasting/run.py " + " ".join(sys.argv[1:])
+    (HERE / "results.json").write_text(json.dumps(
+        {"command": command, "total_seconds": total, "minutes": args.minutes,
+         "results": results}, indent=2) + "\n")
+    (HERE / "results.md").write_text(f"`{command}`: {total / 60:.1f} min on this machine.\n"
+                                     + table(results))
     print((HERE / "results.md").read_text())
 
 
