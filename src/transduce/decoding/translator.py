@@ -48,6 +48,18 @@ def model_from_state(state: dict) -> Transformer:
     return model.eval()
 
 
+def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
+                   max_source: int) -> list[list[int]]:
+    """Subword ids of each line, a line longer than ``max_source`` cut to it (with a note
+    logged), so that every line still gets its one output line."""
+    ids = tokenizer.encode(lines)
+    for i, seq in enumerate(ids):
+        if len(seq) > max_source:
+            log.warning(f"transduce: note: line {i + 1} cut to {max_source} subwords")
+            ids[i] = seq[:max_source]
+    return ids
+
+
 class Translator:
     """Translate lines with a model and its tokenizer.
 
@@ -88,11 +100,7 @@ class Translator:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
         empty translations; a source longer than the model's positions is cut, with a
         warning logged. ``beam_size`` 1 is greedy search (score 0)."""
-        ids = self.tokenizer.encode(lines)
-        for i, seq in enumerate(ids):
-            if len(seq) > self.max_source:
-                log.warning(f"transduce: note: line {i + 1} cut to {self.max_source} subwords")
-                ids[i] = seq[: self.max_source]
+        ids = encode_sources(self.tokenizer, lines, self.max_source)
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         width = max(beam_size, 1)

@@ -9,7 +9,6 @@ before all cosines, whereas ours interleaves them (paper §3.5), so we export ou
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -20,12 +19,11 @@ import numpy as np
 import torch
 
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce.decoding.translator import EXTRA_OUTPUT, find_checkpoint, model_from_state
+from transduce.decoding.translator import (EXTRA_OUTPUT, encode_sources, find_checkpoint,
+                                          model_from_state)
 from transduce.errors import UserError
 from transduce.nn.transformer import Transformer
 from transduce.training.checkpoint import load_checkpoint
-
-log = logging.getLogger(__name__)
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
 TOKENIZER = "spm.model"  # our tokenizer, stored beside the CTranslate2 weights
@@ -188,11 +186,7 @@ class CTranslate2Translator:
             raise UserError("CTranslate2 divides scores by length^alpha only; use "
                             "--lenpen-style power (or --lenpen 0)")
         sp = self.tokenizer.sp
-        ids = self.tokenizer.encode(lines)
-        for i, seq in enumerate(ids):
-            if len(seq) > self.max_source:
-                log.warning(f"transduce: note: line {i + 1} cut to {self.max_source} subwords")
-                ids[i] = seq[: self.max_source]
+        ids = encode_sources(self.tokenizer, lines, self.max_source)
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         pieces = [[sp.id_to_piece(t) for t in ids[i]] for i in todo]
