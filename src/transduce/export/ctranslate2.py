@@ -54,6 +54,19 @@ def _norm(spec, norm: torch.nn.LayerNorm) -> None:
     spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
 
 
+def _self_attention(spec, attn, norm: torch.nn.LayerNorm) -> None:
+    """Self-attention: one fused Q/K/V projection, the output projection, its LayerNorm."""
+    _linear(spec.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
+    _linear(spec.linear[1], attn.out_proj)
+    _norm(spec.layer_norm, norm)
+
+
+def _feed_forward(spec, ffn, norm: torch.nn.LayerNorm) -> None:
+    _linear(spec.linear_0, ffn.w_1)
+    _linear(spec.linear_1, ffn.w_2)
+    _norm(spec.layer_norm, norm)
+
+
 def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
     """A CTranslate2 ``TransformerSpec`` holding ``model``'s weights and vocabulary."""
     _require_ctranslate2()
@@ -75,25 +88,16 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
         _norm(spec.encoder.layer_norm, model.encoder.norm)
         _norm(spec.decoder.layer_norm, model.decoder.norm)
     for ours, theirs in zip(enc_layers, spec.encoder.layer):
-        attn = ours.self_attn
-        _linear(theirs.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
-        _linear(theirs.self_attention.linear[1], attn.out_proj)
-        _norm(theirs.self_attention.layer_norm, ours.residuals[0].norm)
-        _linear(theirs.ffn.linear_0, ours.ffn.w_1)
-        _linear(theirs.ffn.linear_1, ours.ffn.w_2)
-        _norm(theirs.ffn.layer_norm, ours.residuals[1].norm)
+        _self_attention(theirs.self_attention, ours.self_attn, ours.residuals[0].norm)
+        _feed_forward(theirs.ffn, ours.ffn, ours.residuals[1].norm)
     for ours, theirs in zip(dec_layers, spec.decoder.layer):
-        attn, cross = ours.self_attn, ours.cross_attn
-        _linear(theirs.self_attention.linear[0], attn.q_proj, attn.k_proj, attn.v_proj)
-        _linear(theirs.self_attention.linear[1], attn.out_proj)
-        _norm(theirs.self_attention.layer_norm, ours.residuals[0].norm)
+        _self_attention(theirs.self_attention, ours.self_attn, ours.residuals[0].norm)
+        cross = ours.cross_attn
         _linear(theirs.attention.linear[0], cross.q_proj)
         _linear(theirs.attention.linear[1], cross.k_proj, cross.v_proj)
         _linear(theirs.attention.linear[2], cross.out_proj)
         _norm(theirs.attention.layer_norm, ours.residuals[1].norm)
-        _linear(theirs.ffn.linear_0, ours.ffn.w_1)
-        _linear(theirs.ffn.linear_1, ours.ffn.w_2)
-        _norm(theirs.ffn.layer_norm, ours.residuals[2].norm)
+        _feed_forward(theirs.ffn, ours.ffn, ours.residuals[2].norm)
     _linear(spec.decoder.projection, model.generator)
 
     pieces = [tokenizer.sp.id_to_piece(i) for i in range(len(tokenizer))]

@@ -12,12 +12,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from transduce.nn.layers import DecoderLayer, EncoderLayer, PostNorm, PreNorm
+from transduce.nn.builders import RESIDUALS
+from transduce.nn.layers import DecoderLayer, EncoderLayer
 from transduce.nn.masks import subsequent_mask
 from transduce.nn.positional import PositionalEncoding
 from transduce.nn.transformer import Decoder, Encoder
-
-RESIDUALS = {"post": PostNorm, "pre": PreNorm}
 
 
 class InstanceNorm(nn.Module):
@@ -112,7 +111,7 @@ class PatchForecaster(nn.Module):
         patches = series.unfold(-1, self.patch_len, self.stride)  # (B, C, N, P)
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
-        h, weights = self.encoder(h, None, need_weights)
+        h, _ = self.encoder(h, None)
         y = self.head(h).view(B, C, -1).transpose(1, 2)  # (B, H, C)
         if self.revin is not None:
             y = self.revin.denormalise(y, stats)
