@@ -34,8 +34,9 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 CONFIG = ROOT / "configs" / "multi30k_en_de.yaml"
 TRAIN_SYSTEMS = ("transduce", "torch", "marian")
-# Ablation: our model with the plain output layer + loss over every position.
-ABLATIONS = ("transduce-unfused",)
+# Ablations: our model with the plain output layer + loss over every position; our model with
+# three self-attention projections instead of one stacked one.
+ABLATIONS = ("transduce-unfused", "transduce-separate-qkv")
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
                      "ct2-int8")
 
@@ -119,6 +120,8 @@ def build_for_training(system: str, cfg, tokenizer):
 
     torch.manual_seed(0)
     vocab = len(tokenizer)
+    if system == "transduce-separate-qkv":
+        return separate_qkv(build_transformer(cfg.model_config(vocab)))
     if system.startswith("transduce"):
         return build_transformer(cfg.model_config(vocab))
     if system == "torch":
@@ -133,6 +136,20 @@ def build_for_training(system: str, cfg, tokenizer):
     raise ValueError(system)
 
 
+def separate_qkv(model):
+    """``model`` with each self-attention projecting Q, K and V by three matrix products."""
+    import types
+
+    from transduce.nn.multi_head_attention import MultiHeadAttention
+
+    def project_qkv(self, x):
+        return (self.split_heads(self.q_proj(x)), *self.project_kv(x, x))
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            module.project_qkv = types.MethodType(project_qkv, module)
+    return model
+
+
 def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     """Summed label-smoothed loss of one batch, the way each system is used."""
     import torch.nn.functional as F
@@ -141,7 +158,7 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     from transduce.training.loss import LabelSmoothedCrossEntropy
     from transduce.training.trainer import summed_loss
 
-    if system == "transduce":
+    if system in ("transduce", "transduce-separate-qkv"):
         return summed_loss(model, src, tgt, pad_id, epsilon)
     if system == "transduce-unfused":
         logits = model(src, tgt[:, :-1], padding_mask(src, pad_id))

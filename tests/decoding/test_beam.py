@@ -24,6 +24,7 @@ class TableModel:
 
     def __init__(self, *tables, default=None):
         self.tables, self.default, self.calls = tables, default or {EOS: 1.0}, 0
+        self.rows = []  # sentences stepped at each call
 
     def start(self, src, src_mask):
         return TableState([(b,) for b in range(src.shape[0])])
@@ -31,6 +32,7 @@ class TableModel:
     def step(self, tokens, state):
         self.calls += 1
         prefixes = [p + (t,) for p, t in zip(state.prefixes, tokens[:, -1].tolist())]
+        self.rows.append(sorted({p[0] for p in prefixes}))
         logits = torch.full((len(prefixes), 1, V), float("-inf"))
         for row, prefix in enumerate(prefixes):
             probs = self.tables[prefix[0]].get(prefix[2:], self.default)
@@ -59,6 +61,15 @@ def test_best_hypothesis_without_length_penalty_and_early_stop():
     assert best.score == pytest.approx(math.log(0.36))
     # after step 2, "A C" (0.325) can no longer beat "B EOS" (0.36): no third step is taken
     assert model.calls == 2
+
+
+def test_a_finished_sentence_leaves_the_batch():
+    long = {(): {A: 1.0}, (A,): {A: 1.0}, (A, A): {A: 1.0}, (A, A, A): {EOS: 1.0}}
+    model = TableModel(TABLE, long, TABLE)
+    hyps = search(model, sentences=3, beam_size=2, alpha=0.0)
+    assert [h[0].tokens for h in hyps] == [[B, EOS], [A, A, A, EOS], [B, EOS]]
+    # sentences 0 and 2 are done after step 2 (see the test above); 1 goes on alone
+    assert model.rows == [[0, 1, 2], [0, 1, 2], [1], [1]]
 
 
 def test_length_penalty_prefers_the_longer_hypothesis():

@@ -74,3 +74,37 @@ def test_cache_is_not_mutated_by_a_step():
     _, after_one = model.step(tgt[:, :1], state)
     _, after_two = model.step(tgt[:, 1:2], after_one)
     assert state.length == 0 and after_one.length == 1 and after_two.length == 2
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@torch.no_grad()
+def test_beams_sharing_cross_attention_equal_copied_rows(need_weights):
+    """expand_beams keeps one copy of the cross keys/values per sentence; stepping, reordering
+    beams within their sentences and dropping a sentence give the logits (and weights) of a
+    cache whose rows were copied out per beam."""
+    model, src, tgt = model_and_batch()
+    mask, K = padding_mask(src, PAD), 2
+    rows = torch.arange(3).repeat_interleave(K)  # (6,)
+    grouped = model.start(src, mask).expand_beams(K)
+    copied = model.start(src, mask).reorder(rows)
+    assert grouped.layers[0].cross_keys.shape[0] == 3 and copied.layers[0].cross_keys.shape[0] == 6
+
+    def step(tokens, state):
+        out = model.decode(tokens, cache=state, need_weights=need_weights)
+        return model.generator(out.hidden), out.cache, out.cross_weights
+
+    a, grouped, wa = step(tgt[rows, :2], grouped)
+    b, copied, wb = step(tgt[rows, :2], copied)
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(wa[-1], wb[-1], atol=1e-6, rtol=1e-6)
+    # swap the beams of sentence 0, keep sentence 2 with its second beam twice, drop sentence 1
+    order = torch.tensor([1, 0, 5, 5])
+    grouped = grouped.reorder(order, torch.tensor([0, 2]))
+    copied = copied.reorder(order)
+    a, _, wa = step(tgt[rows[order], 2:3], grouped)
+    b, _, wb = step(tgt[rows[order], 2:3], copied)
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        assert wa[0].shape == (4, 4, 1, 7)
+        torch.testing.assert_close(wa[0], wb[0], atol=1e-6, rtol=1e-6)

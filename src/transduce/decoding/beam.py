@@ -60,6 +60,9 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
                 lenpen_style: str = "wu") -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
+    A sentence leaves the batch as soon as it is done (its best finished hypotheses cannot be
+    beaten), so the rows still decoding are those of unfinished sentences only.
+
     Args:
         model: a :class:`Seq2Seq` in eval mode.
         src: (B, S) source ids; src_mask: (B, 1, S).
@@ -82,50 +85,72 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
     B, K, device = src.shape[0], beam_size, src.device
     if max_len is None:
         max_len = src_mask.reshape(B, -1).sum(-1) + extra_len  # (B,)
-    max_len = max_len.to(device)
-    rows = torch.arange(B, device=device).repeat_interleave(K)  # (B·K,)
-    state = model.start(src, src_mask).reorder(rows)
+    limits = [int(n) for n in max_len.tolist()]
+    state, grouped = _expand(model.start(src, src_mask), K, B, device)
+    # Row n·K + k of the decoding batch is beam k of sentence alive[n].
+    alive = list(range(B))
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
     prefixes = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    done = [False] * B
-    for t in range(int(max_len.max())):
-        logits, state = model.step(prefixes[:, -1:], state)  # (B·K, 1, V)
-        log_probs = F.log_softmax(logits[:, -1].float(), dim=-1)  # (B·K, V)
-        V = log_probs.shape[-1]
-        must_end = (t + 1 >= max_len).repeat_interleave(K)  # (B·K,): only EOS is allowed
-        log_probs[must_end] = torch.where(torch.arange(V, device=device) == eos_id,
-                                          log_probs[must_end], float("-inf"))
-        candidates = (scores.unsqueeze(-1) + log_probs.view(B, K, V)).view(B, K * V)
-        top_scores, top = candidates.topk(2 * K, dim=1)  # (B, 2K): K of them are not EOS
-        beam, token = top // V, top % V  # (B, 2K)
+    for t in range(max(limits)):
+        n = len(alive)
+        logits, state = model.step(prefixes[:, -1:], state)  # (n·K, 1, V)
+        V = logits.shape[-1]
+        candidates = F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32).view(n, K, V)
+        ending = [i for i, b in enumerate(alive) if t + 1 >= limits[b]]
+        if ending:  # at the maximum length only EOS may follow
+            ending = torch.tensor(ending, device=device)
+            candidates[ending] = torch.where(torch.arange(V, device=device) == eos_id,
+                                             candidates[ending], float("-inf"))
+        candidates = candidates.add_(scores.unsqueeze(-1)).view(n, K * V)
+        top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K): K of them are not EOS
+        beam, token = top // V, top % V  # (n, 2K)
         is_eos = token == eos_id
-        _finish(finished, done, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
+        _finish(finished, alive, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
         # the K best non-EOS candidates continue, in score order
-        keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (B, K)
+        keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (n, K)
         scores = top_scores.gather(1, keep)
-        source_rows = (torch.arange(B, device=device)[:, None] * K
-                       + beam.gather(1, keep)).view(-1)  # (B·K,)
-        prefixes = torch.cat([prefixes[source_rows], token.gather(1, keep).view(-1, 1)], 1)
-        state = state.reorder(source_rows)
+        source_rows = (torch.arange(n, device=device)[:, None] * K
+                       + beam.gather(1, keep))  # (n, K)
+        tokens = token.gather(1, keep)
         best_alive = scores.max(1).values.tolist()
-        for b in range(B):
-            done[b] = done[b] or _can_stop(finished[b], nbest, best_alive[b],
-                                           int(max_len[b]), penalty)
-        if all(done):
+        stay = [i for i, b in enumerate(alive)
+                if not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)]
+        if not stay:
             break
+        kept = None
+        if len(stay) < n:  # drop the sentences that are done
+            kept = torch.tensor(stay, device=device)
+            alive = [alive[i] for i in stay]
+            scores, source_rows, tokens = scores[kept], source_rows[kept], tokens[kept]
+        source_rows = source_rows.view(-1)  # (n'·K,)
+        prefixes = torch.cat([prefixes[source_rows], tokens.view(-1, 1)], 1)
+        state = state.reorder(source_rows, kept) if grouped else state.reorder(source_rows)
     return [sorted(f, key=lambda h: -h.score)[:nbest] for f in finished]
 
 
-def _finish(finished: list[list[Hypothesis]], done: list[bool], prefixes: Tensor,
+def _expand(state, K: int, B: int, device: torch.device):
+    """(state with each sentence's row repeated for its K beams, whether it is grouped).
+    A state that offers ``expand_beams`` shares per-sentence data among the beams; then its
+    ``reorder`` takes the kept sentences as a second argument."""
+    if hasattr(state, "expand_beams"):
+        return state.expand_beams(K), True
+    return state.reorder(torch.arange(B, device=device).repeat_interleave(K)), False
+
+
+def _finish(finished: list[list[Hypothesis]], alive: list[int], prefixes: Tensor,
             top_scores: Tensor, beam: Tensor, is_eos: Tensor, eos_id: int, t: int, K: int,
             penalty) -> None:
     """Move the EOS candidates ranked within the top K into the finished lists."""
+    eos = is_eos[:, :K].nonzero().tolist()
+    if not eos:
+        return
     lp = penalty(t + 1)
-    for b, j in is_eos[:, :K].nonzero().tolist():
-        log_prob = top_scores[b, j].item()
-        if done[b] or log_prob == float("-inf"):
+    log_probs, beams = top_scores[:, :K].tolist(), beam[:, :K].tolist()
+    for i, j in eos:
+        log_prob = log_probs[i][j]
+        if log_prob == float("-inf"):
             continue
-        tokens = prefixes[b * K + beam[b, j].item(), 1:].tolist() + [eos_id]
-        finished[b].append(Hypothesis(tokens, log_prob, log_prob / lp))
+        tokens = prefixes[i * K + beams[i][j], 1:].tolist() + [eos_id]
+        finished[alive[i]].append(Hypothesis(tokens, log_prob, log_prob / lp))

@@ -63,6 +63,27 @@ class MultiHeadAttention(nn.Module):
         """
         return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
 
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's three projections of x (B, L, D) as one matrix product with the
+        stacked weights of ``q_proj``, ``k_proj``, ``v_proj``; each result (B, H, L, Dh).
+        Without gradients (inference) the stacked weights are kept until a weight changes."""
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        params = [p for proj in projections for p in (proj.weight, proj.bias) if p is not None]
+        if torch.is_grad_enabled():
+            weight, bias = _stack(projections)
+        else:  # kept in the autocast dtype too, as autocast keeps its casts of parameters
+            device = x.device.type
+            dtype = (torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device)
+                     else params[0].dtype)
+            key = (dtype, *((p.data_ptr(), p._version) for p in params))
+            if getattr(self, "_stacked_key", None) != key:
+                self._stacked = tuple(None if t is None else t.to(dtype)
+                                      for t in _stack(projections))
+                self._stacked_key = key
+            weight, bias = self._stacked
+        qkv = F.linear(x, weight, bias)  # (B, L, 3D)
+        return tuple(self.split_heads(t) for t in qkv.chunk(3, dim=-1))
+
     def attend(
         self,
         query: Tensor,
@@ -75,14 +96,33 @@ class MultiHeadAttention(nn.Module):
 
         Args:
             query: (B, Q, D), not yet projected.
-            keys, values: (B, H, K, Dh), from :meth:`project_kv`.
+            keys, values: (B / g, H, K, Dh), from :meth:`project_kv`. With g > 1 each row
+                of keys serves g consecutive query rows (the beams of one sentence), and the
+                mask must be (B / g, 1, K): one key mask per row of keys.
             mask: boolean (B, Q|1, K) or (B, H|1, Q|1, K); True keeps a key.
             need_weights: return per-head weights (takes the explicit path).
 
         Returns:
             output (B, Q, D) and, if asked, weights (B, H, Q, K).
         """
-        q = self.split_heads(self.q_proj(query))  # (B, H, Q, Dh)
+        return self.attend_heads(self.split_heads(self.q_proj(query)), keys, values, mask,
+                                 need_weights)
+
+    def attend_heads(
+        self,
+        q: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`attend` for queries already projected and split, q (B, H, Q, Dh)."""
+        B, H, Q, Dh = q.shape
+        g = B // keys.shape[0]
+        if g > 1:  # the g query rows of one key row become g·Q queries of it
+            if mask is not None and mask.shape[-2] != 1:
+                raise ValueError("grouped queries need a key mask without a query axis")
+            q = q.view(-1, g, H, Q, Dh).transpose(1, 2).reshape(-1, H, g * Q, Dh)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (B, 1, Q|1, K): the same mask for every head
         p = self.dropout if self.training else 0.0
@@ -90,6 +130,9 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, keys, values, mask, p, self.training)
         else:
             out, weights = _fused_attention(q, keys, values, mask, p), None
+        if g > 1:
+            out = _ungroup(out, g, Q)
+            weights = None if weights is None else _ungroup(weights, g, Q)
         return self.out_proj(self.merge_heads(out)), weights  # (B, Q, D)
 
     def forward(
@@ -102,8 +145,24 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Args: query (B, Q, D), key (B, K, D), value (B, K, D), mask as in :meth:`attend`.
         Returns: output (B, Q, D) and, if asked, per-head weights (B, H, Q, K)."""
+        if query is key and key is value:  # self-attention: one stacked projection
+            q, keys, values = self.project_qkv(query)
+            return self.attend_heads(q, keys, values, mask, need_weights)
         keys, values = self.project_kv(key, value)
         return self.attend(query, keys, values, mask, need_weights)
+
+
+def _stack(projections: tuple[nn.Linear, ...]) -> tuple[Tensor, Tensor | None]:
+    """The weights (ΣD_out, D_in) and biases of linear layers, stacked along outputs."""
+    weight = torch.cat([p.weight for p in projections])
+    bias = None if projections[0].bias is None else torch.cat([p.bias for p in projections])
+    return weight, bias
+
+
+def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
+    """(B / g, H, g·Q, E) → (B, H, Q, E): undo the grouping of queries in ``attend``."""
+    M, H, _, E = x.shape
+    return x.view(M, H, g, Q, E).transpose(1, 2).reshape(M * g, H, Q, E)
 
 
 def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:

@@ -6,7 +6,7 @@ V vocabulary size, H heads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torch import Tensor, nn
 
@@ -94,7 +94,7 @@ class Decoder(nn.Module):
             self_w.append(sw)
             cross_w.append(cw)
         hidden = self.norm(x) if self.norm is not None else x
-        return DecoderOutput(hidden, DecoderCache(tuple(new_layers), cache.memory_mask),
+        return DecoderOutput(hidden, replace(cache, layers=tuple(new_layers)),
                              self_w, cross_w)
 
 
