@@ -1,0 +1,63 @@
+"""Where our beam search spends its time: torch.profiler over a translation run.
+
+    python benchmarks/speed/profile.py --data ../shared/data/multi30k --run-dir runs/bench/en-de-long
+
+Translates the first N test_2016_flickr sentences (beam 5, length^α penalty as in run.py)
+after a warm-up, and writes the operators by self CPU time to benchmarks/speed/profile.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from transduce.data.text import read_lines
+from transduce.decoding.translator import Translator
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
+    parser.add_argument("--run-dir", required=True, help="a trained Multi30k En→De run")
+    parser.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    parser.add_argument("--sentences", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=str(HERE / "profile.md"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    translator = Translator.load(args.run_dir, "cpu", args.precision)
+    sources = read_lines(Path(args.data) / "test_2016_flickr.en")[: args.sentences]
+    translator.translate(sources[:50], 5, 0.6, lenpen_style="power")  # warm-up
+    steps = []
+    step = translator.model.step
+
+    def counted(*a, **k):
+        steps.append(1)
+        return step(*a, **k)
+    translator.model.step = counted
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        translator.translate(sources, 5, 0.6, lenpen_style="power")
+    seconds = time.perf_counter() - start
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in events)
+    lines = [f"`python benchmarks/speed/profile.py --precision {args.precision} "
+             f"--sentences {args.sentences}`: {len(sources)} sentences, {len(steps)} decoder "
+             f"steps, {seconds:.2f} s under the profiler, which slows each operator; the "
+             f"operators' own time is {total / 1000:.0f} ms ({total / 1000 / len(steps):.1f} ms "
+             "a step).\n", "| operator | self CPU ms | share | calls |", "|---|---:|---:|---:|"]
+    for e in events[:15]:
+        lines.append(f"| `{e.key}` | {e.self_cpu_time_total / 1000:.0f} | "
+                     f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count} |")
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
