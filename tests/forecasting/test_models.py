@@ -64,7 +64,7 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
                                            enumerate(values)))
     cfg = ForecastConfig(csv=str(path), model="repeat", input_length=L, horizon=H)
     data = load_forecast_data(cfg)
-    metrics = evaluate(build_forecaster(cfg, 2), data, "test")
+    metrics = evaluate(build_forecaster(cfg, 2), data, "test", batch_size=3, drop_last=(4,))
     # By hand: z-scores from the first int(0.7 n) rows; windows of the last rows.
     stored = np.array([[float(f"{a:.6f}"), float(f"{b:.6f}")] for a, b in values])
     train = stored[: int(0.7 * n)]
@@ -74,3 +74,8 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
     assert metrics["windows"] == len(errors)
     np.testing.assert_allclose(metrics["mse"], np.mean(np.square(errors)), rtol=1e-5)
     np.testing.assert_allclose(metrics["mae"], np.mean(np.abs(errors)), rtol=1e-5)
+    # The reference code's scoring: its test loader drops the last incomplete batch of 4.
+    kept = len(errors) // 4 * 4
+    assert len(errors) % 4 and metrics["drop_last"][4]["windows"] == kept
+    np.testing.assert_allclose(metrics["drop_last"][4]["mse"], np.mean(np.square(errors[:kept])),
+                               rtol=1e-5)

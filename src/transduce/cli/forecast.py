@@ -24,6 +24,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
     test.add_argument("run_dir")
+    test.add_argument("--drop-last", type=int, action="append", default=[], metavar="B",
+                      help="also score only the first floor(n/B)*B test windows, as the "
+                           "reference implementations do (test loader with drop_last=True and "
+                           "batch size B), to compare with their published figures; repeatable")
     test.set_defaults(run=run_test)
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
@@ -57,9 +61,12 @@ def run_train(args: argparse.Namespace) -> int:
 def run_test(args: argparse.Namespace) -> int:
     from transduce.forecasting.trainer import evaluate_run
 
-    result = evaluate_run(args.run_dir)
+    result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
           f"({result['windows']} windows, horizon {result['horizon']})")
+    for batch, scores in result.get("drop_last", {}).items():
+        print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
+              f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
     return 0
 
 

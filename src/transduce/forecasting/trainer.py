@@ -32,16 +32,33 @@ def scaler_state(data: ForecastData) -> dict:
 
 
 @torch.no_grad()
-def evaluate(model, data: ForecastData, split: str, batch_size: int = 256) -> dict:
-    """MSE and MAE on the normalised scale, averaged over windows × horizon × channels."""
+def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
+             drop_last: tuple[int, ...] = ()) -> dict:
+    """MSE and MAE on the normalised scale, averaged over windows × horizon × channels.
+
+    ``drop_last``: also score, for each batch size B given, only the first ⌊n / B⌋ · B
+    windows, as the reference implementations' test loaders do (``drop_last=True``); their
+    published figures leave out the last incomplete batch. Under ``"drop_last"`` → B.
+    """
     model.eval()
-    squared = absolute = count = 0.0
+    squared, absolute = [], []  # per window, summed over horizon × channels
     for x, y, x_time, y_time in data.loader(split, batch_size):
         forecast, _ = model(x, x_time, y_time)
-        squared += float(((forecast - y) ** 2).double().sum())
-        absolute += float((forecast - y).abs().double().sum())
-        count += y.numel()
-    return {"mse": squared / count, "mae": absolute / count, "windows": len(data.windows[split])}
+        error = (forecast - y).double().flatten(1)  # (B, H·C)
+        squared.append((error**2).sum(1))
+        absolute.append(error.abs().sum(1))
+    squared, absolute = torch.cat(squared), torch.cat(absolute)
+    per_window = data.windows[split][0][1].numel()  # H · C values
+
+    def scores(n: int) -> dict:
+        count = n * per_window
+        return {"mse": float(squared[:n].sum()) / count, "mae": float(absolute[:n].sum()) / count,
+                "windows": n}
+    result = scores(len(squared))
+    if drop_last:
+        result["drop_last"] = {b: scores(len(squared) // b * b) for b in drop_last
+                               if len(squared) >= b}
+    return result
 
 
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
@@ -167,10 +184,11 @@ def load_run(run_dir: str | Path):
     return cfg, model, data
 
 
-def evaluate_run(run_dir: str | Path) -> dict:
-    """Test-split MSE/MAE of the best checkpoint; also written to RUN_DIR/test_results.json."""
+def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
+    """Test-split MSE/MAE of the best checkpoint (and of the reference code's windows, see
+    :func:`evaluate`); also written to RUN_DIR/test_results.json."""
     cfg, model, data = load_run(run_dir)
     result = {"csv": cfg.csv, "model": cfg.model, "input_length": cfg.input_length,
-              "horizon": cfg.horizon, **evaluate(model, data, "test")}
+              "horizon": cfg.horizon, **evaluate(model, data, "test", drop_last=drop_last)}
     write_text(Path(run_dir) / "test_results.json", json.dumps(result, indent=2) + "\n")
     return result
