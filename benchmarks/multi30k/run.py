@@ -28,7 +28,7 @@ ROOT = HERE.parents[1]
 
 
 def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, beam: int,
-        lenpen: float, also_at: list[float]) -> dict:
+        lenpen: float, also_at: list[float], tune: tuple[list[int], list[float]] | None) -> dict:
     src, tgt = pair.split("-")
     config = ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
     start = time.perf_counter()
@@ -42,31 +42,65 @@ def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, be
     state = load_checkpoint(run_dir / "averaged.pt")
     params = sum(v.numel() for k, v in state["model"].items()
                  if k not in ("tgt_embed.embedding.weight", "generator.weight"))  # tied
+    pair_files = (data, src, tgt)
     result = {"pair": pair, "test": "test_2016_flickr",
-              **score(run_dir / "averaged.pt", data, src, tgt, beam, lenpen,
+              **score(run_dir / "averaged.pt", *pair_files, beam, lenpen,
                       run_dir / f"test_2016_flickr.hyp.{tgt}"),
               "beam": beam, "lenpen": lenpen, "averaged_checkpoints": last,
               "training_seconds": records[-1]["elapsed_s"], "wall_seconds": round(wall),
               "steps": records[-1]["step"], "epochs": records[-1]["epoch"],
               "train_tokens_per_s": round(statistics.median(rates)) if rates else None,
               "parameters": params, "overrides": overrides}
+    if tune:
+        result["tuned_on_val"] = tuned(step_checkpoints(run_dir / "checkpoints"), run_dir,
+                                       "final", pair_files, beam, *tune)
     # The schedule does not depend on the run's length, so the checkpoints written in the
     # first M training minutes of this run are those a run with max_minutes=M writes.
     elapsed = {r["step"]: r["elapsed_s"] for r in records if "valid_bleu" in r}
     for minutes in also_at:
-        steps = [p for p in step_checkpoints(run_dir / "checkpoints")
-                 if elapsed.get(int(p.stem.split("_")[1]), 1e18) <= 60 * minutes][-last:]
-        if len(steps) < last:
-            raise SystemExit(f"--also-at {minutes}: only {len(steps)} checkpoints that early; "
+        early = [p for p in step_checkpoints(run_dir / "checkpoints")
+                 if elapsed.get(int(p.stem.split("_")[1]), 1e18) <= 60 * minutes]
+        steps = early[-last:]
+        if len(early) < max([last, *(tune[0] if tune else [])]):
+            raise SystemExit(f"--also-at {minutes}: only {len(early)} checkpoints that early; "
                              "raise keep_last")
         path = run_dir / f"averaged_{minutes:g}min.pt"
         save_checkpoint(path, average_checkpoints(steps))
         result[f"at_{minutes:g}_minutes"] = {
-            **score(path, data, src, tgt, beam, lenpen,
+            **score(path, *pair_files, beam, lenpen,
                     run_dir / f"test_2016_flickr.{minutes:g}min.hyp.{tgt}"),
             "averaged": [p.name for p in steps],
             "training_seconds": elapsed[int(steps[-1].stem.split("_")[1])]}
+        if tune:
+            result[f"at_{minutes:g}_minutes"]["tuned_on_val"] = tuned(
+                early, run_dir, f"{minutes:g}min", pair_files, beam, *tune)
     return result
+
+
+def tuned(checkpoints: list[Path], run_dir: Path, name: str, pair_files: tuple, beam: int,
+          lasts: list[int], lenpens: list[float]) -> dict:
+    """Choose how many of the last ``checkpoints`` to average and α by cased BLEU on val
+    (the corpus's tuning set), then score that choice on test."""
+    data, src, tgt = pair_files
+    sources = read_lines(Path(data) / f"val.{src}")
+    references = read_lines(Path(data) / f"val.{tgt}")
+    grid, best = [], None
+    for n in lasts:
+        path = run_dir / f"averaged_{name}_last{n}.pt"
+        save_checkpoint(path, average_checkpoints(checkpoints[-n:]))
+        translator = Translator.load(path)
+        for alpha in lenpens:
+            hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=alpha)]
+            bleu = corpus_scores(hyps, references)["bleu"]
+            grid.append({"last": n, "lenpen": alpha, "val_bleu": bleu})
+            print(f"[{name}] val: last {n}, lenpen {alpha}: BLEU {bleu}", flush=True)
+            if best is None or bleu > best["val_bleu"]:
+                best = grid[-1]
+    path = run_dir / f"averaged_{name}_last{best['last']}.pt"
+    return {**score(path, data, src, tgt, beam, best["lenpen"],
+                    run_dir / f"test_2016_flickr.{name}.tuned.hyp.{tgt}"),
+            "chosen": best, "val_grid": grid,
+            "averaged": [p.name for p in checkpoints[-best["last"]:]]}
 
 
 def score(checkpoint: Path, data: str, src: str, tgt: str, beam: int, lenpen: float,
@@ -96,12 +130,19 @@ def main() -> None:
     parser.add_argument("--also-at", type=float, action="append", default=[], metavar="MINUTES",
                         help="also score the average of the last checkpoints written within "
                              "MINUTES of training (keep_last must keep them)")
+    parser.add_argument("--tune", action="store_true",
+                        help="also choose the number of averaged checkpoints and α on val "
+                             "(grids --tune-last, --tune-lenpen) and score that choice on test")
+    parser.add_argument("--tune-last", default="5,8,10")
+    parser.add_argument("--tune-lenpen", default="0.6,1.0,1.4")
     parser.add_argument("--results", default=str(HERE / "results.json"))
     args = parser.parse_intermixed_args()
     run_dir = Path(args.run_dir or ROOT / "runs" / "bench" /
                    (args.pair + ("-" + args.name if args.name else "")))
+    tune = ([int(n) for n in args.tune_last.split(",")],
+            [float(a) for a in args.tune_lenpen.split(",")]) if args.tune else None
     result = run(args.pair, args.data, args.overrides, run_dir, args.last, args.beam,
-                 args.lenpen, args.also_at)
+                 args.lenpen, args.also_at, tune)
     path = Path(args.results)
     table = json.loads(path.read_text()) if path.exists() else {}
     table[args.pair + ("-" + args.name if args.name else "")] = result

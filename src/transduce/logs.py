@@ -45,10 +45,12 @@ def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:
     return logger
 
 
-def progress(total: int, desc: str, unit: str) -> tqdm:
-    """A progress bar with rate and ETA; in a log file (no terminal) it redraws every 10 s."""
+def progress(total: int, desc: str, unit: str, initial: float = 0) -> tqdm:
+    """A progress bar with rate and ETA; in a log file (no terminal) it redraws every 10 s.
+    ``initial``: work done before (a resumed run); it does not count towards the rate."""
     # Counts may be fractional (seconds of training): show them whole.
     bar_format = ("{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}"
                   "{postfix}]")
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, bar_format=bar_format,
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True,
+                bar_format=bar_format,
                 mininterval=0.1 if sys.stderr.isatty() else 10.0)

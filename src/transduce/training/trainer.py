@@ -153,8 +153,8 @@ class Loop:
         self.by_time = bool(self.cfg.max_minutes)
         total, unit = ((round(60 * self.cfg.max_minutes), "s") if self.by_time
                        else (self.cfg.max_steps, "step"))
-        with progress(total, "training", unit) as bar:
-            bar.update(min(self.elapsed, total) if self.by_time else self.step)
+        done = min(self.elapsed, total) if self.by_time else self.step  # when resuming
+        with progress(total, "training", unit, initial=done) as bar:
             while (reason := self.stop_reason()) is None:
                 batches = self.epoch_batches()
                 while self.batch_in_epoch < len(batches) and self.stop_reason() is None:
