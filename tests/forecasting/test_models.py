@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 from transduce.forecasting.config import ForecastConfig, build_forecaster
@@ -13,12 +14,13 @@ def randomised(model):
     return model.eval()
 
 
-def test_patch_forecast_follows_an_affine_change_of_one_channel():
+@pytest.mark.parametrize("norm", ["pre", "post", "batch"])
+def test_patch_forecast_follows_an_affine_change_of_one_channel(norm):
     """Reversible normalisation: a·x + b in (one channel) gives a·ŷ + b out on that channel
     and leaves the others unchanged (channel independence)."""
     model = randomised(PatchForecaster(channels=3, input_length=48, horizon=12, patch_len=8,
                                        stride=4, d_model=16, num_heads=4, d_ff=32,
-                                       num_layers=2, dropout=0.1))
+                                       num_layers=2, dropout=0.1, norm=norm))
     x = torch.randn(2, 48, 3)
     changed = x.clone()
     changed[..., 1] = 3.5 * x[..., 1] - 7.0
@@ -79,3 +81,11 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
     assert len(errors) % 4 and metrics["drop_last"][4]["windows"] == kept
     np.testing.assert_allclose(metrics["drop_last"][4]["mse"], np.mean(np.square(errors[:kept])),
                                rtol=1e-5)
+
+
+def test_batch_norm_is_refused_for_the_encoder_decoder():
+    from transduce.errors import UserError
+
+    with pytest.raises(UserError, match="norm=batch is for the patch model"):
+        ForecastConfig(csv="x.csv", model="transformer", norm="batch").validate("run.yaml")
+    ForecastConfig(csv="x.csv", model="patch", norm="batch").validate("run.yaml")

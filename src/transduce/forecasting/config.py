@@ -62,8 +62,10 @@ class ForecastConfig:
             problems.append(f"model must be one of {', '.join(MODELS)}, not {self.model!r}")
         if not self.csv:
             problems.append("csv is not set; give csv=PATH/TO/FILE.csv")
-        if self.norm not in ("post", "pre"):
-            problems.append(f"norm must be post or pre, not {self.norm!r}")
+        if self.norm not in ("post", "pre", "batch"):
+            problems.append(f"norm must be post, pre or batch, not {self.norm!r}")
+        elif self.norm == "batch" and self.model == "transformer":
+            problems.append("norm=batch is for the patch model; use post or pre")
         if self.d_model % self.num_heads:
             problems.append(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):

@@ -52,6 +52,25 @@ class InstanceNorm(nn.Module):
         return y * std + mean
 
 
+class PostBatchNorm(nn.Module):
+    """BatchNorm(x + Dropout(Sublayer(x))): the paper's residual with batch statistics over
+    the features instead of LayerNorm, as PatchTST normalises its patch encoder (series
+    windows are short and their positions alike, so batch statistics are stable)."""
+
+    def __init__(self, d_model: int, dropout: float) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, sublayer):
+        y, extra = sublayer(x)
+        h = x + self.dropout(y)  # (B, N, D)
+        return self.norm(h.transpose(1, 2)).transpose(1, 2), extra
+
+
+PATCH_RESIDUALS = {**RESIDUALS, "batch": PostBatchNorm}
+
+
 class RepeatLast(nn.Module):
     """Baseline: every future value equals the last observed one."""
 
@@ -96,8 +115,8 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(dropout)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=RESIDUALS[norm])
-                  for _ in range(num_layers)]
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout,
+                               residual=PATCH_RESIDUALS[norm]) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon))
