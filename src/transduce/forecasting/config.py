@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from transduce.errors import UserError
+from transduce.nn.layers import ACTIVATIONS
 from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
                                           SeriesTransformer)
 
@@ -41,6 +42,7 @@ class ForecastConfig:
     patch_len: int = 16
     stride: int = 8
     head_dropout: float = 0.0
+    activation: str = "relu"
     # transformer
     label_length: int = 48
     num_decoder_layers: int = 1
@@ -66,6 +68,9 @@ class ForecastConfig:
             problems.append(f"norm must be post, pre or batch, not {self.norm!r}")
         elif self.norm == "batch" and self.model == "transformer":
             problems.append("norm=batch is for the patch model; use post or pre")
+        if self.activation not in ACTIVATIONS:
+            problems.append(f"activation must be one of {', '.join(ACTIVATIONS)}, "
+                            f"not {self.activation!r}")
         if self.d_model % self.num_heads:
             problems.append(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):
@@ -98,7 +103,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, cfg.d_model, cfg.num_heads, cfg.d_ff,
                                cfg.num_layers, cfg.dropout, cfg.head_dropout, cfg.norm,
-                               cfg.revin)
+                               cfg.revin, cfg.activation)
     return SeriesTransformer(channels, cfg.horizon, cfg.label_length, cfg.d_model,
                              cfg.num_heads, cfg.d_ff, cfg.num_layers, cfg.num_decoder_layers,
                              cfg.dropout, cfg.calendar, cfg.norm, cfg.revin,

@@ -105,7 +105,7 @@ class PatchForecaster(nn.Module):
     def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
                  stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
-                 revin: bool = True) -> None:
+                 revin: bool = True, activation: str = "relu") -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
@@ -115,8 +115,8 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(dropout)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout,
-                               residual=PATCH_RESIDUALS[norm]) for _ in range(num_layers)]
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
+                               activation=activation) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transduce.nn.cache import LayerCache
@@ -20,22 +21,28 @@ from transduce.nn.multi_head_attention import MultiHeadAttention
 Sublayer = Callable[[Tensor], tuple[Tensor, Any]]
 
 
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to each position alike (§3.3).
 
     Args:
         d_model: D. d_ff: inner size. dropout: on the hidden activations (0 in the paper).
+        activation: "relu" (the paper's max(0, ·)) or "gelu" (as in BERT and PatchTST).
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
+        self.activation = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
         """(B, L, D) → (B, L, D)."""
-        return self.w_2(self.dropout(self.w_1(x).relu()))
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))
 
 
 class PostNorm(nn.Module):
@@ -73,6 +80,7 @@ class EncoderLayer(nn.Module):
         d_model, num_heads, d_ff: sizes. dropout: residual dropout (P_drop).
         attention_dropout, activation_dropout: dropout on attention weights and FFN hidden.
         residual: :class:`PostNorm` (paper) or :class:`PreNorm`.
+        activation: the feed-forward's, "relu" (paper) or "gelu".
     """
 
     def __init__(
@@ -84,10 +92,11 @@ class EncoderLayer(nn.Module):
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
         residual: type[nn.Module] = PostNorm,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout, activation)
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(2))
 
     def forward(
