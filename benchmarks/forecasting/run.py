@@ -95,7 +95,8 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {name} (published) | " + " | ".join(f"{v:.3f}" for v in values)
                          + f" | {sum(values) / len(values):.3f} |")
         lines += [f"\n{dataset}, scored as the reference code scores (its test loader drops the "
-                  "last incomplete batch of B windows), beside the published figures:\n",
+                  "last incomplete batch of B windows), to compare with the published rows "
+                  "above:\n",
                   "| model | " + " | ".join(map(str, horizons)) + " | mean MSE |",
                   "|---|" + "---:|" * (len(horizons) + 1)]
         for model in MODELS:
@@ -118,8 +119,13 @@ def main() -> None:
                         help="training-time cap per (dataset, horizon, model) run")
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite results.md from results.json")
     parser.add_argument("overrides", nargs="*", help="config key=value for every run")
     args = parser.parse_intermixed_args()
+    if args.render:
+        saved = json.loads((HERE / "results.json").read_text())
+        return write_markdown(saved["command"], saved["total_seconds"], saved["results"])
     start = time.perf_counter()
     results = []
     for dataset in args.datasets.split(","):
@@ -133,6 +139,10 @@ def main() -> None:
     (HERE / "results.json").write_text(json.dumps(
         {"command": command, "total_seconds": total, "minutes": args.minutes,
          "results": results}, indent=2) + "\n")
+    write_markdown(command, total, results)
+
+
+def write_markdown(command: str, total: float, results: list[dict]) -> None:
     (HERE / "results.md").write_text(f"`{command}`: {total / 60:.1f} min on this machine.\n"
                                      + table(results))
     print((HERE / "results.md").read_text())
