@@ -384,22 +384,18 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for system in TRAIN_SYSTEMS:
-        points = sorted((r["max_tokens"], r["tokens_per_s"]) for r in results["training"]
-                        if r["system"] == system)
-        if len(points) > 1:
-            left.plot(*zip(*points), marker="o", label=system)
-    left.set(xscale="log", xlabel="batch (target tokens)", ylabel="training tokens/s",
-             title="training throughput")
-    for system in TRANSLATE_SYSTEMS:
-        points = sorted((r["max_tokens"], r["sentences_per_s"]) for r in results["translation"]
-                        if r["system"] == system)
-        if len(points) > 1:
-            right.plot(*zip(*points), marker="o", label=system)
-    right.set(xscale="log", xlabel="batch (source tokens × beam)", ylabel="sentences/s",
-              title="translation throughput (beam 5)")
-    for axis in (left, right):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    panels = ((TRAIN_SYSTEMS, "training", "tokens_per_s", "batch (target tokens)",
+               "training tokens/s", "training throughput"),
+              (TRANSLATE_SYSTEMS, "translation", "sentences_per_s",
+               "batch (source tokens × beam)", "sentences/s", "translation throughput (beam 5)"))
+    for axis, (systems, kind, rate, xlabel, ylabel, title) in zip(axes, panels):
+        for system in systems:
+            points = sorted((r["max_tokens"], r[rate]) for r in results[kind]
+                            if r["system"] == system)
+            if len(points) > 1:
+                axis.plot(*zip(*points), marker="o", label=system)
+        axis.set(xscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
         axis.set_ylim(bottom=0)
         axis.legend()
         axis.grid(alpha=0.3)
