@@ -1,9 +1,9 @@
 """Where our beam search spends its time: torch.profiler over a translation run.
 
-    python benchmarks/speed/profile.py --data ../shared/data/multi30k --run-dir runs/bench/en-de-long
+    python benchmarks/speed/profile_beam.py --data ../shared/data/multi30k --run-dir runs/bench/en-de-long
 
 Translates the first N test_2016_flickr sentences (beam 5, length^α penalty as in run.py)
-after a warm-up, and writes the operators by self CPU time to benchmarks/speed/profile.md.
+after a warm-up, and writes the operators by self CPU time to benchmarks/speed/profile_beam.md.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=str(HERE / "profile.md"))
+    parser.add_argument("--out", default=str(HERE / "profile_beam.md"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     translator = Translator.load(args.run_dir, "cpu", args.precision)
@@ -47,7 +47,7 @@ def main() -> None:
     seconds = time.perf_counter() - start
     events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
     total = sum(e.self_cpu_time_total for e in events)
-    lines = [f"`python benchmarks/speed/profile.py --precision {args.precision} "
+    lines = [f"`python benchmarks/speed/profile_beam.py --precision {args.precision} "
              f"--sentences {args.sentences}`: {len(sources)} sentences, {len(steps)} decoder "
              f"steps, {seconds:.2f} s under the profiler, which slows each operator; the "
              f"operators' own time is {total / 1000:.0f} ms ({total / 1000 / len(steps):.1f} ms "
