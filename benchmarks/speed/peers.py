@@ -1,6 +1,6 @@
 """The peers of the speed benchmark, built the way their users build them: a
-``torch.nn.Transformer`` translation model, our model with three Q/K/V projections (an
-ablation), and Hugging Face ``generate`` over our weights converted into a MarianMTModel.
+``torch.nn.Transformer`` translation model, and Hugging Face ``generate`` over our weights
+converted into a MarianMTModel.
 """
 
 from __future__ import annotations
@@ -46,20 +46,6 @@ class TorchTransformerMT:
                 return self.out(hidden)
 
         return Model()
-
-
-def separate_qkv(model):
-    """``model`` with each self-attention projecting Q, K and V by three matrix products."""
-    import types
-
-    from transduce.nn.multi_head_attention import MultiHeadAttention
-
-    def project_qkv(self, x):
-        return (self.split_heads(self.q_proj(x)), *self.project_kv(x, x))
-    for module in model.modules():
-        if isinstance(module, MultiHeadAttention):
-            module.project_qkv = types.MethodType(project_qkv, module)
-    return model
 
 
 class MarianTranslator:

@@ -30,15 +30,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from peers import MarianTranslator, TorchTransformerMT, separate_qkv
+from peers import MarianTranslator, TorchTransformerMT
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 CONFIG = ROOT / "configs" / "multi30k_en_de.yaml"
 TRAIN_SYSTEMS = ("transduce", "torch", "marian")
-# Ablations: our model with the plain output layer + loss over every position; our model with
-# three self-attention projections instead of one stacked one.
-ABLATIONS = ("transduce-unfused", "transduce-separate-qkv")
+# Ablation: our model with the plain output layer + loss over every position.
+ABLATIONS = ("transduce-unfused",)
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
                      "ct2-int8")
 
@@ -82,8 +81,6 @@ def build_for_training(system: str, cfg, tokenizer):
 
     torch.manual_seed(0)
     vocab = len(tokenizer)
-    if system == "transduce-separate-qkv":
-        return separate_qkv(build_transformer(cfg.model_config(vocab)))
     if system.startswith("transduce"):
         return build_transformer(cfg.model_config(vocab))
     if system == "torch":
@@ -106,7 +103,7 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     from transduce.training.loss import LabelSmoothedCrossEntropy
     from transduce.training.trainer import summed_loss
 
-    if system in ("transduce", "transduce-separate-qkv"):
+    if system == "transduce":
         return summed_loss(model, src, tgt, pad_id, epsilon)
     if system == "transduce-unfused":
         logits = model(src, tgt[:, :-1], padding_mask(src, pad_id))
