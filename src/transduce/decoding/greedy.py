@@ -14,7 +14,10 @@ from torch import Tensor
 class Seq2Seq(Protocol):
     """What a model offers search: encode once, then step with an explicit state.
 
-    The state must offer ``reorder(indices)`` (beam search selects rows with it).
+    The state must offer ``reorder(indices)`` (beam search selects rows with it). It may
+    also offer ``expand_beams(K)``, to share per-sentence data among a sentence's K beams;
+    its ``reorder(indices, memory_rows)`` then also takes the sentences kept (see
+    :class:`transduce.nn.cache.DecoderCache`).
     """
 
     def start(self, src: Tensor, src_mask: Tensor) -> Any: ...
