@@ -166,9 +166,8 @@ class DecoderLayer(nn.Module):
     def _self_attention(
         self, h: Tensor, cache: LayerCache, mask: Tensor | None, need_weights: bool
     ) -> tuple[Tensor, tuple[Tensor | None, LayerCache]]:
-        q, k, v = self.self_attn.project_qkv(h)  # each (B, H, T, Dh)
-        cache = cache.extend(k, v)  # keys/values (B, H, P + T, Dh)
-        out, weights = self.self_attn.attend_heads(
-            q, cache.self_keys, cache.self_values, mask, need_weights
+        cache = cache.extend(*self.self_attn.project_kv(h, h))  # keys/values (B, H, P + T, Dh)
+        out, weights = self.self_attn.attend(
+            h, cache.self_keys, cache.self_values, mask, need_weights
         )
         return out, (weights, cache)

@@ -63,12 +63,6 @@ class MultiHeadAttention(nn.Module):
         """
         return self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value))
 
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Self-attention's three projections of x (B, L, D), each split into heads
-        (B, H, L, Dh). (One stacked matrix product instead measured no faster on CPU and
-        changed training's rounding, so the three stay separate.)"""
-        return (self.split_heads(self.q_proj(x)), *self.project_kv(x, x))
-
     def attend(
         self,
         query: Tensor,
@@ -90,18 +84,7 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output (B, Q, D) and, if asked, weights (B, H, Q, K).
         """
-        return self.attend_heads(self.split_heads(self.q_proj(query)), keys, values, mask,
-                                 need_weights)
-
-    def attend_heads(
-        self,
-        q: Tensor,
-        keys: Tensor,
-        values: Tensor,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """:meth:`attend` for queries already projected and split, q (B, H, Q, Dh)."""
+        q = self.split_heads(self.q_proj(query))  # (B, H, Q, Dh)
         B, H, Q, Dh = q.shape
         g = B // keys.shape[0]
         if g > 1:  # the g query rows of one key row become g·Q queries of it
