@@ -14,7 +14,7 @@ BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, flags=re.S)
 COMMANDS = [line[2:] for kind, body in BLOCKS if kind == "console"
             for line in body.splitlines() if line.startswith("$ transduce")]
 COMMANDS += re.findall(r"`(transduce [^`]+)`", README)
-REDUCED = ["steps=20", "batch_size=16", "held_out=20", "warmup=10"]
+REDUCED = ["max_steps=20", "batch_size=16", "held_out=20", "warmup=10"]
 TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
               "num_decoder_layers=1", "vocab_size=300", "max_steps=6", "valid_every=3",
               "warmup=2", "max_tokens=2000", "valid_bleu_sentences=20", "threads=1"]

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from transduce.cli.main import main as transduce
 from transduce.data.text import read_lines
-from transduce.decoding.translator import Translator
+from transduce.api import load as load_translator
 from transduce.evaluation import corpus_scores
 from transduce.io import write_text
-from transduce.training.average import average_checkpoints
-from transduce.training.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
+from transduce.runs import average_checkpoints
+from transduce.runs import load_checkpoint, save_checkpoint, step_checkpoints
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -52,13 +52,13 @@ def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, be
               "train_tokens_per_s": round(statistics.median(rates)) if rates else None,
               "parameters": params, "overrides": overrides}
     if tune:
-        result["tuned_on_val"] = tuned(step_checkpoints(run_dir / "checkpoints"), run_dir,
+        result["tuned_on_val"] = tuned(step_checkpoints(run_dir), run_dir,
                                        "final", pair_files, beam, *tune)
     # The schedule does not depend on the run's length, so the checkpoints written in the
     # first M training minutes of this run are those a run with max_minutes=M writes.
     elapsed = {r["step"]: r["elapsed_s"] for r in records if "valid_bleu" in r}
     for minutes in also_at:
-        early = [p for p in step_checkpoints(run_dir / "checkpoints")
+        early = [p for p in step_checkpoints(run_dir)
                  if elapsed.get(int(p.stem.split("_")[1]), 1e18) <= 60 * minutes]
         steps = early[-last:]
         if len(early) < max([last, *(tune[0] if tune else [])]):
@@ -88,7 +88,7 @@ def tuned(checkpoints: list[Path], run_dir: Path, name: str, pair_files: tuple, 
     for n in lasts:
         path = run_dir / f"averaged_{name}_last{n}.pt"
         save_checkpoint(path, average_checkpoints(checkpoints[-n:]))
-        translator = Translator.load(path)
+        translator = load_translator(path)
         for alpha in lenpens:
             hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=alpha)]
             bleu = corpus_scores(hyps, references)["bleu"]
@@ -106,7 +106,7 @@ def tuned(checkpoints: list[Path], run_dir: Path, name: str, pair_files: tuple, 
 def score(checkpoint: Path, data: str, src: str, tgt: str, beam: int, lenpen: float,
           output: Path) -> dict:
     """Translate test_2016_flickr with ``checkpoint``; scores and speed."""
-    translator = Translator.load(checkpoint)
+    translator = load_translator(checkpoint)
     sources = read_lines(Path(data) / f"test_2016_flickr.{src}")
     references = read_lines(Path(data) / f"test_2016_flickr.{tgt}")
     start = time.perf_counter()

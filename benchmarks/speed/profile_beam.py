@@ -16,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from transduce.data.text import read_lines
-from transduce.decoding.translator import Translator
+from transduce.api import load as load_translator
 
 HERE = Path(__file__).parent
 
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "profile_beam.md"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    translator = Translator.load(args.run_dir, "cpu", args.precision)
+    translator = load_translator(args.run_dir, "cpu", args.precision)
     sources = read_lines(Path(args.data) / "test_2016_flickr.en")[: args.sentences]
     translator.translate(sources[:50], 5, 0.6, lenpen_style="power")  # warm-up
     steps = []

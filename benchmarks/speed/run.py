@@ -101,7 +101,7 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
 
     from transduce.nn import padding_mask
     from transduce.training.loss import LabelSmoothedCrossEntropy
-    from transduce.training.trainer import summed_loss
+    from transduce.tasks.translation import summed_loss
 
     if system == "transduce":
         return summed_loss(model, src, tgt, pad_id, epsilon)
@@ -186,10 +186,10 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
 # ----------------------------------------------------------------------------- translation
 def make_translator(args, system: str, workdir: Path):
     """Something with .translate(lines, beam, alpha) → [[(text, score)]]."""
-    from transduce.decoding.translator import Translator
+    from transduce.api import load as load_translator
 
     if system.startswith("transduce"):
-        return Translator.load(args.run_dir, "cpu", system.split("-")[1])
+        return load_translator(args.run_dir, "cpu", system.split("-")[1])
     if system.startswith("ct2"):
         from transduce.export.ctranslate2 import CTranslate2Translator, export_ctranslate2
 
@@ -197,7 +197,7 @@ def make_translator(args, system: str, workdir: Path):
         export_ctranslate2(args.run_dir, out, system.split("-")[1])
         return CTranslate2Translator(out, "cpu", threads=args.threads)
     if system == "marian-generate":
-        return MarianTranslator(Translator.load(args.run_dir, "cpu", "fp32"))
+        return MarianTranslator(load_translator(args.run_dir, "cpu", "fp32"))
     raise ValueError(system)
 
 

@@ -1,4 +1,11 @@
-"""``key=value`` overrides for the frozen dataclasses that configure runs."""
+"""Run configs: frozen dataclasses, possibly nested, set from YAML and ``key=value`` items.
+
+A config may hold other config dataclasses as sections (a run's ``model`` is the library's
+:class:`~transduce.nn.TransformerConfig`, its ``engine`` the training engine's settings), so
+each hyper-parameter is declared once. A key is either dotted (``model.d_model``) or bare
+(``d_model``) when exactly one field has that name; a top-level field wins over a nested one.
+YAML files may use sections or bare keys alike.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,57 @@ C = TypeVar("C")
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf field of ``config`` by its dotted path, sections expanded."""
+    leaves = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            leaves.update(flatten(value, f"{prefix}{f.name}."))
+        else:
+            leaves[f"{prefix}{f.name}"] = value
+    return leaves
+
+
+def flatten_dict(data: dict, prefix: str = "") -> dict[str, Any]:
+    """The dotted leaves of a nested mapping (a config as ``dataclasses.asdict`` writes it)."""
+    leaves = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            leaves.update(flatten_dict(value, f"{prefix}{key}."))
+        else:
+            leaves[f"{prefix}{key}"] = value
+    return leaves
+
+
+def resolve_key(key: str, leaves: dict[str, Any], source: str) -> str:
+    """The dotted path that ``key`` names, or a UserError listing the valid keys."""
+    if key in leaves:
+        return key
+    matches = [path for path in leaves if path.rsplit(".", 1)[-1] == key]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise UserError(f"{source}: config key {key!r} is ambiguous; write one of "
+                        f"{', '.join(matches)}")
+    raise UserError(f"{source}: unknown config key {key!r}; valid keys: "
+                    f"{', '.join(sorted(leaves))}")
+
+
+def replace_leaves(config: C, changes: dict[str, Any]) -> C:
+    """``config`` with the dotted ``changes`` applied, sections rebuilt as needed."""
+    direct, nested = {}, {}
+    for path, value in changes.items():
+        head, _, rest = path.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            direct[head] = value
+    for head, inner in nested.items():
+        direct[head] = replace_leaves(getattr(config, head), inner)
+    return dataclasses.replace(config, **direct)
+
+
 def _parse(key: str, raw: str, current: Any, source: str) -> Any:
     kind = type(current)
     try:
@@ -21,34 +79,16 @@ def _parse(key: str, raw: str, current: Any, source: str) -> Any:
             if raw.lower() in _TRUE | _FALSE:
                 return raw.lower() in _TRUE
             raise ValueError
-        return kind(raw) if current is not None else raw
+        if current is None:  # optional fields: "none" clears, else an int if it is one
+            return None if raw.lower() in ("none", "null", "") else int(raw)
+        return kind(raw)
     except ValueError:
         raise UserError(f"{source}: {key}={raw!r} is not a valid {kind.__name__}") from None
 
 
-def apply_overrides(config: C, overrides: Iterable[str], source: str = "command line") -> C:
-    """Return ``config`` with ``key=value`` items applied, each value parsed as the type of the
-    field's current value.
-
-    Raises:
-        UserError: for an item that is not key=value, an unknown key (the message lists the
-            valid ones) or a value of the wrong type.
-    """
-    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-    changes = {}
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep:
-            raise UserError(f"{source}: {item!r} is not key=value")
-        if key not in fields:
-            raise UserError(f"{source}: unknown config key {key!r}; valid keys: "
-                            f"{', '.join(sorted(fields))}")
-        changes[key] = _parse(key, raw.strip(), fields[key], source)
-    return dataclasses.replace(config, **changes)
-
-
 def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
+    if current is None or value is None:
+        return value
     if isinstance(current, bool) or isinstance(value, bool):
         if type(value) is not type(current):
             raise UserError(f"{source}: {key} must be true or false, not {value!r}")
@@ -58,6 +98,53 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
     if not isinstance(value, type(current)):
         raise UserError(f"{source}: {key} must be a {type(current).__name__}, not {value!r}")
     return value
+
+
+def apply_overrides(config: C, overrides: Iterable[str], source: str = "command line") -> C:
+    """Return ``config`` with ``key=value`` items applied, each value parsed as the type of the
+    field's current value.
+
+    Raises:
+        UserError: for an item that is not key=value, an unknown or ambiguous key (the message
+            lists the valid ones) or a value of the wrong type.
+    """
+    leaves = flatten(config)
+    changes = {}
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise UserError(f"{source}: {item!r} is not key=value")
+        path = resolve_key(key, leaves, source)
+        changes[path] = _parse(key, raw.strip(), leaves[path], source)
+    return replace_leaves(config, changes)
+
+
+def apply_mapping(config: C, data: dict, source: str) -> C:
+    """``config`` with the values of a YAML mapping (sections or bare keys) applied."""
+    leaves = flatten(config)
+    changes = {}
+    for key, value in flatten_dict(data).items():
+        path = resolve_key(key, leaves, source)
+        changes[path] = _check_type(key, value, leaves[path], source)
+    return replace_leaves(config, changes)
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    """A YAML mapping, or a UserError naming the file (and line) at fault."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise UserError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
+                        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of key: value lines")
+    return data
 
 
 def load_config(cls: type[C], path: str | os.PathLike | None,
@@ -70,23 +157,12 @@ def load_config(cls: type[C], path: str | os.PathLike | None,
     """
     config = cls()
     if path is not None:
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
-        except OSError as error:
-            raise UserError(f"{path}: cannot read ({error.strerror})") from None
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f":{mark.line + 1}" if mark else ""
-            raise UserError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
-                            ) from None
-        if not isinstance(data, dict):
-            raise UserError(f"{path}: expected a mapping of key: value lines")
-        fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-        for key, value in data.items():
-            if key not in fields:
-                raise UserError(f"{path}: unknown config key {key!r}; valid keys: "
-                                f"{', '.join(sorted(fields))}")
-            data[key] = _check_type(key, value, fields[key], str(path))
-        config = dataclasses.replace(config, **data)
+        config = apply_mapping(config, read_yaml(path), str(path))
     return apply_overrides(config, overrides)
+
+
+def settings_epilog(config) -> str:
+    """Every setting of a run config with its default, for a command's --help."""
+    keys = ", ".join(f"{k}={v}" for k, v in flatten(config).items())
+    return (f"settings (key=value, anywhere on the line; a key inside a section may be given "
+            f"bare, e.g. d_model for model.d_model): {keys}")

@@ -3,17 +3,44 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import torch
 
-PRECISIONS = ("auto", "bf16", "fp32")
+from transduce.errors import UserError
+
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+
+
+def _mps_available() -> bool:
+    return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """"auto" takes a GPU when there is one, else the CPU."""
+    """"auto" takes CUDA, then Apple MPS, then the CPU; "cuda", "cuda:1", "mps" and "cpu" are
+    checked to exist.
+
+    Raises:
+        UserError: a device that is not there, or a name that is not a device.
+    """
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("mps" if _mps_available() else "cpu")
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", name):
+        raise UserError(f"device={name!r} is not a device; use auto, cpu, mps, cuda or cuda:N")
+    device = torch.device(name)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise UserError(f"device={name}: no CUDA GPU is visible here; use device=auto "
+                            "or device=cpu")
+        if device.index is not None and device.index >= count:
+            raise UserError(f"device={name}: only {count} CUDA GPU(s) here (cuda:0 to "
+                            f"cuda:{count - 1})")
+    if device.type == "mps" and not _mps_available():
+        raise UserError("device=mps: Apple MPS is not available here; use device=auto or cpu")
+    return device
 
 
 def bf16_is_fast(device: torch.device) -> bool:
@@ -26,14 +53,27 @@ def bf16_is_fast(device: torch.device) -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """Turn "auto" into "bf16" where that is fast, else "fp32"."""
+    """Turn "auto" into "bf16" where that is fast, "fp16" on a GPU without bf16 (trained
+    with a gradient scaler), else "fp32"."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        raise UserError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "fp16" and device.type == "cpu":
+        raise UserError("precision=fp16 is for GPUs; use bf16 or fp32 on a CPU")
     if precision == "auto":
-        return "bf16" if bf16_is_fast(device) else "fp32"
+        if bf16_is_fast(device):
+            return "bf16"
+        return "fp16" if device.type in ("cuda", "mps") else "fp32"
     return precision
 
 
+def configure(device: torch.device) -> None:
+    """Let float32 matrix products use TF32 on GPUs that have it (Ampere and later)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """bfloat16 autocast for "bf16"; a no-op for "fp32"."""
-    return torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16")
+    """bfloat16 or float16 autocast; a no-op for "fp32"."""
+    dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+    return torch.autocast(device.type, dtype, enabled=precision in ("bf16", "fp16"))

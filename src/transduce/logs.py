@@ -45,12 +45,14 @@ def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:
     return logger
 
 
-def progress(total: int, desc: str, unit: str, initial: float = 0) -> tqdm:
+def progress(total: int, desc: str, unit: str, initial: float = 0,
+             disable: bool = False) -> tqdm:
     """A progress bar with rate and ETA; in a log file (no terminal) it redraws every 10 s.
-    ``initial``: work done before (a resumed run); it does not count towards the rate."""
+    ``initial``: work done before (a resumed run); it does not count towards the rate.
+    ``disable``: draw nothing (the processes of a distributed run other than rank 0)."""
     # Counts may be fractional (seconds of training): show them whole.
     bar_format = ("{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}"
                   "{postfix}]")
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True,
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True, disable=disable,
                 bar_format=bar_format,
                 mininterval=0.1 if sys.stderr.isatty() else 10.0)

@@ -1,3 +1,4 @@
+import json
 import re
 
 import matplotlib.image
@@ -16,7 +17,8 @@ def demo_run(tmp_path_factory):
 
     buffer = io.StringIO()
     with redirect_stdout(buffer):
-        status = main(["demo", "steps=150", "batch_size=64", "held_out=40", "warmup=50",
+        status = main(["demo", "max_steps=150", "batch_size=64", "held_out=40", "warmup=50",
+                       "log_every=10", "valid_numbers=20",
                        "--out", str(out)])
     return status, buffer.getvalue(), out
 
@@ -36,10 +38,10 @@ def test_last_line_states_the_accuracy_of_the_written_translations(demo_run):
 
 def test_training_made_progress(demo_run):
     _, _, out = demo_run
-    log = (out / "demo.log").read_text(encoding="utf-8")
-    losses = [float(x) for x in re.findall(r"step \d+/150 loss ([\d.]+)", log)]
-    assert losses and losses[-1] < 2.0  # from ln(67) ≈ 4.2 at the start
-    assert "exact match:" in log
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").open(encoding="utf-8")]
+    losses = [row["train_loss"] for row in rows if "train_loss" in row]
+    assert len(losses) == 15 and losses[-1] < 2.0 < losses[0]  # from ln(67) ≈ 4.2
+    assert "exact match:" in (out / "train.log").read_text(encoding="utf-8")
 
 
 def test_heatmaps_and_checkpoint_are_written(demo_run):
@@ -47,7 +49,7 @@ def test_heatmaps_and_checkpoint_are_written(demo_run):
     for name in ("cross_attention.png", "positional_encoding.png"):
         image = matplotlib.image.imread(out / name)
         assert image.shape[0] > 100 and image.shape[1] > 100
-    checkpoint = torch.load(out / "model.pt", weights_only=True)
-    assert checkpoint["config"]["steps"] == 150
+    checkpoint = torch.load(out / "checkpoints" / "step_150.pt", weights_only=True)
+    assert checkpoint["kind"] == "numbers" and checkpoint["config"]["engine"]["max_steps"] == 150
     assert "generator.weight" in checkpoint["model"]
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]

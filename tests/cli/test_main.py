@@ -19,16 +19,17 @@ def test_help_lists_the_commands():
 
 def test_demo_help_lists_its_settings():
     result = run_cli("demo", "--help")
-    assert result.returncode == 0 and "steps=2000" in result.stdout
+    assert result.returncode == 0 and "engine.max_steps=2000" in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["demo", "--bogus"], "unrecognized arguments: --bogus"),
     (["translate-everything"], "invalid choice"),
     (["demo", "stepz=3"], "unknown config key 'stepz'; valid keys:"),
-    (["demo", "steps=three"], "steps='three' is not a valid int"),
-    (["demo", "precision=fp8"], "precision must be one of auto, bf16, fp32"),
-    (["demo", "steps=0"], "must be at least 1"),
+    (["demo", "max_steps=three"], "max_steps='three' is not a valid int"),
+    (["demo", "precision=fp8"], "precision must be one of auto, bf16, fp16, fp32"),
+    (["demo", "batch_size=0"], "batch_size must be at least 1"),
+    (["demo", "max_steps=0"], "set a budget: max_steps, max_epochs or max_minutes"),
 ])
 def test_bad_arguments_give_one_line_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "out"

@@ -6,7 +6,7 @@ import pytest
 
 from transduce.cli.main import main
 from transduce.data.numbers import english, german
-from transduce.training.checkpoint import load_checkpoint, save_checkpoint
+from transduce.runs import load_checkpoint, save_checkpoint
 
 LINES = ["three hundred twenty-one", "", "seven thousand two", "one " * 400, "zwölf €", ""]
 

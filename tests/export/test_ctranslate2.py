@@ -5,10 +5,12 @@ import torch
 
 from transduce.cli.main import main
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce.decoding.translator import Translator, find_checkpoint
+from transduce.api import load as load_translator
+from transduce.decoding.translator import Translator
+from transduce.runs import find_checkpoint
 from transduce.errors import UserError
 from transduce.nn import TransformerConfig, build_transformer
-from transduce.training.checkpoint import load_checkpoint, save_checkpoint
+from transduce.runs import load_checkpoint, save_checkpoint
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 not installed")
 
@@ -64,7 +66,7 @@ def test_ctranslate2_greedy_search_translates_as_ours(trained_run, tmp_path):
     compares beam search on a trained model, by BLEU.)"""
     run, _ = random_run(trained_run, tmp_path)
     out = export_ctranslate2(run, tmp_path / "ct2")
-    ours = Translator.load(run, "cpu", "fp32")
+    ours = load_translator(run, "cpu", "fp32")
     theirs = CTranslate2Translator(out, "cpu", threads=1)
     want = [h[0][0] for h in ours.translate(LINES, 1)]
     got = [h[0][0] for h in theirs.translate(LINES, 1, 0.0)]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.training.checkpoint import load_checkpoint
+from transduce.runs import load_checkpoint, step_checkpoints
 
 TINY = """\
 csv: {csv}
@@ -70,8 +70,8 @@ def test_resumed_training_equals_an_uninterrupted_run(sine, tmp_path):
                  "max_epochs=2", "--run-dir", str(split)]) == 0
     assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
                  "--run-dir", str(split)]) == 0
-    a = load_checkpoint(whole / "checkpoints" / "last.pt")
-    b = load_checkpoint(split / "checkpoints" / "last.pt")
+    a = load_checkpoint(step_checkpoints(whole)[-1])
+    b = load_checkpoint(step_checkpoints(split)[-1])
     assert a["epoch"] == b["epoch"] == 4
     for key in a["model"]:
         torch.testing.assert_close(a["model"][key], b["model"][key], rtol=0, atol=0)

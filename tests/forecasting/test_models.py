@@ -4,7 +4,7 @@ import torch
 
 from transduce.forecasting.config import ForecastConfig, build_forecaster
 from transduce.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
-from transduce.forecasting.trainer import evaluate
+from transduce.forecasting.evaluation import evaluate
 
 
 def randomised(model):

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.training.average import average_checkpoints
-from transduce.training.checkpoint import load_checkpoint, save_checkpoint
+from transduce.runs import average_checkpoints
+from transduce.runs import load_checkpoint, save_checkpoint
 
 
 def fake_checkpoint(path, value, tokenizer="abc"):

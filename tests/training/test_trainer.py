@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.training.checkpoint import load_checkpoint
+from transduce.runs import load_checkpoint
 
 
 def train(config, run_dir, *overrides):
@@ -67,21 +67,21 @@ def test_resuming_with_other_settings_is_refused(config, tmp_path, capsys):
     assert train(config, tmp_path / "run", "max_steps=4") == 0
     capsys.readouterr()
     assert train(config, tmp_path / "run", "d_model=64") == 2
-    assert "started with d_model=32, not 64" in capsys.readouterr().err
+    assert "started with model.d_model=32, not 64" in capsys.readouterr().err
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(config, tmp_path, capsys,
                                                            monkeypatch):
-    from transduce.training import trainer
+    from transduce.tasks import translation
 
-    original, calls = trainer.linear_label_smoothed_ce, []
+    original, calls = translation.linear_label_smoothed_ce, []
 
     def poisoned(*args):
         calls.append(1)
         loss = original(*args)
         return loss * float("nan") if len(calls) == 6 else loss
 
-    monkeypatch.setattr(trainer, "linear_label_smoothed_ce", poisoned)
+    monkeypatch.setattr(translation, "linear_label_smoothed_ce", poisoned)
     run = tmp_path / "run"
     assert train(config, run) == 2
     stderr = capsys.readouterr().err  # also holds the progress bar and log of the run
@@ -124,7 +124,7 @@ def test_unknown_config_key_in_the_yaml(config, tmp_path, capsys):
     config.write_text(config.read_text() + "dropuot: 0.3\n", encoding="utf-8")
     assert train(config, tmp_path / "run") == 2
     error = capsys.readouterr().err
-    assert "tiny.yaml: unknown config key 'dropuot'; valid keys: accumulate," in error
+    assert "tiny.yaml: unknown config key 'dropuot'; valid keys: data_dir, engine.accumulate," in error
     assert not (tmp_path / "run").exists()
 
 
@@ -145,10 +145,10 @@ def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
 
 
 def test_patience_stops_a_run_that_no_longer_improves(config, tmp_path, monkeypatch):
-    from transduce.training import trainer
+    from transduce.tasks import translation
 
     bleu = iter([10.0, 12.0, 11.0, 11.5, 20.0])
-    monkeypatch.setattr(trainer, "validate", lambda *args, **kwargs: {
+    monkeypatch.setattr(translation, "validate", lambda *args, **kwargs: {
         "valid_loss": 1.0, "valid_ppl": 2.72, "valid_bleu": next(bleu)})
     run = tmp_path / "run"
     assert train(config, run, "patience=2", "max_steps=40") == 0
@@ -156,7 +156,7 @@ def test_patience_stops_a_run_that_no_longer_improves(config, tmp_path, monkeypa
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
         "best.pt", "step_12.pt", "step_16.pt", "step_4.pt", "step_8.pt"]
     assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == 8
-    assert "no BLEU gain in 2 validations" in (run / "train.log").read_text()
+    assert "no valid_bleu gain in 2 validations" in (run / "train.log").read_text()
 
 
 def test_keep_last_prunes_old_checkpoints(config, tmp_path):

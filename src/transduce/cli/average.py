@@ -10,14 +10,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "average", help="average the last N checkpoints of a run (paper §6.1)",
         description="Average the weights of a run's last N checkpoints into RUN_DIR/averaged.pt,"
                     " which translate then uses.")
-    parser.add_argument("run_dir")
+    parser.add_argument("run_dir", help="the run directory (transduce train --run-dir)")
     parser.add_argument("--last", type=int, default=5, help="how many checkpoints (default 5)")
     parser.add_argument("--output", help="where to write (default RUN_DIR/averaged.pt)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.training.average import average_run
+    from transduce.runs import average_run
 
     print(f"wrote {average_run(args.run_dir, args.last, args.output)}")
     return 0

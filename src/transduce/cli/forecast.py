@@ -13,17 +13,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    from transduce.config import settings_epilog
+    from transduce.forecasting.config import ForecastConfig
+
     train = sub.add_parser("train", help="train a forecaster (resumes a run directory)",
                            description="Train a forecaster on a CSV with a date column. "
-                                       "Starting again on a run directory resumes it.")
-    train.add_argument("config", help="YAML file of settings (see configs/forecast_*.yaml)")
-    train.add_argument("overrides", nargs="*", metavar="key=value", help="change a setting")
-    train.add_argument("--run-dir", required=True)
+                                       "Starting again on a run directory resumes it (with no "
+                                       "CONFIG, with its own config.yaml). Under torchrun it "
+                                       "trains on every process.",
+                           epilog=settings_epilog(ForecastConfig()))
+    train.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
+                       help="a YAML file of settings (see configs/forecast_*.yaml), then "
+                            "settings to change, e.g. horizon=192")
+    train.add_argument("--run-dir", required=True,
+                       help="where everything of the run lives; an existing one resumes")
     train.set_defaults(run=run_train)
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
-    test.add_argument("run_dir")
+    test.add_argument("run_dir", help="a forecasting run directory")
     test.add_argument("--drop-last", type=int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
@@ -32,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
-    predict.add_argument("run_dir")
+    predict.add_argument("run_dir", help="a forecasting run directory")
     predict.add_argument("--csv", required=True, help="recent history with the run's columns")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
@@ -40,26 +48,26 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           description="Plot a test-split window per channel (original units)"
                                       "; for the transformer model also its decoder's "
                                       "cross-attention over the input.")
-    plot.add_argument("run_dir")
+    plot.add_argument("run_dir", help="a forecasting run directory")
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
     plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png)")
     plot.set_defaults(run=run_plot)
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from transduce.config import load_config
+    from transduce.cli.main import config_and_overrides
     from transduce.forecasting.config import ForecastConfig
-    from transduce.forecasting.trainer import train_forecaster
+    from transduce.tasks.forecasting import train_forecaster
 
-    cfg = load_config(ForecastConfig, args.config, args.overrides)
-    cfg.validate(args.config)
+    cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
+    cfg.validate(source)
     metrics = train_forecaster(cfg, args.run_dir)
-    print(f"best validation mse {metrics['mse']:.4f}")
+    print(f"best validation mse {metrics['best_val_mse']:.4f}")
     return 0
 
 
 def run_test(args: argparse.Namespace) -> int:
-    from transduce.forecasting.trainer import evaluate_run
+    from transduce.forecasting.evaluation import evaluate_run
 
     result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
@@ -88,7 +96,7 @@ def run_plot(args: argparse.Namespace) -> int:
     import torch
 
     from transduce.errors import UserError
-    from transduce.forecasting.trainer import load_run
+    from transduce.forecasting.evaluation import load_run
     from transduce.viz.forecast import plot_cross_attention, plot_forecast
 
     cfg, model, data = load_run(args.run_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from transduce import __version__
 from transduce.cli import average, data, demo, evaluate, export, forecast, train, translate
@@ -32,9 +33,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def config_and_overrides(cls, items: list[str], run_dir: str | None):
+    """A run config from ``[CONFIG.yaml] key=value ...``; with no YAML file, a run
+    directory's own config.yaml (to resume it) or the defaults. Data paths are made
+    absolute so that the run resumes from any working directory.
+
+    Returns: the config and where its values came from (for error messages).
+    """
+    import dataclasses
+    import os
+
+    from transduce import runs
+    from transduce.config import apply_overrides, load_config
+
+    path = items[0] if items and "=" not in items[0] else None
+    overrides = items[1:] if path else items
+    if path is not None:
+        cfg, source = load_config(cls, path), path
+    elif run_dir and (Path(run_dir) / runs.CONFIG).is_file():
+        cfg, source = runs.read_config(run_dir, cls), str(Path(run_dir) / runs.CONFIG)
+    else:
+        cfg, source = cls(), "defaults"
+    cfg = apply_overrides(cfg, overrides)
+    source = f"{source} and the command line" if overrides else source
+    paths = {k: os.path.abspath(getattr(cfg, k)) for k in cls.PATH_KEYS if getattr(cfg, k)}
+    return dataclasses.replace(cfg, **paths), source
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # key=value items after an option (train a.yaml --run-dir R max_steps=9)
+        if not hasattr(args, "items") or any("=" not in e or e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.items = args.items + extra
     if not hasattr(args, "run"):
         parser.print_help()
         return 2

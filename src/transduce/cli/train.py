@@ -1,4 +1,4 @@
-"""`transduce train CONFIG.yaml [key=value ...] --run-dir DIR`."""
+"""`transduce train [CONFIG.yaml] [key=value ...] --run-dir DIR`."""
 
 from __future__ import annotations
 
@@ -6,23 +6,29 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
+    from transduce.config import settings_epilog
+    from transduce.training.config import TrainConfig
+
     parser = commands.add_parser(
         "train", help="train a translation model on parallel text (resumes a run directory)",
         description="Train a Transformer on parallel text. Starting again on an existing run "
-                    "directory resumes where it stopped.")
-    parser.add_argument("config", help="YAML file of settings (see configs/)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="change a setting")
+                    "directory resumes where it stopped; with no CONFIG it resumes with the "
+                    "run's own config.yaml. Under torchrun it trains on every process.",
+        epilog=settings_epilog(TrainConfig()))
+    parser.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
+                        help="a YAML file of settings (see configs/), then settings to change, "
+                             "e.g. max_steps=500")
     parser.add_argument("--run-dir", required=True, help="where everything of the run lives")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.config import load_config
+    from transduce.cli.main import config_and_overrides
+    from transduce.tasks.translation import train
     from transduce.training.config import TrainConfig
-    from transduce.training.trainer import train
 
-    cfg = load_config(TrainConfig, args.config, args.overrides)
-    cfg.validate(args.config)
+    cfg, source = config_and_overrides(TrainConfig, args.items, args.run_dir)
+    cfg.validate(source)
     metrics = train(cfg, args.run_dir)
     if metrics:
         print(" ".join(f"{k} {v}" for k, v in metrics.items()))

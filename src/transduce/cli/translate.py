@@ -31,13 +31,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
     parser.add_argument("--max-tokens", type=int, default=6000,
                         help="source tokens × beam per batch (default 6000)")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument("--device", default="auto",
+                        help="auto (CUDA, then Apple MPS, then CPU), cpu, mps, cuda or cuda:N")
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                        help="autocast type (default: bf16 where the hardware is fast at it)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.decoding.translator import Translator
+    from transduce.api import load
     from transduce.errors import UserError
     from transduce.io import write_text
     from transduce.logs import progress
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             import torch
 
             torch.set_num_threads(args.threads)
-        translator = Translator.load(args.model, args.device, args.precision)
+        translator = load(args.model, args.device, args.precision)
     lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
         style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")

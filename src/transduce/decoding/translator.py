@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -13,39 +11,11 @@ from transduce.data.batching import collate, token_batches
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
 from transduce.decoding.greedy import greedy_search
-from transduce.device import autocast, pick_device, resolve_precision
-from transduce.errors import UserError
-from transduce.nn import Transformer, TransformerConfig, build_transformer, padding_mask
-from transduce.training.checkpoint import load_checkpoint, step_checkpoints
+from transduce.device import autocast
+from transduce.nn import Transformer, padding_mask
 
 EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
 log = logging.getLogger(__name__)
-
-
-def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
-    """(checkpoint, run directory) for a run directory or a checkpoint file in one.
-
-    A run directory gives its averaged model if there is one, else its best, else its newest.
-    """
-    path = Path(path)
-    if path.is_file():
-        run_dir = path.parent.parent if path.parent.name == "checkpoints" else path.parent
-        return path, run_dir
-    if not path.is_dir():
-        raise UserError(f"{path}: no such run directory or checkpoint")
-    for candidate in (path / "averaged.pt", path / "checkpoints" / "best.pt"):
-        if candidate.is_file():
-            return candidate, path
-    steps = step_checkpoints(path / "checkpoints")
-    if not steps:
-        raise UserError(f"{path}: no checkpoint yet; train first (transduce train)")
-    return steps[-1], path
-
-
-def model_from_state(state: dict) -> Transformer:
-    model = build_transformer(TransformerConfig(**state["model_config"]))
-    model.load_state_dict(state["model"])
-    return model.eval()
 
 
 def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
@@ -75,23 +45,6 @@ class Translator:
         self.tokenizer, self.device, self.precision = tokenizer, device, precision
         positions = model.positions.table.shape[0]
         self.max_source = positions - EXTRA_OUTPUT - 2  # room for EOS and BOS + outputs
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, device: str = "auto",
-             precision: str = "auto") -> Translator:
-        """From a run directory or checkpoint; the checkpoint must match the run's tokenizer."""
-        checkpoint, run_dir = find_checkpoint(path)
-        tokenizer_path = run_dir / "spm.model"
-        if not tokenizer_path.is_file():
-            raise UserError(f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "
-                            "the run directory it was trained in")
-        tokenizer = SubwordTokenizer(tokenizer_path)
-        state = load_checkpoint(checkpoint)
-        if state.get("tokenizer") != tokenizer.fingerprint:
-            raise UserError(f"{checkpoint}: trained with another tokenizer than "
-                            f"{tokenizer_path}; use the checkpoint's own run directory")
-        dev = pick_device(device)
-        return cls(model_from_state(state), tokenizer, dev, resolve_precision(precision, dev))
 
     @torch.no_grad()
     def translate(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,

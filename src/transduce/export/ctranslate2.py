@@ -19,11 +19,10 @@ import numpy as np
 import torch
 
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce.decoding.translator import (EXTRA_OUTPUT, encode_sources, find_checkpoint,
-                                          model_from_state)
+from transduce import runs
+from transduce.decoding.translator import EXTRA_OUTPUT, encode_sources
 from transduce.errors import UserError
 from transduce.nn.transformer import Transformer
-from transduce.training.checkpoint import load_checkpoint
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
 TOKENIZER = "spm.model"  # our tokenizer, stored beside the CTranslate2 weights
@@ -130,13 +129,9 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     out_dir = Path(out_dir)
     if out_dir.exists():
         raise UserError(f"{out_dir}: already exists; choose a new output directory")
-    checkpoint, run_dir = find_checkpoint(path)
-    tokenizer = SubwordTokenizer(run_dir / "spm.model")
-    state = load_checkpoint(checkpoint)
-    if state.get("tokenizer") != tokenizer.fingerprint:
-        raise UserError(f"{checkpoint}: trained with another tokenizer than "
-                        f"{run_dir / 'spm.model'}; use the checkpoint's own run directory")
-    spec = build_spec(model_from_state(state), tokenizer)
+    loaded = runs.load_translation(path)
+    tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
+    spec = build_spec(loaded.model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
     out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from transduce.errors import UserError
+from transduce.training.engine import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.nn.layers import ACTIVATIONS
 from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
                                           SeriesTransformer)
@@ -20,7 +21,9 @@ class ForecastConfig:
 
     Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for all numeric
     columns) are both input and output. ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
-    else 70/10/20), "ett_hour", "ett_minute" or "ratio".
+    else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``engine``: the training engine's
+    settings (its keys may be given bare: ``max_epochs=10``); by default it validates and
+    writes a checkpoint at the end of every epoch and keeps the one of lowest validation MSE.
     """
 
     csv: str = ""
@@ -47,15 +50,13 @@ class ForecastConfig:
     label_length: int = 48
     num_decoder_layers: int = 1
     calendar: bool = True
-    # training
+    # training: AdamW at a constant rate; budgets, validation and the rest in ``engine``
     batch_size: int = 128
     lr: float = 1e-4
     weight_decay: float = 0.0
-    max_epochs: int = 100
-    max_minutes: float = 0.0
-    patience: int = 10
-    seed: int = 2021
-    threads: int = 0
+    engine: EngineConfig = EngineConfig(max_epochs=100, patience=10, seed=2021)
+
+    PATH_KEYS = ("csv",)  # stored absolute, so a run resumes from any directory
 
     def validate(self, source: str) -> None:
         """Raise a UserError naming ``source`` for values no run can use."""
@@ -82,6 +83,7 @@ class ForecastConfig:
         if self.model == "transformer" and not 0 <= self.label_length <= self.input_length:
             problems.append(f"label_length must be between 0 and input_length="
                             f"{self.input_length}")
+        problems += self.engine.problems()
         if problems:
             raise UserError(f"{source}: {problems[0]}")
 
@@ -90,7 +92,7 @@ class ForecastConfig:
 
 
 # Keys a resumed run may change: how long it trains, and how patiently.
-EXTENDABLE = ("max_epochs", "max_minutes", "patience", "threads", "csv")
+EXTENDABLE = (*ENGINE_EXTENDABLE, "csv")
 
 
 def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:

@@ -12,7 +12,7 @@ import torch
 
 from transduce.data.timeseries import calendar_features, read_series
 from transduce.errors import UserError
-from transduce.forecasting.trainer import load_model
+from transduce.forecasting.evaluation import load_model
 
 
 def future_dates(dates: list[datetime], count: int) -> list[datetime]:

@@ -18,20 +18,22 @@ class TransformerConfig:
     """Every hyper-parameter of the encoder–decoder model. Defaults are the paper's base model.
 
     Attributes:
-        src_vocab_size: source vocabulary size.
+        src_vocab_size: source vocabulary size (0 in a run's config: the task sets it from
+            its tokenizer or vocabulary).
         tgt_vocab_size: target vocabulary size; None means one shared (joint) vocabulary, in
             which case source, target and output embeddings are one matrix (§3.4).
         d_model, d_ff, num_heads: sizes (§3.2.2, §3.3).
         num_encoder_layers, num_decoder_layers: N for each stack.
         dropout: P_drop on residuals and on embeddings + positions (§5.4).
         attention_dropout, activation_dropout: extra dropouts the paper does not use.
+        activation: the feed-forward's, "relu" (the paper's max(0, ·)) or "gelu".
         norm: "post" (paper) or "pre".
         tie_output: share the target embedding with the pre-softmax layer.
         max_len: longest sequence the positional table covers.
         pad_id: padding token id (zero embedding).
     """
 
-    src_vocab_size: int
+    src_vocab_size: int = 0
     tgt_vocab_size: int | None = None
     d_model: int = 512
     d_ff: int = 2048
@@ -41,6 +43,7 @@ class TransformerConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation_dropout: float = 0.0
+    activation: str = "relu"
     norm: str = "post"
     tie_output: bool = True
     max_len: int = 1024
@@ -72,11 +75,14 @@ def build_transformer(config: TransformerConfig) -> Transformer:
     """Assemble and initialise a :class:`Transformer` from ``config``."""
     if config.norm not in RESIDUALS:
         raise ValueError(f"norm must be one of {', '.join(RESIDUALS)}, not {config.norm!r}")
+    if config.src_vocab_size < 1:
+        raise ValueError(f"src_vocab_size must be at least 1, not {config.src_vocab_size}")
     c = config
     residual = RESIDUALS[c.norm]
     layer_args = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
                       attention_dropout=c.attention_dropout,
-                      activation_dropout=c.activation_dropout, residual=residual)
+                      activation_dropout=c.activation_dropout, residual=residual,
+                      activation=c.activation)
     # Pre-norm leaves the last residual sum unnormalised, so its stacks end with a LayerNorm.
     final_norm = (lambda: nn.LayerNorm(c.d_model)) if c.norm == "pre" else (lambda: None)
     encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.num_encoder_layers)],

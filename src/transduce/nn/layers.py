@@ -126,11 +126,12 @@ class DecoderLayer(nn.Module):
         attention_dropout: float = 0.0,
         activation_dropout: float = 0.0,
         residual: type[nn.Module] = PostNorm,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout, activation)
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(3))
 
     def forward(

@@ -1,0 +1,90 @@
+"""Scoring and loading forecasters: `transduce forecast test` and what predict/plot load.
+
+A forecasting run directory is a run directory like any other (see :mod:`transduce.runs`);
+its checkpoints hold the training rows' scaler too. `test` adds test_results.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from transduce import runs
+from transduce.config import apply_mapping
+from transduce.data.timeseries import Scaler
+from transduce.errors import UserError
+from transduce.forecasting.config import ForecastConfig, build_forecaster
+from transduce.forecasting.data import ForecastData, load_forecast_data
+from transduce.io import write_text
+
+
+def scaler_state(data: ForecastData) -> dict:
+    return {"mean": torch.from_numpy(data.scaler.mean), "std": torch.from_numpy(data.scaler.std),
+            "columns": data.series.columns}
+
+
+@torch.no_grad()
+def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
+             drop_last: tuple[int, ...] = ()) -> dict:
+    """MSE and MAE on the normalised scale, averaged over windows × horizon × channels.
+
+    ``drop_last``: also score, for each batch size B given, only the first ⌊n / B⌋ · B
+    windows, as the reference implementations' test loaders do (``drop_last=True``); their
+    published figures leave out the last incomplete batch. Under ``"drop_last"`` → B.
+    """
+    model.eval()
+    device = next(model.parameters(), torch.empty(0)).device
+    squared, absolute = [], []  # per window, summed over horizon × channels
+    for x, y, x_time, y_time in data.loader(split, batch_size):
+        forecast, _ = model(x.to(device), x_time.to(device), y_time.to(device))
+        forecast = forecast.cpu()
+        error = (forecast - y).double().flatten(1)  # (B, H·C)
+        squared.append((error**2).sum(1))
+        absolute.append(error.abs().sum(1))
+    squared, absolute = torch.cat(squared), torch.cat(absolute)
+    per_window = data.windows[split][0][1].numel()  # H · C values
+
+    def scores(n: int) -> dict:
+        count = n * per_window
+        return {"mse": float(squared[:n].sum()) / count, "mae": float(absolute[:n].sum()) / count,
+                "windows": n}
+    result = scores(len(squared))
+    if drop_last:
+        result["drop_last"] = {b: scores(len(squared) // b * b) for b in drop_last
+                               if len(squared) >= b}
+    return result
+
+
+def load_model(run_dir: str | Path, checkpoint: str = runs.BEST):
+    """The config, model (eval mode) and training-row scaler of a trained run."""
+    path = runs.checkpoint_dir(run_dir) / checkpoint
+    state = runs.load_checkpoint(path, "forecast")
+    cfg = apply_mapping(ForecastConfig(), state["config"], str(path))
+    scaler = state["extra"]["scaler"]
+    model = build_forecaster(cfg, len(scaler["columns"]))
+    model.load_state_dict(state["model"])
+    return cfg, model.eval(), Scaler(scaler["mean"].numpy(), scaler["std"].numpy()), \
+        scaler["columns"]
+
+
+def load_run(run_dir: str | Path):
+    """:func:`load_model` plus the run's data, checked to be what it was trained on."""
+    cfg, model, scaler, columns = load_model(run_dir)
+    data = load_forecast_data(cfg)
+    if columns != data.series.columns or not np.allclose(scaler.mean, data.scaler.mean):
+        raise UserError(f"{cfg.csv}: its training rows differ from those {run_dir} was "
+                        "trained on; give the same CSV")
+    return cfg, model, data
+
+
+def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
+    """Test-split MSE/MAE of the best checkpoint (and of the reference code's windows, see
+    :func:`evaluate`); also written to RUN_DIR/test_results.json."""
+    cfg, model, data = load_run(run_dir)
+    result = {"csv": cfg.csv, "model": cfg.model, "input_length": cfg.input_length,
+              "horizon": cfg.horizon, **evaluate(model, data, "test", drop_last=drop_last)}
+    write_text(Path(run_dir) / "test_results.json", json.dumps(result, indent=2) + "\n")
+    return result

@@ -1,0 +1,249 @@
+"""The run directory: its layout, its checkpoint record, and the one way to load what it holds.
+
+::
+
+    RUN/
+      config.yaml      resolved settings, data paths absolute (``train --run-dir RUN`` resumes)
+      spm.model        (translation) the tokenizer the checkpoints are tied to by fingerprint
+      checkpoints/     step_N.pt (the newest ``keep_last``), best.pt (best validation metric)
+      averaged.pt      after ``transduce average``
+      train.log, metrics.jsonl, tensorboard/
+
+Nothing else reads or writes these files by name: training, translation, export, averaging
+and forecasting all come through here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from transduce import __version__
+from transduce.config import apply_mapping, flatten_dict
+from transduce.errors import UserError
+from transduce.io import atomic_path, write_text
+
+CONFIG, TOKENIZER, METRICS, CHECKPOINTS = "config.yaml", "spm.model", "metrics.jsonl", "checkpoints"
+BEST, AVERAGED = "best.pt", "averaged.pt"
+STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
+KINDS = ("translation", "forecast", "numbers")
+log = logging.getLogger("transduce.runs")
+
+
+# ---------------------------------------------------------------- the checkpoint record
+def record(kind: str, model: torch.nn.Module, model_config: dict, config: dict, **fields) -> dict:
+    """A checkpoint: what model it holds (``kind``, ``model_config``, weights), the run's
+    ``config``, the versions that wrote it, and whatever else the writer adds (training
+    position, optimiser, RNG states, tokenizer fingerprint, a forecaster's scaler)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    return {"kind": kind, "model": model.state_dict(), "model_config": model_config,
+            "config": config, "versions": {"transduce": __version__, "torch": str(torch.__version__)},
+            **fields}
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
+    """Write ``state`` so that ``path`` is either the old file or the whole new one."""
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
+    """Load with ``weights_only=True`` (tensors, numbers, strings and containers only: no
+    pickled code runs); with ``kind``, refuse a checkpoint of another kind of model."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such checkpoint") from None
+    except Exception as error:  # torch raises several types for a damaged or foreign file
+        raise UserError(f"{path}: not a transduce checkpoint ({type(error).__name__}); "
+                        "give a .pt file written by transduce") from None
+    if not isinstance(state, dict) or "model" not in state or "model_config" not in state:
+        raise UserError(f"{path}: not a transduce checkpoint (no model weights and config)")
+    found = state.get("kind", "translation")  # written before records had a kind
+    if kind is not None and found != kind:
+        raise UserError(f"{path}: holds a {found} model, not a {kind} model; give a run "
+                        f"directory of the matching command")
+    return state
+
+
+# ---------------------------------------------------------------- checkpoints of a run
+def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / CHECKPOINTS
+
+
+def step_checkpoints(run_dir: str | os.PathLike) -> list[Path]:
+    """The run's own ``step_N.pt`` files (exact names only), oldest step first."""
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir()
+             if (m := STEP_FILE.fullmatch(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def step_path(run_dir: str | os.PathLike, step: int) -> Path:
+    return checkpoint_dir(run_dir) / f"step_{step}.pt"
+
+
+def prune(run_dir: str | os.PathLike, keep_last: int) -> None:
+    """Delete all but the newest ``keep_last`` step checkpoints (never a file of other name)."""
+    for path in step_checkpoints(run_dir)[:-keep_last]:
+        path.unlink()
+
+
+def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
+    """(checkpoint, run directory) for a run directory or a checkpoint file in one.
+
+    A run directory gives its averaged model if there is one, else its best, else its
+    newest. Warns (on the "transduce" logger) when ``averaged.pt`` is older than the newest
+    step checkpoint: the run trained on after it was averaged.
+    """
+    path = Path(path)
+    if path.is_file():
+        run_dir = path.parent.parent if path.parent.name == CHECKPOINTS else path.parent
+        chosen = path
+    elif not path.is_dir():
+        raise UserError(f"{path}: no such run directory or checkpoint")
+    else:
+        run_dir, steps = path, step_checkpoints(path)
+        candidates = [c for c in (path / AVERAGED, checkpoint_dir(path) / BEST) if c.is_file()]
+        if not candidates and not steps:
+            raise UserError(f"{path}: no checkpoint yet; train first")
+        chosen = candidates[0] if candidates else steps[-1]
+        if chosen.name == AVERAGED and steps and \
+                steps[-1].stat().st_mtime > chosen.stat().st_mtime:
+            log.warning(f"transduce: warning: {chosen} is older than {steps[-1]}; run "
+                        "transduce average again to include the newer checkpoints")
+    return chosen, run_dir
+
+
+def average_checkpoints(paths: list[Path]) -> dict:
+    """The element-wise mean of the models' weights; the rest of the record from the newest.
+
+    Raises:
+        UserError: when the checkpoints differ in kind, tokenizer or shape.
+    """
+    states = [load_checkpoint(p) for p in paths]
+    newest = states[-1]
+    for path, state in zip(paths, states):
+        if state.get("tokenizer") != newest.get("tokenizer") or \
+                state.get("kind") != newest.get("kind") or \
+                state["model"].keys() != newest["model"].keys():
+            raise UserError(f"{path}: from another run than {paths[-1]}; average checkpoints "
+                            "of one run only")
+    averaged = {}
+    for key, value in newest["model"].items():
+        if value.is_floating_point():
+            averaged[key] = torch.stack([s["model"][key].double() for s in states]
+                                        ).mean(0).to(value.dtype)
+        else:
+            averaged[key] = value  # integer buffers are not averaged
+    keep = ("kind", "model_config", "config", "tokenizer", "versions", "extra", "step")
+    return {**{k: newest[k] for k in keep if k in newest}, "model": averaged,
+            "averaged": [p.name for p in paths]}
+
+
+def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike | None = None
+                ) -> Path:
+    """Average the last ``last`` step checkpoints of a run into ``run_dir/averaged.pt``."""
+    if last < 1:
+        raise UserError("--last must be at least 1")
+    steps = step_checkpoints(run_dir)
+    if not steps:
+        raise UserError(f"{run_dir}: no step checkpoints to average")
+    chosen = steps[-last:]
+    if len(chosen) < last:
+        log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints, fewer "
+                    f"than --last {last}; averaging all {len(steps)}")
+    log.warning(f"transduce: averaging {', '.join(p.name for p in chosen)}")
+    out = Path(output) if output else Path(run_dir) / AVERAGED
+    save_checkpoint(out, average_checkpoints(chosen))
+    return out
+
+
+# ---------------------------------------------------------------- settings and metrics
+def check_config(run_dir: str | os.PathLike, cfg, extendable: tuple[str, ...]) -> None:
+    """Refuse to resume ``run_dir`` with settings other than its own, except the leaf keys
+    named in ``extendable`` (how long and where it trains)."""
+    path = Path(run_dir) / CONFIG
+    if not path.exists():
+        return
+    old = flatten_dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    new = flatten_dict(dataclasses.asdict(cfg))
+    for key, value in new.items():
+        if key.rsplit(".", 1)[-1] not in extendable and key in old and old[key] != value:
+            raise UserError(f"{path}: this run was started with {key}={old[key]!r}, not "
+                            f"{value!r}; resume with the same settings or use a new --run-dir")
+
+
+def write_config(run_dir: str | os.PathLike, cfg) -> None:
+    write_text(Path(run_dir) / CONFIG, yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+
+
+def read_config(run_dir: str | os.PathLike, cls):
+    """The settings a run was started with (``train --run-dir RUN`` with no config file)."""
+    path = Path(run_dir) / CONFIG
+    if not path.is_file():
+        raise UserError(f"{path}: missing; give a config file to start a new run")
+    from transduce.config import read_yaml
+
+    return apply_mapping(cls(), read_yaml(path), str(path))
+
+
+def append_metrics(run_dir: str | os.PathLike, row: dict) -> None:
+    with open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def truncate_metrics(run_dir: str | os.PathLike, step: int) -> None:
+    """Drop the rows written after ``step`` (by a run that died before its next checkpoint),
+    so that a resumed run does not repeat them."""
+    path = Path(run_dir) / METRICS
+    if not path.exists():
+        return
+    rows = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [r for r in rows if r.strip() and json.loads(r).get("step", 0) <= step]
+    if len(kept) != len(rows):
+        write_text(path, "".join(kept))
+
+
+# ---------------------------------------------------------------- loading a model
+@dataclasses.dataclass
+class LoadedTranslation:
+    model: Any          # transduce.nn.Transformer, eval mode, on the CPU
+    tokenizer: Any      # transduce.data.tokenizer.SubwordTokenizer
+    checkpoint: Path
+    state: dict
+
+
+def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTranslation:
+    """The Transformer and tokenizer of a run directory or checkpoint, checked to belong
+    together (the checkpoint records the fingerprint of the run's ``spm.model``). With
+    ``verbose``, says which checkpoint it loaded."""
+    from transduce.data.tokenizer import SubwordTokenizer
+    from transduce.nn import TransformerConfig, build_transformer
+
+    checkpoint, run_dir = find_checkpoint(path)
+    tokenizer_path = run_dir / TOKENIZER
+    if not tokenizer_path.is_file():
+        raise UserError(f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "
+                        "the run directory it was trained in")
+    tokenizer = SubwordTokenizer(tokenizer_path)
+    state = load_checkpoint(checkpoint, "translation")
+    if state.get("tokenizer") != tokenizer.fingerprint:
+        raise UserError(f"{checkpoint}: trained with another tokenizer than "
+                        f"{tokenizer_path}; use the checkpoint's own run directory")
+    model = build_transformer(TransformerConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    if verbose:
+        log.warning(f"transduce: using {checkpoint}")
+    return LoadedTranslation(model.eval(), tokenizer, checkpoint, state)

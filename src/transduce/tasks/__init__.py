@@ -1,0 +1,1 @@
+"""Tasks: what to train (model, batches, loss, validation); the engine says how."""

@@ -1,0 +1,63 @@
+"""`transduce forecast train`: a forecaster on a series' windows, as a task of the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from transduce.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
+from transduce.forecasting.data import ForecastData, load_forecast_data
+from transduce.forecasting.evaluation import evaluate, scaler_state
+from transduce.training.distributed import Session
+from transduce.training.engine import train_task
+
+
+class ForecastTask:
+    """Shuffled batches of training windows, the summed squared error, AdamW at a constant
+    rate, validation MSE/MAE on the validation windows (lowest MSE is best)."""
+
+    kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
+
+    def __init__(self, cfg: ForecastConfig, data: ForecastData, session: Session) -> None:
+        self.cfg, self.data, self.session = cfg, data, session
+        self.windows = data.windows["train"]
+
+    def build_model(self):
+        return build_forecaster(self.cfg, len(self.data.series.columns))
+
+    def build_optimizer(self, model):
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(trainable, lr=self.cfg.lr,
+                                 weight_decay=self.cfg.weight_decay), None
+
+    def batches(self, epoch: int) -> list[Tensor]:
+        """Window indices in an order that depends on seed and epoch only."""
+        order = torch.Generator().manual_seed(self.cfg.engine.seed * 1000 + epoch)
+        return list(torch.randperm(len(self.windows), generator=order)
+                    .split(self.cfg.batch_size))
+
+    def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
+        x, y, x_time, y_time = (torch.stack(t).to(self.session.device) for t in
+                                zip(*(self.windows[int(i)] for i in batch)))
+        forecast, _ = model(x, x_time, y_time)  # (B, H, C)
+        return ((forecast.float() - y) ** 2).sum(), y.numel()
+
+    def validate(self, model) -> dict:
+        scores = evaluate(model, self.data, "val")
+        return {"val_mse": round(scores["mse"], 6), "val_mae": round(scores["mae"], 6)}
+
+    def record(self) -> dict:
+        return {"model_config": dataclasses.asdict(self.cfg),
+                "extra": {"scaler": scaler_state(self.data)}}
+
+
+def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
+    """Train (or resume) a run; returns its last validation metrics and the best MSE."""
+    cfg.validate("config")
+    data = load_forecast_data(cfg)  # bad input fails here, before anything is written
+    engine, metrics = train_task(lambda session, log: ForecastTask(cfg, data, session), cfg,
+                                 run_dir, EXTENDABLE)
+    return {**metrics, "best_val_mse": engine.best}

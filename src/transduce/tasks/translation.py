@@ -1,0 +1,88 @@
+"""`transduce train`: a translation model on parallel text, as a task of the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+from torch import Tensor
+
+from transduce.data.batching import collate, count_tokens, token_batches
+from transduce.nn import build_transformer, padding_mask
+from transduce.training.config import EXTENDABLE, TrainConfig
+from transduce.training.data import RunData, load_run_data, read_corpora
+from transduce.training.distributed import Session
+from transduce.training.engine import train_task
+from transduce.training.loss import linear_label_smoothed_ce
+from transduce.training.schedule import paper_adam, schedule_for
+from transduce.training.validate import validate
+
+
+def summed_loss(model, src: Tensor, tgt: Tensor, pad_id: int, epsilon: float) -> Tensor:
+    """The label-smoothed loss summed over a batch's target tokens (teacher forcing).
+
+    Args: src (B, S) ids + EOS; tgt (B, T + 2) BOS … EOS, padded with ``pad_id``.
+    The output layer and the loss see non-padding positions only.
+    """
+    gold = tgt[:, 1:]
+    keep = gold != pad_id
+    hidden = model.features(src, tgt[:, :-1], padding_mask(src, pad_id))  # (B, T + 1, D)
+    return linear_label_smoothed_ce(hidden[keep], model.generator.weight, gold[keep], epsilon)
+
+
+class TranslationTask:
+    """Token-batched parallel text, the label-smoothed loss, the paper's Adam and schedule,
+    validation by greedy BLEU on the validation set."""
+
+    kind, metric, higher_is_better, unit = "translation", "valid_bleu", True, "tokens"
+
+    def __init__(self, cfg: TrainConfig, data: RunData, session: Session) -> None:
+        self.cfg, self.data, self.session = cfg, data, session
+        tok = data.tokenizer
+        self.model_config = cfg.model_config(len(tok), tok.pad_id)
+        src, tgt = data.train_src, data.train_tgt
+        self.lengths = [max(len(s), len(t)) + 2 for s, t in zip(src, tgt)]
+
+    def build_model(self):
+        return build_transformer(self.model_config)
+
+    def build_optimizer(self, model):
+        optimizer = paper_adam(model.parameters())
+        c = self.cfg
+        return optimizer, schedule_for(optimizer, c.schedule, c.model.d_model, c.warmup, c.lr)
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """Sentence indices by token budget, shuffled by seed and epoch alone."""
+        rng = random.Random(self.cfg.engine.seed * 100_003 + epoch)
+        return token_batches(self.lengths, self.cfg.max_tokens, rng)
+
+    def loss(self, model, batch: list[int]) -> tuple[Tensor, int]:
+        tok, d = self.data.tokenizer, self.data
+        src, tgt = collate([d.train_src[i] for i in batch], [d.train_tgt[i] for i in batch],
+                           tok.pad_id, tok.bos_id, tok.eos_id)
+        src, tgt = src.to(self.session.device), tgt.to(self.session.device)
+        loss = summed_loss(model, src, tgt, tok.pad_id, self.cfg.label_smoothing)
+        return loss, count_tokens(tgt[:, 1:], tok.pad_id)
+
+    def validate(self, model) -> dict:
+        return validate(model, self.data, self.session.device, self.session.precision)
+
+    def record(self) -> dict:
+        return {"model_config": dataclasses.asdict(self.model_config),
+                "tokenizer": self.data.tokenizer.fingerprint}
+
+
+def train(cfg: TrainConfig, run_dir: str | Path) -> dict:
+    """Train (or resume) a run; returns the metrics of its last validation."""
+    corpora = read_corpora(cfg)  # bad input fails here, before anything is written
+
+    def make_task(session: Session, log) -> TranslationTask:
+        if not session.is_main:  # rank 0 trains the tokenizer; the others then read it
+            session.barrier()
+        data = load_run_data(cfg, corpora, Path(run_dir), log)
+        if session.is_main:
+            session.barrier()
+        return TranslationTask(cfg, data, session)
+
+    return train_task(make_task, cfg, run_dir, EXTENDABLE)[1]

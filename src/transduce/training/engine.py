@@ -1,0 +1,384 @@
+"""The one training loop. A task says what to train; the engine owns how.
+
+A :class:`Task` supplies its model, optimiser, batches, summed loss and validation. The
+engine owns the update (gradient accumulation, normalisation, clipping, optimiser and
+schedule steps), mixed precision, the NaN/inf guard, budgets, validation cadence and early
+stopping, checkpoints and exact resume (mid-epoch too), the progress bar, ``metrics.jsonl``,
+TensorBoard, and distribution over processes (``DistributedDataParallel``).
+
+Every process computes the same list of batches for an epoch (from the seed and the epoch
+number); an update takes the next ``accumulate × world`` of them and rank r trains on every
+world-th one from r. The summed loss of all of them is divided by their units (target tokens,
+forecast values) summed over all micro-batches and processes, so accumulation and several
+processes give the gradient of the merged batch. Positions in the epoch count batches, not
+updates, so a checkpoint written by N processes resumes on M.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from transduce import runs
+from transduce.device import PRECISIONS, autocast
+from transduce.errors import UserError
+from transduce.logs import progress
+from transduce.training.distributed import Session
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How a run trains, whatever the task. Limits of 0 are off.
+
+    Attributes:
+        max_steps, max_epochs, max_minutes: budgets, checked after every update (minutes
+            count training time, not validation). patience: stop after this many
+            validations without a better metric.
+        accumulate: batches per process per update. clip_norm: clip the gradient norm.
+        valid_every: updates between validations (each writes step_N.pt); 0: at the end of
+            every epoch. keep_last: step checkpoints kept. log_every: updates between rows of
+            training loss, rate, learning rate and gradient norm.
+        seed, precision ("auto", "bf16", "fp16", "fp32"), device ("auto", "cpu", "cuda:N",
+            "mps"), threads (CPU threads per process; 0: PyTorch's default).
+    """
+
+    max_steps: int = 0
+    max_epochs: int = 0
+    max_minutes: float = 0.0
+    patience: int = 0
+    accumulate: int = 1
+    clip_norm: float = 0.0
+    valid_every: int = 0
+    keep_last: int = 10
+    log_every: int = 100
+    seed: int = 1
+    precision: str = "auto"
+    device: str = "auto"
+    threads: int = 0
+
+    def problems(self) -> list[str]:
+        """What no run can use, one phrase each."""
+        found = [f"{k} must be at least 1" for k in ("accumulate", "keep_last", "log_every")
+                 if getattr(self, k) < 1]
+        found += [f"{k} must not be negative" for k in
+                  ("max_steps", "max_epochs", "max_minutes", "patience", "clip_norm",
+                   "valid_every", "threads") if not getattr(self, k) >= 0]
+        if self.precision not in PRECISIONS:
+            found.append(f"precision must be one of {', '.join(PRECISIONS)}, not "
+                         f"{self.precision!r}")
+        if not (self.max_steps or self.max_epochs or self.max_minutes):
+            found.append("set a budget: max_steps, max_epochs or max_minutes")
+        return found
+
+
+# Engine keys a resumed run may change: how long, how patiently and where it trains.
+EXTENDABLE = ("max_steps", "max_epochs", "max_minutes", "patience", "threads", "device",
+              "log_every")
+
+
+class Task(Protocol):
+    """What a task gives the engine (translation, forecasting, the demo, ...)."""
+
+    kind: str               # the checkpoint's kind of model (see runs.KINDS)
+    metric: str             # the validation metric that picks best.pt
+    higher_is_better: bool
+    unit: str               # what the loss is summed over: "tokens", "values"
+
+    def build_model(self) -> nn.Module: ...
+    def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any]: ...
+    def batches(self, epoch: int) -> Sequence[Any]: ...        # the same on every process
+    def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]: ...  # summed, units
+    def validate(self, model: nn.Module) -> dict[str, float]: ...
+    def record(self) -> dict: ...  # model_config, tokenizer, extra: what loading needs
+
+
+class TrainingDiverged(UserError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+class _LossModule(nn.Module):
+    """Runs ``task.loss`` as a module's forward, so DistributedDataParallel sees the whole
+    computation (tasks may call any method of their model, not only its forward)."""
+
+    def __init__(self, model: nn.Module, task: Task) -> None:
+        super().__init__()
+        self.model, self.task = model, task
+
+    def forward(self, batch):
+        return self.task.loss(self.model, batch)
+
+
+class Engine:
+    """Trains ``task`` in ``run_dir``, resuming from its newest step checkpoint."""
+
+    PROGRESS = ("step", "epoch", "position", "best", "bad_validations", "elapsed")
+
+    def __init__(self, task: Task, cfg: EngineConfig, session: Session, run_dir: Path,
+                 config: dict, log) -> None:
+        self.task, self.cfg, self.session, self.run_dir = task, cfg, session, Path(run_dir)
+        self.config, self.log = config, log
+        self.step = self.epoch = self.position = self.bad_validations = 0
+        self.best = -math.inf if task.higher_is_better else math.inf
+        self.elapsed, self.last_metrics, self.tensorboard = 0.0, {}, None
+        torch.manual_seed(cfg.seed)  # the same initial weights in every process
+        self.model = task.build_model().to(session.device)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer, self.schedule = (task.build_optimizer(self.model) if self.params
+                                         else (None, None))
+        self.scaler = torch.amp.GradScaler(session.device.type,
+                                           enabled=session.precision == "fp16")
+        self.runner = _LossModule(self.model, task)
+        if session.world > 1 and self.params:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [session.device.index] if session.device.type == "cuda" else None
+            self.runner = DistributedDataParallel(self.runner, device_ids=ids)
+        torch.manual_seed(cfg.seed * 1000 + session.rank)  # dropout differs across processes
+        steps = runs.step_checkpoints(self.run_dir)
+        if steps:
+            self.restore(runs.load_checkpoint(steps[-1], task.kind))
+            log.info(f"resuming from {steps[-1]} (step {self.step}, epoch {self.epoch})")
+
+    # ------------------------------------------------------------ state
+    def state(self) -> dict:
+        rng = self.session.gather(_rng_state(self.session.device))
+        return runs.record(self.task.kind, self.model, config=self.config,
+                           optimizer=self.optimizer.state_dict() if self.optimizer else {},
+                           schedule=self.schedule.state_dict() if self.schedule else {},
+                           grad_scaler=self.scaler.state_dict(), rng=rng,
+                           **self.task.record(), **{k: getattr(self, k) for k in self.PROGRESS})
+
+    def restore(self, state: dict) -> None:
+        mine = self.task.record()
+        if state.get("tokenizer") != mine.get("tokenizer"):
+            raise UserError(f"{self.run_dir}/checkpoints: written with another tokenizer than "
+                            "the run's; use a new --run-dir")
+        self.model.load_state_dict(state["model"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if self.schedule is not None:
+            self.schedule.load_state_dict(state["schedule"])
+        if state.get("grad_scaler"):
+            self.scaler.load_state_dict(state["grad_scaler"])
+        rng = state["rng"]
+        if self.session.rank < len(rng):  # a process the checkpoint had: its own stream
+            _set_rng_state(rng[self.session.rank], self.session.device)
+        else:
+            torch.manual_seed(self.cfg.seed * 1000 + self.session.rank + state["step"])
+        for key in self.PROGRESS:
+            setattr(self, key, state[key])
+
+    def stop_reason(self) -> str | None:
+        c = self.cfg
+        if c.max_steps and self.step >= c.max_steps:
+            return f"reached max_steps={c.max_steps}"
+        if c.max_epochs and self.epoch >= c.max_epochs:
+            return f"reached max_epochs={c.max_epochs}"
+        if c.max_minutes and self.elapsed >= 60 * c.max_minutes:
+            return f"reached max_minutes={c.max_minutes}"
+        if c.patience and self.bad_validations >= c.patience:
+            return f"no {self.task.metric} gain in {c.patience} validations (patience)"
+        return None
+
+    # ------------------------------------------------------------ the loop
+    def run(self) -> dict:
+        """Train until a budget is spent; returns the metrics of the last validation."""
+        if not self.params:  # nothing to learn (a baseline): validate and save once
+            self.checkpoint()
+            return self.last_metrics
+        reason = self.stop_reason()
+        with self._bar() as bar:
+            while reason is None:
+                batches = self.task.batches(self.epoch)
+                if not batches:
+                    raise UserError(f"no training batches in epoch {self.epoch + 1}: the "
+                                    "training data is empty after filtering")
+                per_update = self.cfg.accumulate * self.session.world
+                while self.position < len(batches) and reason is None:
+                    group = batches[self.position:self.position + per_update]
+                    self.update(group, bar)
+                    self.position += len(group)
+                    epoch_done = self.position >= len(batches)
+                    if epoch_done:
+                        self.epoch, self.position = self.epoch + 1, 0
+                    reason = self.stop_reason()
+                    every = self.cfg.valid_every
+                    if (every and self.step % every == 0) or (not every and epoch_done):
+                        self.checkpoint()
+                        reason = self.stop_reason()
+                    if epoch_done:
+                        break
+        if not runs.step_path(self.run_dir, self.step).exists():
+            self.checkpoint()
+        self.log.info(f"stopped at step {self.step}: {reason}")
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+        self.session.barrier()
+        return self.last_metrics
+
+    def _bar(self):
+        if self.cfg.max_minutes:  # the bar counts training seconds, so its ETA means something
+            total, done, unit = round(60 * self.cfg.max_minutes), self.elapsed, "s"
+        elif self.cfg.max_steps:
+            total, done, unit = self.cfg.max_steps, self.step, "step"
+        else:
+            total, done, unit = self.cfg.max_epochs, self.epoch, "epoch"
+        self.bar_unit = unit
+        self.window = [0.0, self.elapsed]  # units and training time since the last row
+        return progress(total, "training", unit, initial=min(done, total),
+                        disable=not self.session.is_main)
+
+    def update(self, group: list, bar) -> None:
+        """One optimiser step over this process's share of ``group``."""
+        start = time.perf_counter()
+        s = self.session
+        mine = group[s.rank::s.world]
+        weight = 1.0
+        if not mine:  # the epoch's last update has fewer batches than processes
+            mine, weight = group[:1], 0.0  # take part in the gradient exchange, add nothing
+        self.model.train()
+        total, units = 0.0, 0
+        for i, batch in enumerate(mine):
+            sync = s.world == 1 or i == len(mine) - 1
+            with contextlib.nullcontext() if sync else self.runner.no_sync():
+                with autocast(s.device, s.precision):
+                    loss, n = self.runner(batch)
+                self.scaler.scale(loss * weight).backward()
+            total += float(loss.detach()) * weight
+            units += int(n) * int(weight)
+        seconds = time.perf_counter() - start
+        total, units, seconds = s.all_sum([total, float(units), seconds])
+        if not math.isfinite(total):
+            self.optimizer.zero_grad(set_to_none=True)
+            steps = runs.step_checkpoints(self.run_dir)
+            kept = f"; the last good checkpoint is {steps[-1]}" if steps else ""
+            raise TrainingDiverged(f"loss became {total} at step {self.step + 1}{kept}; "
+                                   "lower lr or raise warmup, then start a new --run-dir")
+        self.scaler.unscale_(self.optimizer)
+        for p in self.params:  # DDP averaged over processes: make it the mean per unit
+            if p.grad is not None:
+                p.grad.mul_(s.world / max(units, 1))
+        norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip_norm or math.inf)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.schedule is not None:
+            self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        self.elapsed += seconds / s.world  # the same on every process
+        self._report(bar, total / max(units, 1), units, seconds / s.world, float(norm))
+
+    def _report(self, bar, loss: float, units: float, seconds: float, norm: float) -> None:
+        """The bar after every update; a metrics row every ``log_every`` updates."""
+        if self.bar_unit == "s":
+            bar.update(min(seconds, bar.total - bar.n))
+        elif self.bar_unit == "step" or self.position == 0:  # a step, or an epoch ended
+            bar.update(1)
+        bar.set_postfix(step=self.step, epoch=self.epoch, loss=f"{loss:.3f}",
+                        **{f"{self.task.unit}/s": f"{units / seconds:,.0f}"}, refresh=False)
+        self.window[0] += units
+        if self.step % self.cfg.log_every == 0:
+            rate = self.window[0] / max(self.elapsed - self.window[1], 1e-9)
+            self.write_metrics({"train_loss": round(loss, 4),
+                                f"{self.task.unit}_per_s": round(rate),
+                                "lr": self.optimizer.param_groups[0]["lr"],
+                                "grad_norm": round(norm, 4)})
+            self.window = [0.0, self.elapsed]
+
+    # ------------------------------------------------------------ validation and files
+    def checkpoint(self) -> None:
+        """Validate (once, on rank 0), then save step_N.pt (and best.pt when the metric
+        improved), then prune."""
+        metrics = self.task.validate(self.model) if self.session.is_main else None
+        metrics = self.session.broadcast(metrics)
+        value = metrics[self.task.metric]
+        improved = value > self.best if self.task.higher_is_better else value < self.best
+        self.best = value if improved else self.best
+        self.bad_validations = 0 if improved else self.bad_validations + 1
+        state = self.state()  # every process takes part (RNG states are gathered)
+        if self.session.is_main:
+            runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
+            if improved:
+                runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
+            runs.prune(self.run_dir, self.cfg.keep_last)
+            self.write_metrics(metrics, echo=True)
+        self.last_metrics = metrics
+
+    def write_metrics(self, metrics: dict, echo: bool = False) -> None:
+        if not self.session.is_main:
+            return
+        row = {"step": self.step, "epoch": self.epoch, "elapsed_s": round(self.elapsed, 1),
+               **metrics}
+        runs.append_metrics(self.run_dir, row)
+        if self.tensorboard is None:  # opened on the first row, so a failed start writes none
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"),
+                                             purge_step=self.step)
+        for key, value in metrics.items():
+            if isinstance(value, (int, float)):
+                self.tensorboard.add_scalar(key, value, self.step)
+        self.tensorboard.flush()
+        if echo:
+            self.log.info(" ".join(f"{k} {v}" for k, v in row.items()))
+
+
+def _rng_state(device: torch.device) -> dict:
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict, device: torch.device) -> None:
+    torch.set_rng_state(state["cpu"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ...]
+               ) -> tuple[Engine, dict]:
+    """Set up a run directory and train the task that ``make_task(session, log)`` builds.
+
+    ``config`` is the run's whole config (a dataclass with an ``engine`` section); it is
+    checked against the run's ``config.yaml`` in every process and written by rank 0 alone.
+    Returns the engine (its ``model`` trained) and the last validation metrics.
+    """
+    import dataclasses
+    import logging
+
+    from transduce.logs import setup_logging
+    from transduce.training import distributed
+
+    cfg: EngineConfig = config.engine
+    run_dir = Path(run_dir)
+    session = distributed.start(cfg.device, cfg.precision)
+    try:
+        runs.check_config(run_dir, config, extendable)
+        if session.is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            runs.write_config(run_dir, config)
+            log = setup_logging(run_dir, "train")
+        else:
+            log = logging.getLogger(f"transduce.rank{session.rank}")
+            log.addHandler(logging.NullHandler())
+            log.propagate = False
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        task = make_task(session, log)
+        engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
+        if session.is_main:  # rows a killed run wrote after its last checkpoint
+            runs.truncate_metrics(run_dir, engine.step)
+        params = sum(p.numel() for p in engine.model.parameters())
+        log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
+                 f"{torch.get_num_threads()} threads × {session.world} process(es)")
+        return engine, engine.run()
+    finally:
+        distributed.end(session)
