@@ -127,6 +127,7 @@ class Engine:
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.tensorboard = 0.0, {}, None
+        self.saved_step = -1
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -174,6 +175,7 @@ class Engine:
             torch.manual_seed(self.cfg.seed * 1000 + self.session.rank + state["step"])
         for key in self.PROGRESS:
             setattr(self, key, state[key])
+        self.saved_step = self.step
 
     def stop_reason(self) -> str | None:
         c = self.cfg
@@ -215,7 +217,7 @@ class Engine:
                         reason = self.stop_reason()
                     if epoch_done:
                         break
-        if not runs.step_path(self.run_dir, self.step).exists():
+        if self.saved_step != self.step:  # not from the files: rank 0 may still be writing
             self.checkpoint()
         self.log.info(f"stopped at step {self.step}: {reason}")
         if self.tensorboard is not None:
@@ -309,7 +311,7 @@ class Engine:
                 runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
             runs.prune(self.run_dir, self.cfg.keep_last)
             self.write_metrics(metrics, echo=True)
-        self.last_metrics = metrics
+        self.last_metrics, self.saved_step = metrics, self.step
 
     def write_metrics(self, metrics: dict, echo: bool = False) -> None:
         if not self.session.is_main:

@@ -1,0 +1,85 @@
+"""Two processes on the CPU (gloo), started by PyTorch's own launcher (torch.distributed.run,
+the module behind torchrun), train as one process on the union of their batches."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
+from transduce.cli.main import main
+from transduce.runs import load_checkpoint, step_checkpoints
+
+pytestmark = pytest.mark.skipif(not torch.distributed.is_available(),
+                                reason="this PyTorch build has no torch.distributed")
+
+
+def torchrun(*args, processes=2):
+    """The command line of ``torchrun --nproc_per_node=N -m transduce ARGS`` (one thread per
+    process: two processes share this machine's two cores)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={processes}", "-m", "transduce", *map(str, args), "threads=1"]
+
+
+def run(command, timeout=240):
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def assert_close(a, b, atol):
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=atol, msg=key)
+
+
+def test_two_processes_make_the_update_of_one_on_both_batches(config, tmp_path):
+    # dropout off: the two processes draw other masks than one process would
+    settings = ["dropout=0", "max_steps=1", "valid_every=1", "valid_bleu_sentences=2",
+                "precision=fp32"]
+    run(torchrun("train", config, *settings, "--run-dir", tmp_path / "two"))
+    assert main(["train", str(config), *settings, "accumulate=2",
+                 "--run-dir", str(tmp_path / "one")]) == 0
+    two = load_checkpoint(tmp_path / "two/checkpoints/step_1.pt")
+    one = load_checkpoint(tmp_path / "one/checkpoints/step_1.pt")
+    assert len(two["rng"]) == 2 and len(one["rng"]) == 1  # a stream per process
+    assert two["step"] == one["step"] == 1 and two["position"] == one["position"] == 2
+    assert_close(two["model"], one["model"], atol=1e-6)
+
+
+def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
+    settings = ["max_steps=16", "precision=fp32"]
+    run(torchrun("train", config, *settings, "--run-dir", tmp_path / "whole"))
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(torchrun("train", config, *settings, "--run-dir", killed),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.time() + 180
+    while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the launcher and both workers, mid-whatever
+    process.wait()
+    assert not (killed / "checkpoints" / "step_16.pt").exists()
+    run(torchrun("train", "--run-dir", killed))  # resumes from the run's own config.yaml
+    assert_close(load_checkpoint(tmp_path / "whole/checkpoints/step_16.pt")["model"],
+                 load_checkpoint(killed / "checkpoints/step_16.pt")["model"], atol=0)
+
+
+def test_two_process_forecasting_trains_and_resumes(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
+    common = ["model=transformer", "dropout=0.1"]
+    run(torchrun("forecast", "train", config, *common, "--run-dir", tmp_path / "whole"))
+    run(torchrun("forecast", "train", config, *common, "max_epochs=2",
+                 "--run-dir", tmp_path / "split"))
+    run(torchrun("forecast", "train", config, *common, "--run-dir", tmp_path / "split"))
+    a = load_checkpoint(step_checkpoints(tmp_path / "whole")[-1])
+    b = load_checkpoint(step_checkpoints(tmp_path / "split")[-1])
+    assert a["epoch"] == b["epoch"] == 4 and len(b["rng"]) == 2
+    assert_close(a["model"], b["model"], atol=0)
