@@ -84,3 +84,32 @@ def test_heads_must_divide_model_size():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(30, 4)
 
+
+
+def test_dropout_acts_on_the_fused_path_used_in_training():
+    """Training calls the fused (SDPA) path; its attention dropout must be on there too."""
+    attention = MultiHeadAttention(16, 2, dropout=0.5).train()
+    x = torch.randn(2, 5, 16)
+    a, _ = attention(x, x, x)  # need_weights=False: the fused call
+    b, _ = attention(x, x, x)
+    assert not torch.allclose(a, b)
+    attention.eval()
+    torch.testing.assert_close(attention(x, x, x)[0], attention(x, x, x, need_weights=True)[0])
+
+
+def test_cpu_bf16_autocast_runs_the_fused_call_in_float32(monkeypatch):
+    import transduce.nn.multi_head_attention as module
+
+    seen, fused = [], module.F.scaled_dot_product_attention
+
+    def spy(q, k, v, *args, **kwargs):
+        seen.append((q.dtype, k.dtype, v.dtype, torch.is_autocast_enabled("cpu")))
+        return fused(q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(module.F, "scaled_dot_product_attention", spy)
+    attention = MultiHeadAttention(64, 4).train()
+    x = torch.randn(2, 6, 64)
+    with torch.autocast("cpu", torch.bfloat16):
+        out, _ = attention(x, x, x)
+    assert seen == [(torch.float32, torch.float32, torch.float32, False)]
+    assert out.dtype == torch.bfloat16  # the projections around it stay in bfloat16

@@ -298,7 +298,11 @@ class Engine:
     def checkpoint(self) -> None:
         """Validate (once, on rank 0), then save step_N.pt (and best.pt when the metric
         improved), then prune."""
-        metrics = self.task.validate(self.model) if self.session.is_main else None
+        metrics = None
+        if self.session.is_main:  # validation draws no random number training would see
+            cuda = [self.session.device] if self.session.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=cuda):
+                metrics = self.task.validate(self.model)
         metrics = self.session.broadcast(metrics)
         value = metrics[self.task.metric]
         improved = value > self.best if self.task.higher_is_better else value < self.best

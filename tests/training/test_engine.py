@@ -1,0 +1,148 @@
+"""The engine: one update, one loop, for every task."""
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
+from transduce.cli.main import main
+from transduce.errors import UserError
+from transduce.runs import load_checkpoint, step_checkpoints
+from transduce.training.distributed import Session
+from transduce.training.engine import Engine, EngineConfig
+
+SRC = Path(__file__).parents[2] / "src" / "transduce"
+
+
+class ToyTask:
+    """Least squares with a 3 → 1 linear map; plain SGD at rate 1, so an update is −grad."""
+
+    kind, metric, higher_is_better, unit = "numbers", "score", True, "values"
+
+    def __init__(self, batches):
+        self._batches = batches
+
+    def build_model(self):
+        return nn.Linear(3, 1, bias=False)
+
+    def build_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=1.0), None
+
+    def batches(self, epoch):
+        return self._batches
+
+    def loss(self, model, batch):
+        x, y = batch
+        return ((model(x) - y) ** 2).sum(), y.numel()
+
+    def validate(self, model):
+        return {"score": 0.0}
+
+    def record(self):
+        return {"model_config": {}}
+
+
+def engine_for(task, tmp_path, **settings):
+    cfg = EngineConfig(**{"max_steps": 1, "valid_every": 1, **settings})
+    session = Session(0, 1, torch.device("cpu"), "fp32")
+    return Engine(task, cfg, session, tmp_path / "run", {}, logging.getLogger("test"))
+
+
+def test_accumulation_gives_the_gradient_of_the_merged_batch(tmp_path):
+    a = (torch.randn(2, 3), torch.randn(2, 1))
+    b = (torch.randn(5, 3), torch.randn(5, 1))  # of another size: per-batch means would differ
+    engine = engine_for(ToyTask([a, b]), tmp_path, accumulate=2)
+    start = engine.model.weight.detach().clone()
+    merged = nn.Linear(3, 1, bias=False)
+    merged.weight.data.copy_(start)
+    x, y = torch.cat([a[0], b[0]]), torch.cat([a[1], b[1]])
+    (((merged(x) - y) ** 2).sum() / 7).backward()  # normalised by the units of both
+    engine.run()
+    assert engine.step == 1 and engine.position == 0 and engine.epoch == 1
+    torch.testing.assert_close(engine.model.weight.detach(), start - merged.weight.grad)
+
+
+def test_a_run_without_batches_stops_at_once_with_one_line(tmp_path):
+    with pytest.raises(UserError, match="no training batches in epoch 1"):
+        engine_for(ToyTask([]), tmp_path).run()
+
+
+def test_only_the_engine_steps_an_optimiser():
+    steppers = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
+                if re.search(r"(optimi[sz]er|scaler)\.step\(", p.read_text(encoding="utf-8"))]
+    assert steppers == ["training/engine.py"]
+
+
+def test_every_task_trains_through_the_engine(config, tmp_path, monkeypatch):
+    """Translation, forecasting and the demo: each update is the engine's."""
+    updates = []
+    original = Engine.update
+    monkeypatch.setattr(Engine, "update", lambda self, *a: (updates.append(self.task.kind),
+                                                              original(self, *a)))
+    assert main(["train", str(config), "max_steps=2", "--run-dir", str(tmp_path / "t")]) == 0
+    csv = write_sine(tmp_path / "sine.csv")
+    forecast = tmp_path / "forecast.yaml"
+    forecast.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
+    assert main(["forecast", "train", str(forecast), "max_steps=3",
+                 "--run-dir", str(tmp_path / "f")]) == 0
+    assert main(["demo", "max_steps=2", "held_out=5", "valid_numbers=5", "batch_size=8",
+                 "--out", str(tmp_path / "d")]) == 0
+    assert updates == ["translation"] * 2 + ["forecast"] * 3 + ["numbers"] * 2
+
+
+def test_a_resumed_run_repeats_no_metrics_and_logs_every_curve(config, tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", str(config), "max_steps=6", "log_every=1",
+                 "--run-dir", str(run)]) == 0
+    with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # a run that died after
+        for step in (7, 8):                                          # its last checkpoint
+            f.write(json.dumps({"step": step, "train_loss": 1.0}) + "\n")
+    assert main(["train", "--run-dir", str(run), "max_steps=12"]) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").open(encoding="utf-8")]
+    assert [r["step"] for r in rows if "train_loss" in r] == list(range(1, 13))
+    assert [r["step"] for r in rows if "valid_bleu" in r] == [4, 6, 8, 12]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tensorboard")).Reload()
+    assert {"train_loss", "lr", "tokens_per_s", "grad_norm", "valid_bleu"} <= set(
+        events.Tags()["scalars"])
+
+
+@pytest.fixture
+def forecast_config(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(FORECAST_TINY.format(csv=csv) + "dropout: 0.1\nmodel: transformer\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_forecasting_resumes_exactly_from_the_middle_of_an_epoch(forecast_config, tmp_path):
+    def train(run, *settings):
+        return main(["forecast", "train", str(forecast_config), "max_epochs=2", *settings,
+                     "--run-dir", str(tmp_path / run)])
+
+    assert train("whole") == 0
+    assert train("split", "max_steps=5") == 0
+    middle = load_checkpoint(step_checkpoints(tmp_path / "split")[-1])
+    assert (middle["step"], middle["epoch"], middle["position"]) == (5, 0, 5)
+    assert train("split", "max_steps=0") == 0
+    a = load_checkpoint(step_checkpoints(tmp_path / "whole")[-1])
+    b = load_checkpoint(step_checkpoints(tmp_path / "split")[-1])
+    assert a["step"] == b["step"] and a["epoch"] == b["epoch"] == 2
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+
+
+def test_forecasting_checks_its_time_budget_after_every_update(forecast_config, tmp_path):
+    run = tmp_path / "run"
+    assert main(["forecast", "train", str(forecast_config), "max_minutes=0.00001",
+                 "--run-dir", str(run)]) == 0
+    last = load_checkpoint(step_checkpoints(run)[-1])
+    assert (last["step"], last["epoch"]) == (1, 0)
+    assert "reached max_minutes" in (run / "train.log").read_text(encoding="utf-8")
