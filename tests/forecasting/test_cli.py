@@ -16,7 +16,7 @@ horizon: 12
 d_model: 16
 num_heads: 2
 d_ff: 32
-num_layers: 1
+num_encoder_layers: 1
 patch_len: 8
 stride: 4
 label_length: 12

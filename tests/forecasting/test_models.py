@@ -86,6 +86,10 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
 def test_batch_norm_is_refused_for_the_encoder_decoder():
     from transduce.errors import UserError
 
+    from transduce.config import apply_overrides
+
     with pytest.raises(UserError, match="norm=batch is for the patch model"):
-        ForecastConfig(csv="x.csv", model="transformer", norm="batch").validate("run.yaml")
-    ForecastConfig(csv="x.csv", model="patch", norm="batch").validate("run.yaml")
+        apply_overrides(ForecastConfig(csv="x.csv"), ["model=transformer", "norm=batch"]
+                        ).validate("run.yaml")
+    apply_overrides(ForecastConfig(csv="x.csv"), ["model=patch", "norm=batch"]
+                    ).validate("run.yaml")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from transduce.errors import UserError
+from transduce.nn.builders import TransformerConfig
 from transduce.training.engine import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.nn.layers import ACTIVATIONS
 from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
@@ -21,7 +22,10 @@ class ForecastConfig:
 
     Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for all numeric
     columns) are both input and output. ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
-    else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``engine``: the training engine's
+    else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``layers``: the sizes, dropouts,
+    activation and residual placement of the encoder (and decoder) layers, as the library's
+    TransformerConfig declares them (``norm`` may also be "batch" for the patch model);
+    its keys may be given bare (``d_model=16``). ``engine``: the training engine's
     settings (its keys may be given bare: ``max_epochs=10``); by default it validates and
     writes a checkpoint at the end of every epoch and keeps the one of lowest validation MSE.
     """
@@ -33,22 +37,17 @@ class ForecastConfig:
     input_length: int = 336
     horizon: int = 96
     model: str = "patch"
-    # transformer and patch
-    d_model: int = 16
-    num_heads: int = 4
-    d_ff: int = 128
-    num_layers: int = 3
-    dropout: float = 0.3
-    norm: str = "pre"
+    # transformer and patch: the library's Transformer settings (vocabulary fields unused)
+    layers: TransformerConfig = TransformerConfig(
+        d_model=16, num_heads=4, d_ff=128, num_encoder_layers=3, num_decoder_layers=1,
+        dropout=0.3, norm="pre")
     revin: bool = True
     # patch
     patch_len: int = 16
     stride: int = 8
     head_dropout: float = 0.0
-    activation: str = "relu"
     # transformer
     label_length: int = 48
-    num_decoder_layers: int = 1
     calendar: bool = True
     # training: AdamW at a constant rate; budgets, validation and the rest in ``engine``
     batch_size: int = 128
@@ -65,15 +64,16 @@ class ForecastConfig:
             problems.append(f"model must be one of {', '.join(MODELS)}, not {self.model!r}")
         if not self.csv:
             problems.append("csv is not set; give csv=PATH/TO/FILE.csv")
-        if self.norm not in ("post", "pre", "batch"):
-            problems.append(f"norm must be post, pre or batch, not {self.norm!r}")
-        elif self.norm == "batch" and self.model == "transformer":
+        L = self.layers
+        if L.norm not in ("post", "pre", "batch"):
+            problems.append(f"norm must be post, pre or batch, not {L.norm!r}")
+        elif L.norm == "batch" and self.model == "transformer":
             problems.append("norm=batch is for the patch model; use post or pre")
-        if self.activation not in ACTIVATIONS:
+        if L.activation not in ACTIVATIONS:
             problems.append(f"activation must be one of {', '.join(ACTIVATIONS)}, "
-                            f"not {self.activation!r}")
-        if self.d_model % self.num_heads:
-            problems.append(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
+                            f"not {L.activation!r}")
+        if L.num_heads < 1 or L.d_model % L.num_heads:
+            problems.append(f"num_heads={L.num_heads} must divide d_model={L.d_model}")
         for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):
             if getattr(self, key) < 1:
                 problems.append(f"{key} must be at least 1")
@@ -101,12 +101,14 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return RepeatLast(cfg.horizon)
     if cfg.model == "linear":
         return LinearForecaster(cfg.input_length, cfg.horizon)
+    L = cfg.layers
+    layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
+                      norm=L.norm, revin=cfg.revin, activation=L.activation)
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
-                               cfg.stride, cfg.d_model, cfg.num_heads, cfg.d_ff,
-                               cfg.num_layers, cfg.dropout, cfg.head_dropout, cfg.norm,
-                               cfg.revin, cfg.activation)
-    return SeriesTransformer(channels, cfg.horizon, cfg.label_length, cfg.d_model,
-                             cfg.num_heads, cfg.d_ff, cfg.num_layers, cfg.num_decoder_layers,
-                             cfg.dropout, cfg.calendar, cfg.norm, cfg.revin,
-                             max_len=cfg.input_length + cfg.horizon + 1)
+                               cfg.stride, num_layers=L.num_encoder_layers,
+                               head_dropout=cfg.head_dropout, **layer_args)
+    return SeriesTransformer(channels, cfg.horizon, cfg.label_length,
+                             num_encoder_layers=L.num_encoder_layers,
+                             num_decoder_layers=L.num_decoder_layers, calendar=cfg.calendar,
+                             max_len=cfg.input_length + cfg.horizon + 1, **layer_args)

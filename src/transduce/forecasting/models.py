@@ -149,7 +149,7 @@ class SeriesTransformer(nn.Module):
     def __init__(self, channels: int, horizon: int, label_length: int, d_model: int,
                  num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
-                 max_len: int = 4096) -> None:
+                 max_len: int = 4096, activation: str = "relu") -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
         self.revin = InstanceNorm(channels) if revin else None
@@ -158,10 +158,10 @@ class SeriesTransformer(nn.Module):
         self.positions = PositionalEncoding(d_model, dropout, max_len)
         residual = RESIDUALS[norm]
         final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
-        self.encoder = Encoder([EncoderLayer(d_model, num_heads, d_ff, dropout, residual=residual)
-                                for _ in range(num_encoder_layers)], final())
-        self.decoder = Decoder([DecoderLayer(d_model, num_heads, d_ff, dropout, residual=residual)
-                                for _ in range(num_decoder_layers)], final())
+        layer = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
+                     residual=residual, activation=activation)
+        self.encoder = Encoder([EncoderLayer(**layer) for _ in range(num_encoder_layers)], final())
+        self.decoder = Decoder([DecoderLayer(**layer) for _ in range(num_decoder_layers)], final())
         self.project = nn.Linear(d_model, channels)
 
     def embed(self, values: Tensor, times: Tensor | None) -> Tensor:
