@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from transduce import runs
 from transduce.data.numbers import english, german, german_tokens
 from transduce.data.vocab import Vocab
 from transduce.evaluation import exact_match
@@ -45,7 +46,8 @@ def draw_cross_attention(model: Transformer, number: int, vocab: Vocab, path: Pa
 
 
 def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
-    """Train (or resume), evaluate and draw; returns held-out exact match in [0, 1]."""
+    """Train (or resume), then evaluate the checkpoint of best validation exact match on the
+    held-out numbers, and draw; returns held-out exact match in [0, 1]."""
     out = Path(out_dir)
     start = time.perf_counter()
     tasks: list[NumbersTask] = []
@@ -58,11 +60,16 @@ def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
 
     engine, _ = train_task(make_task, cfg, out, EXTENDABLE)
     task, model, session = tasks[0], engine.model, engine.session
+    log = logging.getLogger("transduce.train")
+    # The held-out numbers are the test: score the checkpoint chosen on validation numbers.
+    best = runs.load_checkpoint(runs.checkpoint_dir(out) / runs.BEST, task.kind)
+    model.load_state_dict(best["model"])
+    log.info(f"held-out evaluation with best.pt (step {best['step']}, "
+             f"{task.metric} {best['best']})")
     vocab, held_out = task.vocab, task.held_out
     hyps = translate(model, held_out, vocab, session.device, session.precision)
     refs = [german(n) for n in held_out]
     accuracy = exact_match(hyps, refs)
-    log = logging.getLogger("transduce.train")
     log.info(f"trained and evaluated in {time.perf_counter() - start:.1f}s")
 
     rows = [f"{n}\t{english(n)}\t{r}\t{h}\t{int(h == r)}"

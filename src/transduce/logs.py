@@ -53,6 +53,7 @@ def progress(total: int, desc: str, unit: str, initial: float = 0,
     # Counts may be fractional (seconds of training): show them whole.
     bar_format = ("{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}"
                   "{postfix}]")
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True, disable=disable,
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True,
+                disable=disable,
                 bar_format=bar_format,
                 mininterval=0.1 if sys.stderr.isatty() else 10.0)

@@ -31,7 +31,8 @@ from transduce.config import apply_mapping, flatten_dict
 from transduce.errors import UserError
 from transduce.io import atomic_path, write_text
 
-CONFIG, TOKENIZER, METRICS, CHECKPOINTS = "config.yaml", "spm.model", "metrics.jsonl", "checkpoints"
+CONFIG, TOKENIZER, METRICS = "config.yaml", "spm.model", "metrics.jsonl"
+CHECKPOINTS = "checkpoints"
 BEST, AVERAGED = "best.pt", "averaged.pt"
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
 KINDS = ("translation", "forecast", "numbers")

@@ -18,7 +18,7 @@ def demo_run(tmp_path_factory):
     buffer = io.StringIO()
     with redirect_stdout(buffer):
         status = main(["demo", "max_steps=150", "batch_size=64", "held_out=40", "warmup=50",
-                       "log_every=10", "valid_numbers=20",
+                       "valid_every=50", "log_every=10", "valid_numbers=20", "precision=fp32",
                        "--out", str(out)])
     return status, buffer.getvalue(), out
 
@@ -53,3 +53,23 @@ def test_heatmaps_and_checkpoint_are_written(demo_run):
     assert checkpoint["kind"] == "numbers" and checkpoint["config"]["engine"]["max_steps"] == 150
     assert "generator.weight" in checkpoint["model"]
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_held_out_numbers_are_translated_by_the_checkpoint_validation_chose(demo_run):
+    """The held-out set is the demo's test: its model is best.pt, picked on other numbers."""
+    from transduce import runs
+    from transduce.nn import TransformerConfig, build_transformer
+    from transduce.tasks.numbers import numbers_vocab, translate
+
+    _, _, out = demo_run
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").open(encoding="utf-8")]
+    scores = [(r["valid_exact_match"], -r["step"]) for r in rows if "valid_exact_match" in r]
+    best = runs.load_checkpoint(out / "checkpoints" / "best.pt")
+    assert best["step"] == -max(scores)[1]  # the first of the best validations
+    model = build_transformer(TransformerConfig(**best["model_config"]))
+    model.load_state_dict(best["model"])
+    table = [row.split("\t") for row in
+             (out / "translations.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    hyps = translate(model, [int(r[0]) for r in table], numbers_vocab(),
+                     torch.device("cpu"), "fp32")
+    assert hyps == [r[3] for r in table]

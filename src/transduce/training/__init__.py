@@ -1,4 +1,4 @@
-"""Training pieces: the loss, the optimiser and the schedule (the loop is training.trainer)."""
+"""Training pieces: the loss, the optimiser and the schedule (the loop is training.engine)."""
 
 from transduce.training.loss import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
 from transduce.training.schedule import (inverse_sqrt_rate, noam_rate, paper_adam, schedule_for,
