@@ -50,16 +50,15 @@ def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
     held-out numbers, and draw; returns held-out exact match in [0, 1]."""
     out = Path(out_dir)
     start = time.perf_counter()
-    tasks: list[NumbersTask] = []
 
     def make_task(session, log) -> NumbersTask:
-        tasks.append(NumbersTask(cfg, session))
-        log.info(f"demo: {len(tasks[0].held_out)} held-out numbers, "
-                 f"{len(tasks[0].valid)} validation numbers")
-        return tasks[0]
+        task = NumbersTask(cfg, session)
+        log.info(f"demo: {len(task.held_out)} held-out numbers, {len(task.valid)} "
+                 "validation numbers")
+        return task
 
     engine, _ = train_task(make_task, cfg, out, EXTENDABLE)
-    task, model, session = tasks[0], engine.model, engine.session
+    task, model, session = engine.task, engine.model, engine.session
     log = logging.getLogger("transduce.train")
     # The held-out numbers are the test: score the checkpoint chosen on validation numbers.
     best = runs.load_checkpoint(runs.checkpoint_dir(out) / runs.BEST, task.kind)

@@ -13,6 +13,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    from transduce.cli.main import add_run_arguments
     from transduce.config import settings_epilog
     from transduce.forecasting.config import ForecastConfig
 
@@ -22,11 +23,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                        "CONFIG, with its own config.yaml). Under torchrun it "
                                        "trains on every process.",
                            epilog=settings_epilog(ForecastConfig()))
-    train.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
-                       help="a YAML file of settings (see configs/forecast_*.yaml), then "
-                            "settings to change, e.g. horizon=192")
-    train.add_argument("--run-dir", required=True,
-                       help="where everything of the run lives; an existing one resumes")
+    add_run_arguments(train, "configs/forecast_*.yaml", "horizon=192")
     train.set_defaults(run=run_train)
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",
                           description="Score the run's best checkpoint on the test split; "

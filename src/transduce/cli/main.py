@@ -33,6 +33,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_run_arguments(parser: argparse.ArgumentParser, configs: str, example: str) -> None:
+    """``[CONFIG] key=value ... --run-dir DIR``: the arguments of a command that trains."""
+    parser.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
+                        help=f"a YAML file of settings (see {configs}), then settings to "
+                             f"change, e.g. {example}")
+    parser.add_argument("--run-dir", required=True,
+                        help="where everything of the run lives; an existing one resumes")
+
+
 def config_and_overrides(cls, items: list[str], run_dir: str | None):
     """A run config from ``[CONFIG.yaml] key=value ...``; with no YAML file, a run
     directory's own config.yaml (to resume it) or the defaults. Data paths are made

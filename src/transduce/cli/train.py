@@ -6,6 +6,7 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
+    from transduce.cli.main import add_run_arguments
     from transduce.config import settings_epilog
     from transduce.training.config import TrainConfig
 
@@ -15,10 +16,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "directory resumes where it stopped; with no CONFIG it resumes with the "
                     "run's own config.yaml. Under torchrun it trains on every process.",
         epilog=settings_epilog(TrainConfig()))
-    parser.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
-                        help="a YAML file of settings (see configs/), then settings to change, "
-                             "e.g. max_steps=500")
-    parser.add_argument("--run-dir", required=True, help="where everything of the run lives")
+    add_run_arguments(parser, "configs/", "max_steps=500")
     parser.set_defaults(run=run)
 
 

@@ -17,6 +17,8 @@ updates, so a checkpoint written by N processes resumes on M.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -29,7 +31,8 @@ from torch import Tensor, nn
 from transduce import runs
 from transduce.device import PRECISIONS, autocast
 from transduce.errors import UserError
-from transduce.logs import progress
+from transduce.logs import progress, setup_logging
+from transduce.training import distributed
 from transduce.training.distributed import Session
 
 
@@ -357,12 +360,6 @@ def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ..
     checked against the run's ``config.yaml`` in every process and written by rank 0 alone.
     Returns the engine (its ``model`` trained) and the last validation metrics.
     """
-    import dataclasses
-    import logging
-
-    from transduce.logs import setup_logging
-    from transduce.training import distributed
-
     cfg: EngineConfig = config.engine
     run_dir = Path(run_dir)
     session = distributed.start(cfg.device, cfg.precision)
