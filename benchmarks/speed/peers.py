@@ -22,18 +22,19 @@ class TorchTransformerMT:
         class Model(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.embed = nn.Embedding(vocab_size, cfg.d_model, padding_idx=pad_id)
-                nn.init.normal_(self.embed.weight, std=cfg.d_model ** -0.5)
-                self.register_buffer("pe", sinusoidal_table(cfg.max_len + 2, cfg.d_model))
-                self.dropout = nn.Dropout(cfg.dropout)
+                self.embed = nn.Embedding(vocab_size, cfg.model.d_model, padding_idx=pad_id)
+                nn.init.normal_(self.embed.weight, std=cfg.model.d_model ** -0.5)
+                self.register_buffer("pe", sinusoidal_table(cfg.max_len + 2, cfg.model.d_model))
+                self.dropout = nn.Dropout(cfg.model.dropout)
                 self.transformer = nn.Transformer(
-                    cfg.d_model, cfg.num_heads, cfg.num_encoder_layers, cfg.num_decoder_layers,
-                    cfg.d_ff, cfg.dropout, batch_first=True)
-                self.out = nn.Linear(cfg.d_model, vocab_size, bias=False)
+                    cfg.model.d_model, cfg.model.num_heads, cfg.model.num_encoder_layers,
+                    cfg.model.num_decoder_layers, cfg.model.d_ff, cfg.model.dropout,
+                    batch_first=True)
+                self.out = nn.Linear(cfg.model.d_model, vocab_size, bias=False)
                 self.out.weight = self.embed.weight
 
             def embed_positions(self, ids):
-                return self.dropout(self.embed(ids) * math.sqrt(cfg.d_model)
+                return self.dropout(self.embed(ids) * math.sqrt(cfg.model.d_model)
                                     + self.pe[: ids.shape[1]])
 
             def forward(self, src, tgt_in):

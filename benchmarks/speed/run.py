@@ -82,15 +82,15 @@ def build_for_training(system: str, cfg, tokenizer):
     torch.manual_seed(0)
     vocab = len(tokenizer)
     if system.startswith("transduce"):
-        return build_transformer(cfg.model_config(vocab))
+        return build_transformer(cfg.model_config(vocab, tokenizer.pad_id))
     if system == "torch":
         return TorchTransformerMT.build(cfg, vocab, tokenizer.pad_id)
     if system == "marian":
-        marian = to_marian(build_transformer(cfg.model_config(vocab)), tokenizer)
-        marian.config.dropout = cfg.dropout  # to_marian builds for inference
+        marian = to_marian(build_transformer(cfg.model_config(vocab, tokenizer.pad_id)), tokenizer)
+        marian.config.dropout = cfg.model.dropout  # to_marian builds for inference
         for module in marian.modules():
             if hasattr(module, "dropout") and isinstance(module.dropout, float):
-                module.dropout = cfg.dropout
+                module.dropout = cfg.model.dropout
         return marian
     raise ValueError(system)
 
@@ -121,14 +121,14 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
 def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
     """Matrix-multiply FLOPs of one training step on a batch's real (non-padding) tokens:
     3 × the forward pass (forward, and backward for inputs and weights)."""
-    d, f = cfg.d_model, cfg.d_ff
+    d, f = cfg.model.d_model, cfg.model.d_ff
     src_lens = (src != pad_id).sum(1).tolist()
     tgt_lens = ((tgt[:, :-1] != pad_id).sum(1)).tolist()
     total = 0
     for s, t in zip(src_lens, tgt_lens):
-        enc = cfg.num_encoder_layers * s * (4 * d * d + 2 * d * f + 2 * s * d)
-        dec = cfg.num_decoder_layers * (t * (4 * d * d + 2 * d * f + t * d + 2 * d * d + 2 * s * d)
-                                        + s * 2 * d * d)
+        enc = cfg.model.num_encoder_layers * s * (4 * d * d + 2 * d * f + 2 * s * d)
+        dec = cfg.model.num_decoder_layers * (
+            t * (4 * d * d + 2 * d * f + t * d + 2 * d * d + 2 * s * d) + s * 2 * d * d)
         total += 2 * (enc + dec + t * d * vocab)
     return 3.0 * total
 

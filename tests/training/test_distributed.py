@@ -25,6 +25,12 @@ def torchrun(*args, processes=2):
             f"--nproc_per_node={processes}", "-m", "transduce", *map(str, args), "threads=1"]
 
 
+@pytest.fixture(autouse=True)
+def _launcher_scratch(tmp_path, monkeypatch):
+    """torchrun writes its scratch folders to TMPDIR: keep them in the test's folder."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+
+
 def run(command, timeout=240):
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
