@@ -27,7 +27,7 @@ import torch
 import yaml
 
 from transduce import __version__
-from transduce.config import apply_mapping, flatten_dict
+from transduce.config import apply_mapping, flatten_dict, read_yaml
 from transduce.errors import UserError
 from transduce.io import atomic_path, write_text
 
@@ -178,10 +178,11 @@ def check_config(run_dir: str | os.PathLike, cfg, extendable: tuple[str, ...]) -
     path = Path(run_dir) / CONFIG
     if not path.exists():
         return
-    old = flatten_dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    # Read through the same class, so a file in the older flat layout compares key by key.
+    old = flatten_dict(dataclasses.asdict(read_config(run_dir, type(cfg))))
     new = flatten_dict(dataclasses.asdict(cfg))
     for key, value in new.items():
-        if key.rsplit(".", 1)[-1] not in extendable and key in old and old[key] != value:
+        if key.rsplit(".", 1)[-1] not in extendable and old[key] != value:
             raise UserError(f"{path}: this run was started with {key}={old[key]!r}, not "
                             f"{value!r}; resume with the same settings or use a new --run-dir")
 
@@ -195,8 +196,6 @@ def read_config(run_dir: str | os.PathLike, cls):
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         raise UserError(f"{path}: missing; give a config file to start a new run")
-    from transduce.config import read_yaml
-
     return apply_mapping(cls(), read_yaml(path), str(path))
 
 

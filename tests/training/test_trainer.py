@@ -174,3 +174,18 @@ def test_a_spent_time_budget_resumes_to_an_immediate_stop(config, tmp_path, caps
     assert train(config, run, "max_minutes=0.002", "max_steps=1000") == 0
     assert "reached max_minutes=0.002" in (run / "train.log").read_text().splitlines()[-1]
     assert sorted(p.name for p in (run / "checkpoints").glob("step_*.pt")) == steps
+
+
+def test_a_config_file_in_the_flat_layout_is_compared_key_by_key(config, tmp_path, capsys):
+    """config.yaml as runs before nested settings wrote it: bare keys, no sections."""
+    import yaml
+
+    run = tmp_path / "run"
+    assert train(config, run, "max_steps=4") == 0
+    nested = yaml.safe_load((run / "config.yaml").read_text())
+    flat = {k: v for section in ("model", "engine") for k, v in nested.pop(section).items()
+            if k not in ("max_len",)}
+    (run / "config.yaml").write_text(yaml.safe_dump({**nested, **flat}))
+    capsys.readouterr()
+    assert train(config, run, "d_model=64") == 2
+    assert "started with model.d_model=32, not 64" in capsys.readouterr().err
