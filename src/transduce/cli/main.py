@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -49,9 +51,6 @@ def config_and_overrides(cls, items: list[str], run_dir: str | None):
 
     Returns: the config and where its values came from (for error messages).
     """
-    import dataclasses
-    import os
-
     from transduce import runs
     from transduce.config import apply_overrides, load_config
 

@@ -72,8 +72,7 @@ class ForecastConfig:
         if L.activation not in ACTIVATIONS:
             problems.append(f"activation must be one of {', '.join(ACTIVATIONS)}, "
                             f"not {L.activation!r}")
-        if L.num_heads < 1 or L.d_model % L.num_heads:
-            problems.append(f"num_heads={L.num_heads} must divide d_model={L.d_model}")
+        problems += L.shape_problems()
         for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):
             if getattr(self, key) < 1:
                 problems.append(f"{key} must be at least 1")

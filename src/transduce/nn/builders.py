@@ -49,6 +49,12 @@ class TransformerConfig:
     max_len: int = 1024
     pad_id: int = 0
 
+    def shape_problems(self) -> list[str]:
+        """What no multi-head layer can be built with (for a run config's checks)."""
+        if self.num_heads < 1 or self.d_model % self.num_heads:
+            return [f"num_heads={self.num_heads} must divide d_model={self.d_model}"]
+        return []
+
 
 PRESETS: dict[str, dict] = {
     # Table 3 of the paper.

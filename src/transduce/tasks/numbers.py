@@ -53,10 +53,7 @@ class DemoConfig:
     def problems(self) -> list[str]:
         found = [f"{k} must be at least 1" for k in ("batch_size", "held_out", "valid_numbers",
                                                       "warmup") if getattr(self, k) < 1]
-        if self.model.num_heads < 1 or self.model.d_model % self.model.num_heads:
-            found.append(f"num_heads={self.model.num_heads} must divide "
-                         f"d_model={self.model.d_model}")
-        return found + self.engine.problems()
+        return found + self.model.shape_problems() + self.engine.problems()
 
 
 def numbers_vocab() -> Vocab:

@@ -62,8 +62,7 @@ class TrainConfig:
             problems.append(f"schedule must be noam or inverse_sqrt, not {self.schedule!r}")
         if m.norm not in ("post", "pre"):
             problems.append(f"norm must be post or pre, not {m.norm!r}")
-        if m.num_heads < 1 or m.d_model % m.num_heads:
-            problems.append(f"num_heads={m.num_heads} must divide d_model={m.d_model}")
+        problems += m.shape_problems()
         for key in ("vocab_size", "max_tokens", "max_len", "warmup"):
             if getattr(self, key) < 1:
                 problems.append(f"{key} must be at least 1")
@@ -77,6 +76,3 @@ class TrainConfig:
         if problems:
             raise UserError(f"{source}: {problems[0]}")
 
-
-# Keys a resumed run may change: how long it trains, how patiently, and where.
-EXTENDABLE = engine.EXTENDABLE
