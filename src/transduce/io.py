@@ -1,12 +1,56 @@
-"""Files that are either whole or absent: a run that dies never leaves half an output."""
+"""Files that are either whole or absent: a run that dies never leaves half an output.
+
+Everything transduce writes goes through here. A file is written beside its destination
+under a name that marks it as staging (``.NAME.XXXX.tmp``), flushed to disk, given the
+permissions a plain ``open()`` would give it (the umask's for a new file, the old file's
+for a replaced one), and renamed into place. :func:`remove_staging` sweeps what a killed
+process left.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+STAGING = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # what mkstemp/mkdtemp name below
+
+
+def umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: the classic read-and-restore
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(path: Path, directory: bool) -> int:
+    """The mode ``open()`` (or ``mkdir``) would leave ``path`` with."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)  # replacing a file keeps its mode
+    except OSError:
+        return (0o777 if directory else 0o666) & ~umask()
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename in ``path`` durable (a no-op where directories cannot be opened)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -15,17 +59,79 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     failure it is deleted. Write to the yielded path, not to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode_for(path, directory=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
+        fsync_directory(path.parent)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+    """Like :func:`atomic_path` for a new directory: fill the yielded one, and it becomes
+    ``path`` (which must not exist) whole, or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode_for(path, directory=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+        fsync_directory(path.parent)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def remove_staging(directory: str | os.PathLike, names: tuple[str, ...] | None = None
+                   ) -> list[Path]:
+    """Delete the staging files and folders a killed writer left in ``directory`` (only
+    those for the destinations in ``names``, when given). Call it only where no other
+    process may be writing (under a run's lock). Returns what it removed."""
+    directory, removed = Path(directory), []
+    if not directory.is_dir():
+        return removed
+    for entry in directory.iterdir():
+        if not STAGING.fullmatch(entry.name):
+            continue
+        if names is not None and not any(entry.name.startswith(f".{n}.") for n in names):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
+def check_writable(path: str | os.PathLike, what: str) -> Path:
+    """Raise a UserError unless ``path`` is (or can be made) a directory this process may
+    write in. Creates nothing: the nearest existing ancestor is checked instead."""
+    from transduce.errors import UserError
+
+    path = Path(path)
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        if probe.is_symlink():
+            raise UserError(f"{probe}: a broken link; give {what} a real folder")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UserError(f"{probe}: is a file, not a folder; give {what} a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"{probe}: not writable; give {what} a folder you may write in")
+    return path

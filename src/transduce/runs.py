@@ -8,6 +8,7 @@
       checkpoints/     step_N.pt (the newest ``keep_last``), best.pt (best validation metric)
       averaged.pt      after ``transduce average``
       train.log, metrics.jsonl, tensorboard/
+      .lock            held by the one process training the run (the kernel frees it on exit)
 
 Nothing else reads or writes these files by name: training, translation, export, averaging
 and forecasting all come through here.
@@ -15,11 +16,15 @@ and forecasting all come through here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import logging
 import os
 import re
+import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +34,9 @@ import yaml
 from transduce import __version__
 from transduce.config import apply_mapping, flatten_dict, read_yaml
 from transduce.errors import UserError
-from transduce.io import atomic_path, write_text
+from transduce.io import atomic_path, check_writable, remove_staging, write_text
 
-CONFIG, TOKENIZER, METRICS = "config.yaml", "spm.model", "metrics.jsonl"
+CONFIG, TOKENIZER, METRICS, LOCK = "config.yaml", "spm.model", "metrics.jsonl", ".lock"
 CHECKPOINTS = "checkpoints"
 BEST, AVERAGED = "best.pt", "averaged.pt"
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
@@ -171,20 +176,74 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
     return out
 
 
+# ---------------------------------------------------------------- one writer at a time
+@contextlib.contextmanager
+def lock(run_dir: str | os.PathLike):
+    """Hold ``run_dir`` for one training process; a second is refused with one line naming
+    the holder. The lock is the kernel's (``flock``), so a killed process never leaves it
+    stuck. Sweeps what a killed writer left (staging files, a half-trained tokenizer). If
+    this call created the directory and the run fails before writing its config.yaml, the
+    directory is removed again: a failed start leaves nothing behind."""
+    run_dir = Path(run_dir)
+    check_writable(run_dir, "--run-dir")
+    created = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(run_dir / LOCK, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise UserError(f"{run_dir}: in use by {holder}; wait for it to finish, or stop it "
+                        "and run again to resume") from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        remove_staging(run_dir)
+        remove_staging(checkpoint_dir(run_dir))
+        yield run_dir
+    except BaseException:
+        if created and not (run_dir / CONFIG).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    finally:
+        handle.close()
+
+
 # ---------------------------------------------------------------- settings and metrics
+def started_config(run_dir: str | os.PathLike, cls):
+    """(settings, where they were read) of a run that has started, else None: its
+    config.yaml, or when that is gone, the settings its newest checkpoint records."""
+    path = Path(run_dir) / CONFIG
+    if path.exists():
+        return read_config(run_dir, cls), str(path)
+    steps = step_checkpoints(run_dir)
+    if not steps:
+        return None
+    state = load_checkpoint(steps[-1])
+    if not isinstance(state.get("config"), dict):
+        raise UserError(f"{steps[-1]}: records no settings and {path} is missing; "
+                        "use a new --run-dir")
+    return apply_mapping(cls(), state["config"], str(steps[-1])), str(steps[-1])
+
+
 def check_config(run_dir: str | os.PathLike, cfg, extendable: tuple[str, ...]) -> None:
     """Refuse to resume ``run_dir`` with settings other than its own, except the leaf keys
     named in ``extendable`` (how long and where it trains)."""
-    path = Path(run_dir) / CONFIG
-    if not path.exists():
+    started = started_config(run_dir, type(cfg))
+    if started is None:
         return
     # Read through the same class, so a file in the older flat layout compares key by key.
-    old = flatten_dict(dataclasses.asdict(read_config(run_dir, type(cfg))))
+    old = flatten_dict(dataclasses.asdict(started[0]))
     new = flatten_dict(dataclasses.asdict(cfg))
     for key, value in new.items():
         if key.rsplit(".", 1)[-1] not in extendable and old[key] != value:
-            raise UserError(f"{path}: this run was started with {key}={old[key]!r}, not "
-                            f"{value!r}; resume with the same settings or use a new --run-dir")
+            raise UserError(f"{started[1]}: this run was started with {key}={old[key]!r}, "
+                            f"not {value!r}; resume with the same settings or use a new "
+                            "--run-dir")
 
 
 def write_config(run_dir: str | os.PathLike, cfg) -> None:
@@ -196,7 +255,11 @@ def read_config(run_dir: str | os.PathLike, cls):
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         raise UserError(f"{path}: missing; give a config file to start a new run")
-    return apply_mapping(cls(), read_yaml(path), str(path))
+    data = read_yaml(path)
+    if not data:
+        raise UserError(f"{path}: empty; delete it to resume with the settings the "
+                        "checkpoints record, or use a new --run-dir")
+    return apply_mapping(cls(), data, str(path))
 
 
 def append_metrics(run_dir: str | os.PathLike, row: dict) -> None:

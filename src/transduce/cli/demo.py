@@ -24,13 +24,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.config import apply_overrides
+    from transduce.config import Origin, apply_overrides, raise_problems
     from transduce.demo import run_demo
-    from transduce.errors import UserError
     from transduce.tasks.numbers import DemoConfig
 
     cfg = apply_overrides(DemoConfig(), args.items)
-    if problems := cfg.problems():
-        raise UserError(f"command line: {problems[0]}")
+    raise_problems(cfg.problems(), Origin("defaults", tuple(args.items)))
     run_demo(cfg, args.out)
     return 0

@@ -45,27 +45,29 @@ def add_run_arguments(parser: argparse.ArgumentParser, configs: str, example: st
 
 
 def config_and_overrides(cls, items: list[str], run_dir: str | None):
-    """A run config from ``[CONFIG.yaml] key=value ...``; with no YAML file, a run
-    directory's own config.yaml (to resume it) or the defaults. Data paths are made
+    """A run config from ``[CONFIG.yaml] key=value ...``; with no YAML file, the settings a
+    run directory was started with (to resume it) or the defaults. Data paths are made
     absolute so that the run resumes from any working directory.
 
-    Returns: the config and where its values came from (for error messages).
+    Returns: the config and an :class:`~transduce.config.Origin` (for error messages).
     """
     from transduce import runs
-    from transduce.config import apply_overrides, load_config
+    from transduce.config import Origin, apply_overrides, load_config
 
     path = items[0] if items and "=" not in items[0] else None
     overrides = items[1:] if path else items
+    if run_dir is not None and not run_dir.strip():
+        raise UserError("--run-dir is empty; name a folder for the run, e.g. --run-dir runs/first")
+    started = runs.started_config(run_dir, cls) if run_dir and Path(run_dir).is_dir() else None
     if path is not None:
         cfg, source = load_config(cls, path), path
-    elif run_dir and (Path(run_dir) / runs.CONFIG).is_file():
-        cfg, source = runs.read_config(run_dir, cls), str(Path(run_dir) / runs.CONFIG)
+    elif started is not None:
+        cfg, source = started
     else:
         cfg, source = cls(), "defaults"
     cfg = apply_overrides(cfg, overrides)
-    source = f"{source} and the command line" if overrides else source
     paths = {k: os.path.abspath(getattr(cfg, k)) for k in cls.PATH_KEYS if getattr(cfg, k)}
-    return dataclasses.replace(cfg, **paths), source
+    return dataclasses.replace(cfg, **paths), Origin(source, tuple(overrides))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 import sentencepiece as spm
 
 from transduce.errors import UserError
+from transduce.io import atomic_path
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3  # the same ids as data.vocab.Vocab
 
@@ -43,14 +44,23 @@ class SubwordTokenizer:
         and write ``model_path`` atomically."""
         model_path = Path(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=model_path.parent) as tmp:
+        # Staged beside the model under a name that remove_staging() recognises.
+        with tempfile.TemporaryDirectory(prefix=f".{model_path.name}.", suffix=".tmp",
+                                         dir=model_path.parent) as tmp:
             prefix = os.path.join(tmp, "spm")
-            spm.SentencePieceTrainer.train(
-                sentence_iterator=iter(list(sentences)), model_prefix=prefix,
-                vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
-                pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
-                num_threads=1, minloglevel=2, hard_vocab_limit=False)
-            os.replace(prefix + ".model", model_path)
+            try:
+                spm.SentencePieceTrainer.train(
+                    sentence_iterator=iter(list(sentences)), model_prefix=prefix,
+                    vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
+                    pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
+                    num_threads=1, minloglevel=2, hard_vocab_limit=False)
+            except (RuntimeError, ValueError) as error:  # e.g. fewer subwords than characters
+                reason = str(error).strip().splitlines()[-1][:300]
+                raise UserError(f"SentencePiece cannot train with vocab_size={vocab_size}, "
+                                f"spm_model_type={model_type} on this text: {reason}"
+                                ) from None
+            with atomic_path(model_path) as out:
+                os.replace(prefix + ".model", out)
         return cls(model_path)
 
     def __len__(self) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +21,7 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce import runs
 from transduce.decoding.translator import EXTRA_OUTPUT, encode_sources
 from transduce.errors import UserError
+from transduce.io import atomic_directory, check_writable, remove_staging
 from transduce.nn.transformer import Transformer
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
@@ -129,23 +129,19 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     out_dir = Path(out_dir)
     if out_dir.exists():
         raise UserError(f"{out_dir}: already exists; choose a new output directory")
+    check_writable(out_dir.parent, "--output")
+    remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
     loaded = runs.load_translation(path)
     tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
     spec = build_spec(loaded.model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir) as tmp:
         spec.save(str(tmp))
         shutil.copyfile(tokenizer.path, tmp / TOKENIZER)
         info = {"checkpoint": str(checkpoint), "quantization": quantization,
                 "max_positions": int(state["model_config"]["max_len"])}
         (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

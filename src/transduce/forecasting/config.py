@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from torch import nn
 
-from transduce.errors import UserError
+from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.nn.layers import ACTIVATIONS
 from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
                                           SeriesTransformer)
 
 MODELS = ("transformer", "patch", "linear", "repeat")
+MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
 @dataclass(frozen=True)
@@ -57,34 +58,37 @@ class ForecastConfig:
 
     PATH_KEYS = ("csv",)  # stored absolute, so a run resumes from any directory
 
-    def validate(self, source: str) -> None:
-        """Raise a UserError naming ``source`` for values no run can use."""
-        problems = []
-        if self.model not in MODELS:
-            problems.append(f"model must be one of {', '.join(MODELS)}, not {self.model!r}")
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, what is wrong) for values no run can use."""
+        found = one_of(self, "model", MODELS)
         if not self.csv:
-            problems.append("csv is not set; give csv=PATH/TO/FILE.csv")
+            found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         L = self.layers
-        if L.norm not in ("post", "pre", "batch"):
-            problems.append(f"norm must be post, pre or batch, not {L.norm!r}")
-        elif L.norm == "batch" and self.model == "transformer":
-            problems.append("norm=batch is for the patch model; use post or pre")
-        if L.activation not in ACTIVATIONS:
-            problems.append(f"activation must be one of {', '.join(ACTIVATIONS)}, "
-                            f"not {L.activation!r}")
-        problems += L.shape_problems()
-        for key in ("input_length", "horizon", "batch_size", "patch_len", "stride"):
-            if getattr(self, key) < 1:
-                problems.append(f"{key} must be at least 1")
+        found += one_of(L, "norm", ("post", "pre", "batch"))
+        if L.norm == "batch" and self.model == "transformer":
+            found.append(("norm", "norm=batch is for the patch model; use post or pre"))
+        found += L.problems(decoder=self.model == "transformer")
+        found += at_least(self, 1, "input_length", "horizon", "batch_size", "patch_len",
+                          "stride")
+        for key in ("input_length", "horizon"):
+            if getattr(self, key) > MAX_LENGTH:
+                found.append((key, f"{key}={getattr(self, key)} is more than {MAX_LENGTH:,} "
+                                   "time steps; choose a shorter one"))
+        found += in_range(self, "head_dropout", 0, 1)
+        if not 0 < self.lr < math.inf:
+            found.append(("lr", f"lr must be a positive number, not {self.lr}"))
+        found += at_least(self, 0, "weight_decay")
         if self.model == "patch" and self.patch_len > self.input_length:
-            problems.append(f"patch_len={self.patch_len} exceeds input_length="
-                            f"{self.input_length}")
+            found.append(("patch_len", f"patch_len={self.patch_len} exceeds input_length="
+                                       f"{self.input_length}"))
         if self.model == "transformer" and not 0 <= self.label_length <= self.input_length:
-            problems.append(f"label_length must be between 0 and input_length="
-                            f"{self.input_length}")
-        problems += self.engine.problems()
-        if problems:
-            raise UserError(f"{source}: {problems[0]}")
+            found.append(("label_length", f"label_length must be between 0 and "
+                                          f"input_length={self.input_length}"))
+        return found + self.engine.problems()
+
+    def validate(self, origin: Origin | str) -> None:
+        """Raise a UserError naming where the faulty value came from."""
+        raise_problems(self.problems(), origin)
 
     def column_list(self) -> list[str]:
         return [c.strip() for c in self.columns.split(",") if c.strip()]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from torch import nn
 
-from transduce.nn.layers import DecoderLayer, EncoderLayer, PostNorm, PreNorm
+from transduce.nn.layers import ACTIVATIONS, DecoderLayer, EncoderLayer, PostNorm, PreNorm
 from transduce.nn.positional import PositionalEncoding, TokenEmbedding
 from transduce.nn.transformer import Decoder, Encoder, Transformer
 
@@ -49,11 +49,21 @@ class TransformerConfig:
     max_len: int = 1024
     pad_id: int = 0
 
-    def shape_problems(self) -> list[str]:
-        """What no multi-head layer can be built with (for a run config's checks)."""
-        if self.num_heads < 1 or self.d_model % self.num_heads:
-            return [f"num_heads={self.num_heads} must divide d_model={self.d_model}"]
-        return []
+    def problems(self, decoder: bool = True) -> list[tuple[str, str]]:
+        """(key, what is wrong) for values no model can be built with, for a run config's
+        checks; ``decoder=False`` for encoder-only uses."""
+        from transduce.config import at_least, in_range, one_of
+
+        found = at_least(self, 1, "d_model", "d_ff", "num_encoder_layers", "max_len")
+        if decoder:
+            found += at_least(self, 1, "num_decoder_layers")
+        if not self.num_heads >= 1 or self.d_model % self.num_heads:
+            found.append(("num_heads", f"num_heads={self.num_heads} must divide "
+                                       f"d_model={self.d_model}"))
+        for key in ("dropout", "attention_dropout", "activation_dropout"):
+            found += in_range(self, key, 0, 1)
+        found += one_of(self, "activation", ACTIVATIONS)
+        return found
 
 
 PRESETS: dict[str, dict] = {

@@ -56,7 +56,7 @@ class ForecastTask:
 
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     """Train (or resume) a run; returns its last validation metrics and the best MSE."""
-    cfg.validate("config")
+    cfg.validate("forecast config")
     data = load_forecast_data(cfg)  # bad input fails here, before anything is written
     engine, metrics = train_task(lambda session, log: ForecastTask(cfg, data, session), cfg,
                                  run_dir, EXTENDABLE)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from transduce.config import at_least, in_range
 from transduce.data.batching import count_tokens
 from transduce.data.numbers import (ENGLISH_WORDS, GERMAN_MORPHEMES, english_tokens, english,
                                     german, german_morphemes, held_out_numbers, sample_numbers)
@@ -50,10 +52,15 @@ class DemoConfig:
 
     PATH_KEYS = ()
 
-    def problems(self) -> list[str]:
-        found = [f"{k} must be at least 1" for k in ("batch_size", "held_out", "valid_numbers",
-                                                      "warmup") if getattr(self, k) < 1]
-        return found + self.model.shape_problems() + self.engine.problems()
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, what is wrong) for values no run can use."""
+        found = at_least(self, 1, "batch_size", "held_out", "valid_numbers", "warmup")
+        found += at_least(self, 0, "examples")
+        found += in_range(self, "label_smoothing", 0, 1)
+        if not 0 < self.lr_factor < math.inf:
+            found.append(("lr_factor", f"lr_factor must be a positive number, not "
+                                       f"{self.lr_factor}"))
+        return found + self.model.problems() + self.engine.problems()
 
 
 def numbers_vocab() -> Vocab:

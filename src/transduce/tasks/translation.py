@@ -80,7 +80,7 @@ def train(cfg: TrainConfig, run_dir: str | Path) -> dict:
     def make_task(session: Session, log) -> TranslationTask:
         if not session.is_main:  # rank 0 trains the tokenizer; the others then read it
             session.barrier()
-        data = load_run_data(cfg, corpora, Path(run_dir), log)
+        data = load_run_data(cfg, corpora, Path(run_dir), log, may_train=session.is_main)
         if session.is_main:
             session.barrier()
         return TranslationTask(cfg, data, session)

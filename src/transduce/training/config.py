@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
-from transduce.errors import UserError
+from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn import TransformerConfig
 from transduce.training import engine
+
+SPM_MODEL_TYPES = ("bpe", "unigram", "char", "word")
+MIN_VOCAB = 16  # four special pieces and room for some text
 
 # The "small" preset with room for max_len-token sentences and 64 more positions.
 SMALL = TransformerConfig(d_model=256, d_ff=1024, num_heads=4, num_encoder_layers=3,
@@ -54,25 +58,27 @@ class TrainConfig:
         return replace(self.model, src_vocab_size=vocab_size, tgt_vocab_size=None,
                        pad_id=pad_id)
 
-    def validate(self, source: str) -> None:
-        """Raise a UserError naming ``source`` for values no run can use."""
-        problems = []
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, what is wrong) for values no run can use."""
         m = self.model
-        if self.schedule not in ("noam", "inverse_sqrt"):
-            problems.append(f"schedule must be noam or inverse_sqrt, not {self.schedule!r}")
-        if m.norm not in ("post", "pre"):
-            problems.append(f"norm must be post or pre, not {m.norm!r}")
-        problems += m.shape_problems()
-        for key in ("vocab_size", "max_tokens", "max_len", "warmup"):
-            if getattr(self, key) < 1:
-                problems.append(f"{key} must be at least 1")
+        found = one_of(self, "schedule", ("noam", "inverse_sqrt"))
+        found += one_of(m, "norm", ("post", "pre"))
+        found += one_of(self, "spm_model_type", SPM_MODEL_TYPES)
+        found += m.problems()
+        found += at_least(self, MIN_VOCAB, "vocab_size")
+        found += at_least(self, 1, "max_tokens", "max_len", "warmup", "max_ratio")
+        found += at_least(self, 0, "valid_bleu_sentences")
+        found += in_range(self, "label_smoothing", 0, 1)
+        if not 0 < self.lr < math.inf:
+            found.append(("lr", f"lr must be a positive number, not {self.lr}"))
         if self.max_tokens < self.max_len + 2:
-            problems.append(f"max_tokens={self.max_tokens} cannot hold one sentence of "
-                            f"max_len={self.max_len}")
+            found.append(("max_tokens", f"max_tokens={self.max_tokens} cannot hold one "
+                                        f"sentence of max_len={self.max_len}"))
         if m.max_len < self.max_len + 2:
-            problems.append(f"model.max_len={m.max_len} positions cannot hold a sentence of "
-                            f"max_len={self.max_len} with its BOS and EOS")
-        problems += self.engine.problems()
-        if problems:
-            raise UserError(f"{source}: {problems[0]}")
+            found.append(("max_len", f"model.max_len={m.max_len} positions cannot hold a "
+                                     f"sentence of max_len={self.max_len} with its BOS and EOS"))
+        return found + self.engine.problems()
 
+    def validate(self, origin: Origin | str) -> None:
+        """Raise a UserError naming where the faulty value came from."""
+        raise_problems(self.problems(), origin)

@@ -66,18 +66,16 @@ class EngineConfig:
     device: str = "auto"
     threads: int = 0
 
-    def problems(self) -> list[str]:
-        """What no run can use, one phrase each."""
-        found = [f"{k} must be at least 1" for k in ("accumulate", "keep_last", "log_every")
-                 if getattr(self, k) < 1]
-        found += [f"{k} must not be negative" for k in
-                  ("max_steps", "max_epochs", "max_minutes", "patience", "clip_norm",
-                   "valid_every", "threads") if not getattr(self, k) >= 0]
-        if self.precision not in PRECISIONS:
-            found.append(f"precision must be one of {', '.join(PRECISIONS)}, not "
-                         f"{self.precision!r}")
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, what is wrong) for values no run can use."""
+        from transduce.config import at_least, one_of
+
+        found = at_least(self, 1, "accumulate", "keep_last", "log_every")
+        found += at_least(self, 0, "max_steps", "max_epochs", "max_minutes", "patience",
+                          "clip_norm", "valid_every", "threads")
+        found += one_of(self, "precision", PRECISIONS)
         if not (self.max_steps or self.max_epochs or self.max_minutes):
-            found.append("set a budget: max_steps, max_epochs or max_minutes")
+            found.append(("max_steps", "set a budget: max_steps, max_epochs or max_minutes"))
         return found
 
 
@@ -147,7 +145,12 @@ class Engine:
         torch.manual_seed(cfg.seed * 1000 + session.rank)  # dropout differs across processes
         steps = runs.step_checkpoints(self.run_dir)
         if steps:
-            self.restore(runs.load_checkpoint(steps[-1], task.kind))
+            try:
+                self.restore(runs.load_checkpoint(steps[-1], task.kind))
+            except (KeyError, TypeError, ValueError, RuntimeError) as error:
+                raise UserError(f"{steps[-1]}: cannot resume from it ({type(error).__name__}: "
+                                f"{str(error).splitlines()[0][:200]}); delete it to resume "
+                                "from the one before, or use a new --run-dir") from None
             log.info(f"resuming from {steps[-1]} (step {self.step}, epoch {self.epoch})")
 
     # ------------------------------------------------------------ state
@@ -313,9 +316,12 @@ class Engine:
         self.bad_validations = 0 if improved else self.bad_validations + 1
         state = self.state()  # every process takes part (RNG states are gathered)
         if self.session.is_main:
-            runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
+            # best.pt first: a kill between the two then repeats this validation on resume
+            # (from the previous step_N.pt) and writes best.pt again; the other order would
+            # resume past an improvement whose best.pt was never written.
             if improved:
                 runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
+            runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
             runs.prune(self.run_dir, self.cfg.keep_last)
             self.write_metrics(metrics, echo=True)
         self.last_metrics, self.saved_step = metrics, self.step
@@ -356,32 +362,41 @@ def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ..
                ) -> tuple[Engine, dict]:
     """Set up a run directory and train the task that ``make_task(session, log)`` builds.
 
-    ``config`` is the run's whole config (a dataclass with an ``engine`` section); it is
-    checked against the run's ``config.yaml`` in every process and written by rank 0 alone.
+    ``config`` is the run's whole config (a dataclass with an ``engine`` section). Rank 0
+    holds the run's lock; every process checks ``config`` against the settings the run was
+    started with. config.yaml is written (by rank 0) only once the task's data and the
+    model are ready, so a start that fails leaves no settings that would lock the run out.
     Returns the engine (its ``model`` trained) and the last validation metrics.
     """
     cfg: EngineConfig = config.engine
+    if not str(run_dir).strip():  # Path("") would be the working directory
+        raise UserError("--run-dir is empty; name a folder for the run, e.g. --run-dir runs/a")
     run_dir = Path(run_dir)
     session = distributed.start(cfg.device, cfg.precision)
     try:
-        runs.check_config(run_dir, config, extendable)
-        if session.is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            runs.write_config(run_dir, config)
-            log = setup_logging(run_dir, "train")
-        else:
-            log = logging.getLogger(f"transduce.rank{session.rank}")
-            log.addHandler(logging.NullHandler())
-            log.propagate = False
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
-        task = make_task(session, log)
-        engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
-        if session.is_main:  # rows a killed run wrote after its last checkpoint
-            runs.truncate_metrics(run_dir, engine.step)
-        params = sum(p.numel() for p in engine.model.parameters())
-        log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
-                 f"{torch.get_num_threads()} threads × {session.world} process(es)")
-        return engine, engine.run()
+        with runs.lock(run_dir) if session.is_main else contextlib.nullcontext():
+            return _train(make_task, config, run_dir, extendable, session)
     finally:
         distributed.end(session)
+
+
+def _train(make_task, config, run_dir: Path, extendable, session: Session):
+    cfg: EngineConfig = config.engine
+    runs.check_config(run_dir, config, extendable)
+    if session.is_main:
+        log = setup_logging(run_dir, "train")
+    else:
+        log = logging.getLogger(f"transduce.rank{session.rank}")
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    task = make_task(session, log)
+    engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
+    if session.is_main:
+        runs.write_config(run_dir, config)
+        runs.truncate_metrics(run_dir, engine.step)  # rows written after the last checkpoint
+    params = sum(p.numel() for p in engine.model.parameters())
+    log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
+             f"{torch.get_num_threads()} threads × {session.world} process(es)")
+    return engine, engine.run()
