@@ -19,6 +19,6 @@ def load(path: str | os.PathLike, device: str = "auto", precision: str = "auto",
         precision: "auto" (bf16 where fast), "bf16", "fp16" or "fp32".
         verbose: say which checkpoint is used (on the "transduce" logger).
     """
-    loaded = load_translation(path, verbose)
     dev = pick_device(device)
+    loaded = load_translation(path, verbose)
     return Translator(loaded.model, loaded.tokenizer, dev, resolve_precision(precision, dev))

@@ -131,7 +131,7 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
             raise UserError(f"{probe}: a broken link; give {what} a real folder")
         probe = probe.parent
     if not probe.is_dir():
-        raise UserError(f"{probe}: is a file, not a folder; give {what} a folder")
+        raise UserError(f"{probe}: is a file where {what} needs a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UserError(f"{probe}: not writable; give {what} a folder you may write in")
     return path

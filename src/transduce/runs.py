@@ -81,6 +81,22 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[st
     return state
 
 
+def build_model(path: str | os.PathLike, state: dict, build) -> torch.nn.Module:
+    """``build(state["model_config"])`` with the checkpoint's weights loaded, or a UserError
+    naming ``path`` when its config or weights do not fit (a damaged or foreign record)."""
+    try:
+        if not isinstance(state["model_config"], dict):
+            raise TypeError("model_config is not a mapping")
+        model = build(state["model_config"])
+        model.load_state_dict(state["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as error:
+        reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        raise UserError(f"{path}: its model config or weights do not fit a transduce model "
+                        f"({type(error).__name__}: {reason}); use a checkpoint transduce wrote"
+                        ) from None
+    return model
+
+
 # ---------------------------------------------------------------- checkpoints of a run
 def checkpoint_dir(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / CHECKPOINTS
@@ -305,8 +321,7 @@ def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTra
     if state.get("tokenizer") != tokenizer.fingerprint:
         raise UserError(f"{checkpoint}: trained with another tokenizer than "
                         f"{tokenizer_path}; use the checkpoint's own run directory")
-    model = build_transformer(TransformerConfig(**state["model_config"]))
-    model.load_state_dict(state["model"])
+    model = build_model(checkpoint, state, lambda c: build_transformer(TransformerConfig(**c)))
     if verbose:
         log.warning(f"transduce: using {checkpoint}")
     return LoadedTranslation(model.eval(), tokenizer, checkpoint, state)

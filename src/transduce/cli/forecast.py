@@ -13,7 +13,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    from transduce.cli.main import add_run_arguments
+    from transduce.cli.main import add_run_arguments, positive_int
     from transduce.config import settings_epilog
     from transduce.forecasting.config import ForecastConfig
 
@@ -29,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
     test.add_argument("run_dir", help="a forecasting run directory")
-    test.add_argument("--drop-last", type=int, action="append", default=[], metavar="B",
+    test.add_argument("--drop-last", type=positive_int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
                            "batch size B), to compare with their published figures; repeatable")

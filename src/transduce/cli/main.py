@@ -23,6 +23,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="transduce",
@@ -82,10 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     show_warnings()
     try:
-        return args.run(args) or 0
+        code = args.run(args) or 0
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
+        return code
     except UserError as error:
         print(f"transduce: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `transduce translate ... | head -1`: quiet, as Unix tools are
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141  # what a shell reports for a process ended by SIGPIPE
+    except OSError as error:  # the filesystem refused: read-only, full, a file for a folder
+        where = error.filename or "a file"
+        print(f"transduce: error: {where}: {error.strerror or error}; check that the path "
+              "exists, is the right kind and may be written", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("transduce: interrupted", file=sys.stderr)
         return 130

@@ -44,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from transduce.io import write_text
     from transduce.logs import progress
 
-    if args.beam < 1 or not 1 <= args.nbest <= args.beam:
-        raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
+    check_arguments(args)
     if args.engine == "ctranslate2":
         from transduce.export.ctranslate2 import CTranslate2Translator
 
@@ -71,6 +70,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse what no translation can use before loading or translating anything."""
+    import math
+    import os
+
+    from transduce.errors import UserError
+    from transduce.io import check_writable
+
+    if args.beam < 1 or not 1 <= args.nbest <= args.beam:
+        raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
+    if args.threads < 0:
+        raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
+    if args.max_tokens < 1:
+        raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if not math.isfinite(args.lenpen):
+        raise UserError(f"--lenpen must be a number such as 0.6, not {args.lenpen}")
+    if args.output:
+        if os.path.isdir(args.output):
+            raise UserError(f"{args.output}: is a folder; give --output a file name")
+        check_writable(os.path.dirname(os.path.abspath(args.output)), "--output")
 
 
 def _read_input(path: str | None) -> list[str]:

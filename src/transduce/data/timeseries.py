@@ -7,6 +7,7 @@ Legend: N rows, C channels, L input length, H horizon.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -66,52 +67,79 @@ def parse_date(text: str) -> datetime:
     raise ValueError(text)
 
 
-def read_series(path: str | os.PathLike, date_column: str = "date") -> Series:
-    """Read a CSV with a header, a date column and numeric columns.
+def read_series(path: str | os.PathLike, date_column: str = "date",
+                columns: list[str] | None = None) -> Series:
+    """Read a CSV with a header, a date column and numeric columns (only ``columns``, in
+    that order, when given: other columns may hold anything).
 
     Raises:
-        UserError: a missing file, no date column, a missing or non-numeric value (named by
-            row and column), or dates that do not increase.
+        UserError: a missing file, no date column, a column named twice, a missing or
+            non-numeric value (named by line and column), dates that mix time zones with
+            none, or dates that do not increase.
     """
     path = Path(path)
     try:
-        text = decode_utf8(path.read_bytes(), str(path))
+        text = decode_utf8(path.read_bytes(), str(path)).removeprefix("\ufeff")  # a BOM
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    rows = list(csv.reader(text.splitlines()))
-    if not rows:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    if not header:
         raise UserError(f"{path}: empty file; expected a header and rows")
-    header = [h.strip() for h in rows[0]]
     if date_column not in header:
-        raise UserError(f"{path}: no {date_column!r} column in the header; set date_column")
+        raise UserError(f"{path}: no {date_column!r} column in the header (it has "
+                        f"{', '.join(header[:8])}); set date_column")
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise UserError(f"{path}: the header names column {twice[0]!r} more than once; "
+                        "rename the columns so that each name is unique")
     d = header.index(date_column)
-    columns = [h for i, h in enumerate(header) if i != d]
-    dates, values = [], np.empty((len(rows) - 1, len(columns)), dtype=np.float64)
-    for r, row in enumerate(rows[1:]):
-        line = r + 2
+    wanted = list(columns) if columns else [h for h in header if h != date_column]
+    missing = [c for c in wanted if c not in header or c == date_column]
+    if missing:
+        raise UserError(f"{path}: no column {missing[0]!r}; columns are "
+                        f"{', '.join(h for h in header if h != date_column)}")
+    index = [header.index(c) for c in wanted]
+    dates, rows = [], []
+    line = reader.line_num
+    for row in reader:
+        start, line = line + 1, reader.line_num  # a quoted field may span lines
         if len(row) != len(header):
-            raise UserError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
-        try:
-            dates.append(parse_date(row[d]))
-        except ValueError:
-            raise UserError(f"{path}:{line}: cannot read date {row[d]!r} (use ISO 8601, "
-                            "e.g. 2016-07-01 00:00:00)") from None
-        if r and dates[-1] <= dates[-2]:
-            raise UserError(f"{path}:{line}: date {row[d]} does not come after the previous "
-                            "row's; sort the file by date and remove duplicates")
-        fields = [f for i, f in enumerate(row) if i != d]
-        for c, field in enumerate(fields):
-            try:
-                value = float(field)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                raise UserError(f"{path}:{line}: column {columns[c]!r} holds {field!r}, not a "
-                                "number; fill or drop that row")
-            values[r, c] = value
+            raise UserError(f"{path}:{start}: {len(row)} fields, the header has {len(header)}")
+        dates.append(_read_date(path, start, row[d], dates[-1] if dates else None))
+        rows.append([_read_number(path, start, wanted[k], row[i]) for k, i in enumerate(index)])
     if not dates:
         raise UserError(f"{path}: a header but no rows")
-    return Series(dates, columns, values.astype(np.float32), str(path))
+    values = np.array(rows, dtype=np.float64).reshape(len(rows), len(wanted))
+    return Series(dates, wanted, values.astype(np.float32), str(path))
+
+
+def _read_date(path: Path, line: int, field: str, previous: datetime | None) -> datetime:
+    try:
+        date = parse_date(field)
+    except ValueError:
+        raise UserError(f"{path}:{line}: cannot read date {field!r} (use ISO 8601, "
+                        "e.g. 2016-07-01 00:00:00)") from None
+    if previous is not None:
+        if (date.tzinfo is None) != (previous.tzinfo is None):
+            raise UserError(f"{path}:{line}: date {field!r} "
+                            f"{'has no' if date.tzinfo is None else 'has a'} time zone, the "
+                            "previous row's not; give every date a time zone or none")
+        if date <= previous:
+            raise UserError(f"{path}:{line}: date {field.strip()} does not come after the "
+                            "previous row's; sort the file by date and remove duplicates")
+    return date
+
+
+def _read_number(path: Path, line: int, column: str, field: str) -> float:
+    try:
+        value = float(field)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise UserError(f"{path}:{line}: column {column!r} holds {field!r}, not a number; "
+                        "fill or drop that row, or leave the column out (columns=a,b,...)")
+    return value
 
 
 def split_borders(n_rows: int, input_length: int, scheme: str) -> dict[str, tuple[int, int]]:

@@ -163,12 +163,30 @@ class CTranslate2Translator:
         if not all((model_dir / name).is_file() for name in ("model.bin", TOKENIZER, INFO)):
             raise UserError(f"{model_dir}: not a CTranslate2 export of transduce (needs "
                             f"model.bin, {TOKENIZER} and {INFO}); run transduce export first")
-        positions = json.loads((model_dir / INFO).read_text())["max_positions"]
+        try:
+            positions = int(json.loads((model_dir / INFO).read_text(encoding="utf-8")
+                                       )["max_positions"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{model_dir / INFO}: damaged ({type(error).__name__}); export "
+                            "the model again") from None
+        gpus = ct2.get_cuda_device_count()
         if device == "auto":
-            device = "cuda" if ct2.get_cuda_device_count() > 0 else "cpu"
+            device = "cuda" if gpus > 0 else "cpu"
+        kind, _, index = device.partition(":")
+        if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+            raise UserError(f"--device {device}: CTranslate2 runs on cpu, cuda or cuda:N")
+        if kind == "cuda" and int(index or 0) >= gpus:
+            raise UserError(f"--device {device}: CTranslate2 sees {gpus} CUDA GPU(s) here; "
+                            "use --device cpu")
         self.tokenizer = SubwordTokenizer(model_dir / TOKENIZER)
-        self.translator = ct2.Translator(str(model_dir), device=device,
-                                         compute_type=compute_type, intra_threads=threads)
+        try:
+            self.translator = ct2.Translator(str(model_dir), device=kind,
+                                             device_index=int(index or 0),
+                                             compute_type=compute_type, intra_threads=threads)
+        except (RuntimeError, ValueError) as error:
+            raise UserError(f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
+                            f"({str(error).splitlines()[0][:200]}); export the model again"
+                            ) from None
         # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
         self.max_source = positions - EXTRA_OUTPUT - 2
 

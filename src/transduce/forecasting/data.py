@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,12 +24,15 @@ class ForecastData:
         scaler: z-scores fitted on the train rows.
         borders: split → (start, end) rows, validation/test reaching back input_length rows.
         windows: split → :class:`Windows` over the scaled values.
+        fingerprint: of the training rows (dates, columns, values), so that a resumed run
+            can tell that ``csv`` now points at other data.
     """
 
     series: Series
     scaler: Scaler
     borders: dict[str, tuple[int, int]]
     windows: dict[str, Windows]
+    fingerprint: str = ""
 
     def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
         return DataLoader(self.windows[split], batch_size=batch_size, shuffle=shuffle,
@@ -54,9 +58,7 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
         UserError: bad CSV content (see :func:`read_series`), an unknown column, or a file
             too short for the windows (the message gives the minimum number of rows).
     """
-    series = read_series(cfg.csv, cfg.date_column)
-    if cfg.column_list():
-        series = series.select(cfg.column_list())
+    series = read_series(cfg.csv, cfg.date_column, cfg.column_list())
     scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
     n = len(series.dates)
     borders = split_borders(n, cfg.input_length, scheme)
@@ -73,4 +75,8 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     times = calendar_features(series.dates)
     windows = {s: Windows(values, times, *borders[s], cfg.input_length, cfg.horizon)
                for s in SPLITS}
-    return ForecastData(series, scaler, borders, windows)
+    rows = slice(train_start, train_end)
+    digest = hashlib.sha256("\x1f".join(series.columns).encode())
+    digest.update(np.ascontiguousarray(series.values[rows], dtype=np.float64).tobytes())
+    digest.update("\n".join(map(str, series.dates[rows])).encode())
+    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16])

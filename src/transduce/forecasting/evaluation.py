@@ -62,10 +62,14 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST):
     """The config, model (eval mode) and training-row scaler of a trained run."""
     path = runs.checkpoint_dir(run_dir) / checkpoint
     state = runs.load_checkpoint(path, "forecast")
-    cfg = apply_mapping(ForecastConfig(), state["config"], str(path))
-    scaler = state["extra"]["scaler"]
-    model = build_forecaster(cfg, len(scaler["columns"]))
-    model.load_state_dict(state["model"])
+    try:
+        cfg = apply_mapping(ForecastConfig(), state["config"], str(path))
+        scaler = state["extra"]["scaler"]
+        columns = list(scaler["columns"])
+    except (KeyError, TypeError, AttributeError) as error:
+        raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
+                        f"{error} in its record)") from None
+    model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
     return cfg, model.eval(), Scaler(scaler["mean"].numpy(), scaler["std"].numpy()), \
         scaler["columns"]
 

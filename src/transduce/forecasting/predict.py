@@ -20,7 +20,11 @@ def future_dates(dates: list[datetime], count: int) -> list[datetime]:
     if len(dates) < 2:
         raise UserError("need at least two dates to know the series' time step")
     step = dates[-1] - dates[-2]
-    return [dates[-1] + step * (i + 1) for i in range(count)]
+    try:
+        return [dates[-1] + step * (i + 1) for i in range(count)]
+    except OverflowError:
+        raise UserError(f"the {count} dates after {dates[-1]} go past the year 9999, the "
+                        "last date Python can hold; check the file's dates") from None
 
 
 @torch.no_grad()
@@ -28,7 +32,7 @@ def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:
     """The forecast of the ``horizon`` rows after the file's last row, as CSV text with the
     file's date column and the run's columns, in the original units."""
     cfg, model, scaler, columns = load_model(run_dir)
-    series = read_series(csv_path, cfg.date_column).select(columns)
+    series = read_series(csv_path, cfg.date_column, columns)
     if len(series.dates) < cfg.input_length:
         raise UserError(f"{csv_path}: {len(series.dates)} rows; the model reads the last "
                         f"{cfg.input_length}, so the file needs at least that many")

@@ -50,7 +50,7 @@ class ForecastTask:
         return {"val_mse": round(scores["mse"], 6), "val_mae": round(scores["mae"], 6)}
 
     def record(self) -> dict:
-        return {"model_config": dataclasses.asdict(self.cfg),
+        return {"model_config": dataclasses.asdict(self.cfg), "data": self.data.fingerprint,
                 "extra": {"scaler": scaler_state(self.data)}}
 
 

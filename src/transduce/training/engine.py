@@ -167,6 +167,10 @@ class Engine:
         if state.get("tokenizer") != mine.get("tokenizer"):
             raise UserError(f"{self.run_dir}/checkpoints: written with another tokenizer than "
                             "the run's; use a new --run-dir")
+        if "data" in state and state["data"] != mine.get("data"):
+            raise UserError(f"{self.run_dir}: its checkpoints were trained on other data than "
+                            "this run's settings give (a changed csv?); give the run's own data "
+                            "or use a new --run-dir")
         self.model.load_state_dict(state["model"])
         if self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])
