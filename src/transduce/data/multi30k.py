@@ -12,6 +12,7 @@ from pathlib import Path
 
 from transduce.data.text import decode_utf8, split_lines
 from transduce.errors import UserError
+from transduce.io import check_writable, remove_staging
 
 # The multi30k/dataset repository's gzipped raw files.
 DEFAULT_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
@@ -52,10 +53,11 @@ def fetch_multi30k(dest: str | os.PathLike, local: str | os.PathLike | None = No
     ``url``. Every file is checked (UTF-8, line count) before any is moved into ``dest``, so a
     failure leaves ``dest`` as it was.
     """
-    dest = Path(dest)
+    dest = check_writable(dest, "--dest")
     dest.mkdir(parents=True, exist_ok=True)
+    remove_staging(dest, ("fetch",))  # what a killed fetch left
     names = [f"{split}.{lang}" for split in SPLITS for lang in LANGUAGES]
-    with tempfile.TemporaryDirectory(dir=dest, prefix=".fetch-") as tmp:
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".fetch.", suffix=".tmp") as tmp:
         staged = []
         for name in names:
             target = Path(tmp) / name

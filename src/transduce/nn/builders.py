@@ -58,8 +58,8 @@ class TransformerConfig:
         if decoder:
             found += at_least(self, 1, "num_decoder_layers")
         if not self.num_heads >= 1 or self.d_model % self.num_heads:
-            found.append(("num_heads", f"num_heads={self.num_heads} must divide "
-                                       f"d_model={self.d_model}"))
+            found.append(("num_heads", f"num_heads must divide d_model={self.d_model}, "
+                                       f"not {self.num_heads}"))
         for key in ("dropout", "attention_dropout", "activation_dropout"):
             found += in_range(self, key, 0, 1)
         found += one_of(self, "activation", ACTIVATIONS)
