@@ -72,8 +72,8 @@ class ForecastConfig:
                           "stride")
         for key in ("input_length", "horizon"):
             if getattr(self, key) > MAX_LENGTH:
-                found.append((key, f"{key}={getattr(self, key)} is more than {MAX_LENGTH:,} "
-                                   "time steps; choose a shorter one"))
+                found.append((key, f"{key} must be at most {MAX_LENGTH:,} time steps, not "
+                                   f"{getattr(self, key)}"))
         found += in_range(self, "head_dropout", 0, 1)
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
