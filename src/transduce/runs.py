@@ -285,14 +285,23 @@ def append_metrics(run_dir: str | os.PathLike, row: dict) -> None:
 
 def truncate_metrics(run_dir: str | os.PathLike, step: int) -> None:
     """Drop the rows written after ``step`` (by a run that died before its next checkpoint),
-    so that a resumed run does not repeat them."""
+    so that a resumed run does not repeat them, and any row torn by a kill."""
     path = Path(run_dir) / METRICS
     if not path.exists():
         return
-    rows = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [r for r in rows if r.strip() and json.loads(r).get("step", 0) <= step]
+    rows = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    kept = [r for r in rows if (row := _row(r)) is not None and row.get("step", 0) <= step]
     if len(kept) != len(rows):
         write_text(path, "".join(kept))
+
+
+def _row(line: str) -> dict | None:
+    """A metrics row, or None for a torn one (the process died while appending it)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) and line.endswith("\n") else None
 
 
 # ---------------------------------------------------------------- loading a model

@@ -320,14 +320,14 @@ class Engine:
         self.bad_validations = 0 if improved else self.bad_validations + 1
         state = self.state()  # every process takes part (RNG states are gathered)
         if self.session.is_main:
-            # best.pt first: a kill between the two then repeats this validation on resume
-            # (from the previous step_N.pt) and writes best.pt again; the other order would
-            # resume past an improvement whose best.pt was never written.
+            # step_N.pt last: a kill before it resumes from the previous one, which repeats
+            # this validation, its metrics row (the killed run's is dropped) and best.pt.
+            # The other order would resume past an improvement whose best.pt was lost.
+            self.write_metrics(metrics, echo=True)
             if improved:
                 runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
             runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
             runs.prune(self.run_dir, self.cfg.keep_last)
-            self.write_metrics(metrics, echo=True)
         self.last_metrics, self.saved_step = metrics, self.step
 
     def write_metrics(self, metrics: dict, echo: bool = False) -> None:
