@@ -188,6 +188,7 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
                     f"than --last {last}; averaging all {len(steps)}")
     log.warning(f"transduce: averaging {', '.join(p.name for p in chosen)}")
     out = Path(output) if output else Path(run_dir) / AVERAGED
+    check_writable(out.parent, "the averaged checkpoint")
     save_checkpoint(out, average_checkpoints(chosen))
     return out
 
@@ -279,6 +280,7 @@ def read_config(run_dir: str | os.PathLike, cls):
 
 
 def append_metrics(run_dir: str | os.PathLike, row: dict) -> None:
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
     with open(Path(run_dir) / METRICS, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
