@@ -127,10 +127,10 @@ def test_two_trainings_on_one_directory_exactly_one_proceeds(config, tmp_path):
 
 def test_a_lock_left_by_a_killed_process_does_not_stick(config, tmp_path):
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from transduce import "
-                               "runs; held = runs.lock(sys.argv[1]); held.__enter__(); print('held', "
-                               "flush=True); time.sleep(60)", str(run)],
-                              stdout=subprocess.PIPE, text=True)
+    script = ("import sys, time\nfrom transduce import runs\nheld = runs.lock(sys.argv[1])\n"
+              "held.__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE,
+                              text=True)
     assert holder.stdout.readline().strip() == "held"
     holder.kill()
     holder.wait()
