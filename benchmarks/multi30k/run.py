@@ -90,7 +90,7 @@ def tuned(checkpoints: list[Path], run_dir: Path, name: str, pair_files: tuple, 
         save_checkpoint(path, average_checkpoints(checkpoints[-n:]))
         translator = load_translator(path)
         for alpha in lenpens:
-            hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=alpha)]
+            hyps = [h[0][0] for h in translator.search(sources, beam_size=beam, alpha=alpha)]
             bleu = corpus_scores(hyps, references)["bleu"]
             grid.append({"last": n, "lenpen": alpha, "val_bleu": bleu})
             print(f"[{name}] val: last {n}, lenpen {alpha}: BLEU {bleu}", flush=True)
@@ -110,7 +110,7 @@ def score(checkpoint: Path, data: str, src: str, tgt: str, beam: int, lenpen: fl
     sources = read_lines(Path(data) / f"test_2016_flickr.{src}")
     references = read_lines(Path(data) / f"test_2016_flickr.{tgt}")
     start = time.perf_counter()
-    hyps = [h[0][0] for h in translator.translate(sources, beam_size=beam, alpha=lenpen)]
+    hyps = [h[0][0] for h in translator.search(sources, beam_size=beam, alpha=lenpen)]
     seconds = time.perf_counter() - start
     write_text(output, "".join(h + "\n" for h in hyps))
     return {**corpus_scores(hyps, references),

@@ -33,7 +33,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     translator = load_translator(args.run_dir, "cpu", args.precision)
     sources = read_lines(Path(args.data) / "test_2016_flickr.en")[: args.sentences]
-    translator.translate(sources[:50], 5, 0.6, lenpen_style="power")  # warm-up
+    translator.search(sources[:50], 5, 0.6, lenpen_style="power")  # warm-up
     steps = []
     step = translator.model.step
 
@@ -43,7 +43,7 @@ def main() -> None:
     translator.model.step = counted
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        translator.translate(sources, 5, 0.6, lenpen_style="power")
+        translator.search(sources, 5, 0.6, lenpen_style="power")
     seconds = time.perf_counter() - start
     events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
     total = sum(e.self_cpu_time_total for e in events)

@@ -185,7 +185,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
 
 # ----------------------------------------------------------------------------- translation
 def make_translator(args, system: str, workdir: Path):
-    """Something with .translate(lines, beam, alpha) → [[(text, score)]]."""
+    """Something with .search(lines, beam, alpha) → [[(text, score)]]."""
     from transduce.api import load as load_translator
 
     if system.startswith("transduce"):
@@ -212,16 +212,16 @@ def measure_translation(args, system: str, max_tokens: int) -> dict:
         # Every engine scores by log-probability / length^α (the only form CTranslate2 and
         # generate offer), so that all of them search for the same translations.
         style = {"lenpen_style": "power"}
-        translator.translate(sources[:20], args.beam, args.lenpen, **style)  # warm-up
+        translator.search(sources[:20], args.beam, args.lenpen, **style)  # warm-up
         start = time.perf_counter()
-        hyps = [h[0][0] for h in translator.translate(sources, args.beam, args.lenpen,
+        hyps = [h[0][0] for h in translator.search(sources, args.beam, args.lenpen,
                                                       max_tokens=max_tokens, **style)]
         seconds = time.perf_counter() - start
         latencies = []
         if max_tokens == args.translate_tokens:
             for line in sources[: args.latency_sentences]:
                 start = time.perf_counter()
-                translator.translate([line], args.beam, args.lenpen, **style)
+                translator.search([line], args.beam, args.lenpen, **style)
                 latencies.append(1000 * (time.perf_counter() - start))
     target_tokens = sum(len(t) + 1 for t in translator.tokenizer.encode(hyps))
     result = {"system": system, "max_tokens": max_tokens,

@@ -317,22 +317,44 @@ class LoadedTranslation:
 
 def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTranslation:
     """The Transformer and tokenizer of a run directory or checkpoint, checked to belong
-    together (the checkpoint records the fingerprint of the run's ``spm.model``). With
-    ``verbose``, says which checkpoint it loaded."""
-    from transduce.data.tokenizer import SubwordTokenizer
+    together (the checkpoint records the fingerprint of the run's ``spm.model``). A demo
+    run (kind "numbers") gets its fixed word vocabulary. With ``verbose``, says which
+    checkpoint it loaded."""
     from transduce.nn import TransformerConfig, build_transformer
 
     checkpoint, run_dir = find_checkpoint(path)
+    state = load_checkpoint(checkpoint)
+    kind = state.get("kind", "translation")
+    if kind == "numbers":
+        from transduce.data.numbers import NumbersTokenizer
+
+        tokenizer = NumbersTokenizer()
+    elif kind == "translation":
+        tokenizer = _run_tokenizer(checkpoint, run_dir, state)
+    else:
+        raise UserError(f"{checkpoint}: holds a {kind} model, not a translation model; use "
+                        "the forecast commands")
+    model = build_model(checkpoint, state, lambda c: build_transformer(TransformerConfig(**c)))
+    if verbose:
+        log.warning(f"transduce: using {checkpoint}")
+    return LoadedTranslation(model.eval(), tokenizer, checkpoint, state)
+
+
+def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):
+    from transduce.data.tokenizer import SubwordTokenizer
+
     tokenizer_path = run_dir / TOKENIZER
     if not tokenizer_path.is_file():
         raise UserError(f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "
                         "the run directory it was trained in")
     tokenizer = SubwordTokenizer(tokenizer_path)
-    state = load_checkpoint(checkpoint, "translation")
     if state.get("tokenizer") != tokenizer.fingerprint:
         raise UserError(f"{checkpoint}: trained with another tokenizer than "
                         f"{tokenizer_path}; use the checkpoint's own run directory")
-    model = build_model(checkpoint, state, lambda c: build_transformer(TransformerConfig(**c)))
-    if verbose:
-        log.warning(f"transduce: using {checkpoint}")
-    return LoadedTranslation(model.eval(), tokenizer, checkpoint, state)
+    return tokenizer
+
+
+def checkpoint_kind(path: str | os.PathLike) -> str:
+    """The kind of model a run directory or checkpoint holds (translation, forecast,
+    numbers)."""
+    return load_checkpoint(find_checkpoint(path)[0]).get("kind", "translation")

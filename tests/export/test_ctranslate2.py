@@ -67,13 +67,13 @@ def test_ctranslate2_greedy_search_translates_as_ours(trained_run, tmp_path):
     out = export_ctranslate2(run, tmp_path / "ct2")
     ours = load_translator(run, "cpu", "fp32")
     theirs = CTranslate2Translator(out, "cpu", threads=1)
-    want = [h[0][0] for h in ours.translate(LINES, 1)]
-    got = [h[0][0] for h in theirs.translate(LINES, 1, 0.0)]
+    want = [h[0][0] for h in ours.search(LINES, 1)]
+    got = [h[0][0] for h in theirs.search(LINES, 1, 0.0)]
     assert got == want and got[1] == "" and got[0]
-    beams = theirs.translate(LINES, 4, 0.6, nbest=2)
+    beams = theirs.search(LINES, 4, 0.6, nbest=2)
     assert [len(h) for h in beams] == [2] * len(LINES) and beams[1] == [("", 0.0)] * 2
     with pytest.raises(UserError, match="length\\^alpha only"):
-        theirs.translate(LINES, 4, 0.6, lenpen_style="wu")
+        theirs.search(LINES, 4, 0.6, lenpen_style="wu")
 
 
 def test_export_and_translate_commands(trained_run, tmp_path, capsys):

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 
 from transduce import __version__
-from transduce.cli import average, data, demo, evaluate, export, forecast, train, translate
+from transduce.cli import (attention, average, data, demo, evaluate, export, figures, forecast,
+                           serve, train, translate)
 from transduce.errors import UserError
 from transduce.logs import show_warnings
 
-COMMANDS = (demo, data, train, average, translate, evaluate, export, forecast)
+COMMANDS = (demo, data, train, average, translate, attention, serve, evaluate, export, forecast,
+            figures)
 
 
 class OneLineParser(argparse.ArgumentParser):

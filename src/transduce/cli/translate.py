@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
         style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
-        results = translator.translate(lines, args.beam, args.lenpen, args.nbest,
+        results = translator.search(lines, args.beam, args.lenpen, args.nbest,
                                        args.max_tokens, progress=bar, lenpen_style=style)
     if args.nbest == 1:
         text = "".join(hyps[0][0] + "\n" for hyps in results)

@@ -134,3 +134,38 @@ def sample_numbers(rng: random.Random, count: int, exclude: set[int]) -> list[in
         if n not in exclude:
             numbers.append(n)
     return numbers
+
+
+class NumbersTokenizer:
+    """The demo's word-level vocabulary behind the interface of
+    :class:`~transduce.data.tokenizer.SubwordTokenizer`, so that a demo run loads,
+    translates and serves like any other. A line of digits ("321") is read as its English
+    words; the output is the German number word, its morphemes joined."""
+
+    fingerprint = "numbers"
+
+    def __init__(self) -> None:
+        from transduce.data.vocab import Vocab
+
+        self.vocab = Vocab(list(ENGLISH_WORDS) + list(GERMAN_MORPHEMES))
+        v = self.vocab
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = v.pad_id, v.bos_id, v.eos_id, v.unk_id
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, texts) -> list[list[int]]:
+        """Ids of each English number (words or digits below a million), without EOS."""
+        out = []
+        for text in texts:
+            text = text.strip().replace(",", "")
+            if text.isdigit() and int(text) < 10**6:
+                text = english(int(text))
+            out.append(self.vocab.encode(english_tokens(text), eos=False))
+        return out
+
+    def decode(self, ids) -> str:
+        return "".join(self.vocab.decode(ids))
+
+    def pieces(self, ids) -> list[str]:
+        return [self.vocab.itos[i] for i in ids]

@@ -79,9 +79,16 @@ def read_series(path: str | os.PathLike, date_column: str = "date",
     """
     path = Path(path)
     try:
-        text = decode_utf8(path.read_bytes(), str(path)).removeprefix("\ufeff")  # a BOM
+        text = decode_utf8(path.read_bytes(), str(path))
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
+    return parse_series(text, str(path), date_column, columns)
+
+
+def parse_series(text: str, path: str, date_column: str = "date",
+                 columns: list[str] | None = None) -> Series:
+    """:func:`read_series` of CSV text; ``path`` names it in errors."""
+    text = text.removeprefix("\ufeff")  # a byte-order mark
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
     if not header:
@@ -114,7 +121,7 @@ def read_series(path: str | os.PathLike, date_column: str = "date",
     return Series(dates, wanted, values.astype(np.float32), str(path))
 
 
-def _read_date(path: Path, line: int, field: str, previous: datetime | None) -> datetime:
+def _read_date(path: str, line: int, field: str, previous: datetime | None) -> datetime:
     try:
         date = parse_date(field)
     except ValueError:
@@ -131,7 +138,7 @@ def _read_date(path: Path, line: int, field: str, previous: datetime | None) -> 
     return date
 
 
-def _read_number(path: Path, line: int, column: str, field: str) -> float:
+def _read_number(path: str, line: int, column: str, field: str) -> float:
     try:
         value = float(field)
     except ValueError:

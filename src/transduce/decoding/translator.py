@@ -30,7 +30,30 @@ def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
     return ids
 
 
-class Translator:
+class TranslateAPI:
+    """The friendly call shared by the PyTorch and CTranslate2 translators: strings in,
+    strings out. Subclasses provide :meth:`search`."""
+
+    def translate(self, lines: str | Sequence[str], beam: int = 5, nbest: int = 1,
+                  lenpen: float = 0.6):
+        """Translate one sentence (a string) or a list of them, in order.
+
+        Returns: a string for a string, a list of strings for a list; with ``nbest`` > 1,
+        each sentence gives a list of (translation, score) pairs, best first. ``beam`` 1 is
+        greedy search; ``lenpen`` is the length penalty α.
+        """
+        one = isinstance(lines, str)
+        found = self.search([lines] if one else list(lines), beam, lenpen, nbest)
+        out = [hyps if nbest > 1 else hyps[0][0] for hyps in found]
+        return out[0] if one else out
+
+    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
+               nbest: int = 1, max_tokens: int = 6000, progress=None,
+               lenpen_style: str = "wu") -> list[list[tuple[str, float]]]:
+        raise NotImplementedError
+
+
+class Translator(TranslateAPI):
     """Translate lines with a model and its tokenizer.
 
     Args:
@@ -47,7 +70,7 @@ class Translator:
         self.max_source = positions - EXTRA_OUTPUT - 2  # room for EOS and BOS + outputs
 
     @torch.no_grad()
-    def translate(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
+    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
                   nbest: int = 1, max_tokens: int = 6000, progress=None,
                   lenpen_style: str = "wu") -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
@@ -69,6 +92,15 @@ class Translator:
             if progress is not None:
                 progress.update(len(rows))
         return results
+
+    @torch.no_grad()
+    def attention(self, sentence: str, beam: int = 5) -> "AttentionMaps":
+        """Translate ``sentence`` and return its tokens and the attention weights of every
+        layer and head (encoder self, decoder self, cross), as
+        :class:`~transduce.decoding.inspect.AttentionMaps`."""
+        from transduce.decoding.inspect import attention_maps
+
+        return attention_maps(self, sentence, beam)
 
     def _search(self, src, beam_size, alpha, nbest, lenpen_style):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)

@@ -19,7 +19,7 @@ import torch
 
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce import runs
-from transduce.decoding.translator import EXTRA_OUTPUT, encode_sources
+from transduce.decoding.translator import EXTRA_OUTPUT, TranslateAPI, encode_sources
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
 from transduce.nn.transformer import Transformer
@@ -145,7 +145,7 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     return out_dir
 
 
-class CTranslate2Translator:
+class CTranslate2Translator(TranslateAPI):
     """The :class:`~transduce.decoding.translator.Translator` interface over an exported
     CTranslate2 model directory (see :func:`export_ctranslate2`).
 
@@ -190,10 +190,10 @@ class CTranslate2Translator:
         # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
         self.max_source = positions - EXTRA_OUTPUT - 2
 
-    def translate(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-                  nbest: int = 1, max_tokens: int = 6000, progress=None,
-                  lenpen_style: str = "power") -> list[list[tuple[str, float]]]:
-        """As :meth:`Translator.translate`: ``nbest`` (translation, score) pairs per line.
+    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
+               nbest: int = 1, max_tokens: int = 6000, progress=None,
+               lenpen_style: str = "power") -> list[list[tuple[str, float]]]:
+        """As :meth:`Translator.search`: ``nbest`` (translation, score) pairs per line.
         CTranslate2 divides scores by length^α only (``lenpen_style="power"``)."""
         if lenpen_style != "power" and alpha:
             raise UserError("CTranslate2 divides scores by length^alpha only; use "
@@ -214,3 +214,7 @@ class CTranslate2Translator:
         if progress is not None:
             progress.update(len(lines))
         return results
+
+    def attention(self, sentence: str, beam: int = 5):
+        raise UserError("CTranslate2 does not return attention weights; load the run "
+                        "directory (the PyTorch model) to see them")

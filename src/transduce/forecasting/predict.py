@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transduce.data.timeseries import calendar_features, read_series
+from transduce.data.text import decode_utf8
+from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
 
@@ -27,25 +28,53 @@ def future_dates(dates: list[datetime], count: int) -> list[datetime]:
                         "last date Python can hold; check the file's dates") from None
 
 
-@torch.no_grad()
+class Forecaster:
+    """A trained forecasting run, ready to forecast (``transduce.load(RUN)`` gives one).
+
+    Args:
+        path: the run directory (its best checkpoint is used).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        path = Path(path)
+        run_dir = path.parent.parent if path.is_file() else path
+        self.run_dir = run_dir
+        self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
+
+    @torch.no_grad()
+    def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
+        """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
+        column and the run's columns, then at least ``input_length`` rows), in the
+        original units: ``[{"date": ..., COLUMN: value, ...}, ...]``."""
+        cfg = self.cfg
+        series = parse_series(csv_text, name, cfg.date_column, self.columns)
+        if len(series.dates) < cfg.input_length:
+            raise UserError(f"{name}: {len(series.dates)} rows; the model reads the last "
+                            f"{cfg.input_length}, so it needs at least that many")
+        last = series.values[-cfg.input_length:]
+        x = torch.from_numpy(self.scaler.transform(last)).unsqueeze(0)  # (1, L, C)
+        dates = future_dates(series.dates, cfg.horizon)
+        x_time = torch.from_numpy(calendar_features(series.dates[-cfg.input_length:]))
+        y_time = torch.from_numpy(calendar_features(dates))
+        forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C)
+        values = self.scaler.inverse(forecast[0].double().numpy())
+        return [{cfg.date_column: date.isoformat(sep=" "),
+                 **{c: float(f"{v:.6g}") for c, v in zip(self.columns, np.asarray(row))}}
+                for date, row in zip(dates, values)]
+
+
 def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:
     """The forecast of the ``horizon`` rows after the file's last row, as CSV text with the
     file's date column and the run's columns, in the original units."""
-    cfg, model, scaler, columns = load_model(run_dir)
-    series = read_series(csv_path, cfg.date_column, columns)
-    if len(series.dates) < cfg.input_length:
-        raise UserError(f"{csv_path}: {len(series.dates)} rows; the model reads the last "
-                        f"{cfg.input_length}, so the file needs at least that many")
-    last = series.values[-cfg.input_length:]
-    x = torch.from_numpy(scaler.transform(last)).unsqueeze(0)  # (1, L, C)
-    dates = future_dates(series.dates, cfg.horizon)
-    x_time = torch.from_numpy(calendar_features(series.dates[-cfg.input_length:])).unsqueeze(0)
-    y_time = torch.from_numpy(calendar_features(dates)).unsqueeze(0)
-    forecast, _ = model(x, x_time, y_time)  # (1, H, C)
-    values = scaler.inverse(forecast[0].double().numpy())
+    forecaster = Forecaster(run_dir)
+    try:
+        text = Path(csv_path).read_bytes()
+    except OSError as error:
+        raise UserError(f"{csv_path}: cannot read ({error.strerror})") from None
+    rows = forecaster.forecast(decode_utf8(text, str(csv_path)), str(csv_path))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([cfg.date_column, *columns])
-    for date, row in zip(dates, values):
-        writer.writerow([date.isoformat(sep=" "), *(f"{v:.6g}" for v in np.asarray(row))])
+    writer.writerow(list(rows[0]))
+    for row in rows:
+        writer.writerow([row[k] for k in row])
     return out.getvalue()

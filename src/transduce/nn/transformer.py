@@ -126,10 +126,15 @@ class Transformer(nn.Module):
         self.positions = positions
         self.generator = generator
 
-    def encode(self, src: Tensor, src_mask: Tensor | None, need_weights: bool = False) -> Tensor:
+    def encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
         """Args: src (B, S) ids, src_mask (B, 1, S). Returns: memory (B, S, D)."""
-        memory, _ = self.encoder(self.positions(self.src_embed(src)), src_mask, need_weights)
+        memory, _ = self.encoder(self.positions(self.src_embed(src)), src_mask)
         return memory
+
+    def encode_with_weights(self, src: Tensor, src_mask: Tensor | None
+                            ) -> tuple[Tensor, list[Tensor]]:
+        """:meth:`encode`, also returning each layer's self-attention weights (B, H, S, S)."""
+        return self.encoder(self.positions(self.src_embed(src)), src_mask, need_weights=True)
 
     def decode(
         self,

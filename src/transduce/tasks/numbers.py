@@ -12,8 +12,8 @@ from torch import Tensor
 
 from transduce.config import at_least, in_range
 from transduce.data.batching import count_tokens
-from transduce.data.numbers import (ENGLISH_WORDS, GERMAN_MORPHEMES, english_tokens, english,
-                                    german, german_morphemes, held_out_numbers, sample_numbers)
+from transduce.data.numbers import (NumbersTokenizer, english_tokens, english, german,
+                                    german_morphemes, held_out_numbers, sample_numbers)
 from transduce.data.vocab import Vocab, pad_batch
 from transduce.decoding import greedy_search
 from transduce.device import autocast
@@ -65,7 +65,7 @@ class DemoConfig:
 
 def numbers_vocab() -> Vocab:
     """One joint vocabulary, so source, target and output embeddings are tied (§3.4)."""
-    return Vocab(list(ENGLISH_WORDS) + list(GERMAN_MORPHEMES))
+    return NumbersTokenizer().vocab
 
 
 def make_batch(numbers: list[int], vocab: Vocab) -> tuple[Tensor, Tensor]:

@@ -31,7 +31,7 @@ def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
         nll += F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
                                ignore_index=tok.pad_id, reduction="sum").item()
         tokens += int((tgt[:, 1:] != tok.pad_id).sum())
-    translations = Translator(model, tok, device, precision).translate(data.valid_src_text,
+    translations = Translator(model, tok, device, precision).search(data.valid_src_text,
                                                                       beam_size=1)
     hyps = [t[0][0] for t in translations]
     loss = nll / max(tokens, 1)

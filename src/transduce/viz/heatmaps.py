@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; never needs a screen
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from torch import Tensor  # noqa: E402
 
 from transduce.io import atomic_path  # noqa: E402
@@ -20,35 +21,54 @@ def _save(fig: plt.Figure, path: str | os.PathLike) -> None:
     plt.close(fig)
 
 
+def cut(text: str, width: int = 90) -> str:
+    """``text`` shortened to ``width`` characters with an ellipsis (for titles)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def plot_attention(
-    weights: Tensor,
+    weights,
     keys: Sequence[str],
     queries: Sequence[str],
     path: str | os.PathLike,
     title: str = "",
+    axis_names: tuple[str, str] = ("key", "query"),
+    head_names: Sequence[str] | None = None,
 ) -> None:
     """Save a grid of heatmaps, one per layer (rows) and head (columns).
 
     Args:
-        weights: (layers, H, Q, K) attention weights, e.g. a decoder's cross-attention.
+        weights: (layers, H, Q, K) attention weights (tensor or array), e.g. a decoder's
+            cross-attention; pass the head mean as H = 1.
         keys: K labels for the x axis (e.g. source tokens).
         queries: Q labels for the y axis (e.g. target tokens).
         path: the PNG to write.
-        title: the figure's title.
+        title: the figure's title (cut to fit).
+        axis_names: the x and y axis titles.
+        head_names: a title for each column (default "head 1", ...).
     """
+    weights = np.asarray(weights.float().cpu() if isinstance(weights, Tensor) else weights)
     layers, heads, Q, K = weights.shape
+    head_names = head_names or [f"head {h + 1}" for h in range(heads)]
     fig, axes = plt.subplots(layers, heads, squeeze=False,
-                             figsize=(1.2 + 0.32 * K * heads, 0.8 + 0.3 * Q * layers))
+                             figsize=(1.6 + max(0.3 * K, 1.6) * heads,
+                                      1.2 + max(0.28 * Q, 1.4) * layers))
     for (layer, head), ax in zip([(l, h) for l in range(layers) for h in range(heads)],
                                  axes.flat):
-        image = ax.imshow(weights[layer, head].float().cpu().numpy(), cmap="Reds",
-                          vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=8)
-        ax.set_xticks(range(K), keys if layer == layers - 1 else [""] * K, rotation=90,
+        image = ax.imshow(weights[layer, head], cmap="Blues", vmin=0.0, vmax=1.0,
+                          aspect="auto")
+        ax.set_title(f"layer {layer + 1}, {head_names[head]}", fontsize=8)
+        bottom, left = layer == layers - 1, head == 0
+        ax.set_xticks(range(K), [cut(k, 14) for k in keys] if bottom else [""] * K,
+                      rotation=90, fontsize=7)
+        ax.set_yticks(range(Q), [cut(q, 14) for q in queries] if left else [""] * Q,
                       fontsize=7)
-        ax.set_yticks(range(Q), queries if head == 0 else [""] * Q, fontsize=7)
+        if bottom:
+            ax.set_xlabel(axis_names[0], fontsize=8)
+        if left:
+            ax.set_ylabel(axis_names[1], fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(cut(title), fontsize=10)
     _save(fig, path)
 
 

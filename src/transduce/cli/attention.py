@@ -1,0 +1,66 @@
+"""`transduce attention RUN "sentence" --out FILE.png|FILE.html`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "attention", help="draw what a model attends to when it translates a sentence",
+        description="Translate SENTENCE and draw its attention weights: a PNG grid of heatmaps "
+                    "(every layer × head, or their mean), or a self-contained interactive HTML "
+                    "page (choose kind, layer and head; hover a cell for its weight).")
+    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT")
+    parser.add_argument("sentence", help="the sentence to translate")
+    parser.add_argument("--out", required=True, help="FILE.png or FILE.html")
+    parser.add_argument("--kind", default="cross", choices=["cross", "encoder", "decoder"],
+                        help="cross-attention (default), encoder or decoder self-attention "
+                             "(PNG; the HTML page has all three)")
+    parser.add_argument("--mean", action="store_true", help="PNG: the mean of the heads")
+    parser.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    import numpy as np
+
+    from transduce.api import load
+    from transduce.errors import UserError
+    from transduce.io import check_writable
+
+    suffix = os.path.splitext(args.out)[1].lower()
+    if suffix not in (".png", ".html"):
+        raise UserError(f"--out {args.out}: give a .png or .html file")
+    if os.path.isdir(args.out):
+        raise UserError(f"{args.out}: is a folder; give --out a file name")
+    check_writable(os.path.dirname(os.path.abspath(args.out)), "--out")
+    if args.beam < 1:
+        raise UserError(f"--beam must be at least 1, not {args.beam}")
+    model = load(args.model, args.device)
+    if not hasattr(model, "attention"):
+        raise UserError(f"{args.model}: holds no translation model with attention to show")
+    maps = model.attention(args.sentence, args.beam)
+    title = f"{args.sentence} → {maps.translation}"
+    if suffix == ".html":
+        from transduce.viz.attention_html import save_attention_html
+
+        save_attention_html(maps, args.out, title)
+    else:
+        from transduce.viz.heatmaps import plot_attention
+
+        weights = np.stack(maps.weights(args.kind))  # (layers, H, Q, K)
+        heads = None
+        if args.mean:
+            weights, heads = weights.mean(axis=1, keepdims=True), ["mean of heads"]
+        rows, cols = maps.labels(args.kind)
+        names = {"cross": ("source", "output"), "encoder": ("source (key)", "source (query)"),
+                 "decoder": ("output so far (key)", "output so far (query)")}[args.kind]
+        plot_attention(weights, cols, rows, args.out, f"{args.kind} attention: {title}",
+                       names, heads)
+    print(maps.translation)
+    print(f"wrote {args.out}")
+    return 0

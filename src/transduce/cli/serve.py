@@ -1,0 +1,50 @@
+"""`transduce serve RUN [--host 127.0.0.1] [--port 8000]`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    from transduce.cli.main import positive_int
+
+    parser = commands.add_parser(
+        "serve", help="serve a model over HTTP: a JSON API and a web page with attention",
+        description="Serve a translation, demo or forecasting run (or a CTranslate2 export): "
+                    "a web page at /, a JSON API (POST /translate, /attention, /forecast; GET "
+                    "/health, /info) documented at /docs. Concurrent requests are batched "
+                    "together.")
+    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
+    parser.add_argument("--window-ms", type=positive_int, default=10,
+                        help="how long a request waits for others to batch with (default 10)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    import uvicorn
+
+    from transduce.api import load
+    from transduce.errors import UserError
+    from transduce.serve.app import create_app, describe
+
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be between 0 and 65535, not {args.port}")
+    if args.threads < 0:
+        raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load(args.model, args.device)
+    app = create_app(model, describe(args.model, model), args.window_ms / 1000)
+    print(f"transduce: serving {args.model} on http://{args.host}:{args.port}/ "
+          "(Ctrl-C stops)", flush=True)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    except OSError as error:
+        raise UserError(f"--host {args.host} --port {args.port}: {error.strerror}") from None
+    return 0

@@ -1,0 +1,1 @@
+"""`transduce serve`: the HTTP server and its web page."""

@@ -1,0 +1,224 @@
+"""`transduce serve`: a JSON API (with OpenAPI docs at /docs) and a web page over one model.
+
+Endpoints: ``GET /`` the page, ``GET /health``, ``GET /info``, ``POST /translate``,
+``POST /attention`` (translation runs), ``POST /forecast`` (forecasting runs). Errors are
+JSON ``{"error": "..."}`` with a 4xx status; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.exceptions import HTTPException
+
+from transduce.errors import UserError
+from transduce.serve.batcher import Batcher
+
+STATIC = Path(__file__).parent / "static"
+MAX_BODY = 1 << 20          # bytes of one request
+MAX_SENTENCES = 64          # sentences of one /translate request
+MAX_CHARS = 2000            # characters of one sentence
+MAX_ROWS_CHARS = 512 * 1024  # characters of a /forecast CSV
+
+Sentence = Annotated[str, StringConstraints(max_length=MAX_CHARS)]
+
+
+class TranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sentences: list[Sentence] = Field(min_length=1, max_length=MAX_SENTENCES)
+    beam: int = Field(5, ge=1, le=16)
+    nbest: int = Field(1, ge=1, le=16)
+    lenpen: float = Field(0.6, ge=0, le=5, allow_inf_nan=False)
+
+
+class AttentionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sentence: Sentence
+    beam: int = Field(5, ge=1, le=16)
+
+
+class ForecastRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    csv: Annotated[str, StringConstraints(max_length=MAX_ROWS_CHARS)]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _validation_message(error: RequestValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    if first.get("type") == "json_invalid":
+        return "the body is not valid JSON (UTF-8); send a JSON object"
+    return f"{where}: {first.get('msg', 'invalid')}" if where else first.get("msg", "invalid")
+
+
+def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
+    """The app over ``model`` (what :func:`transduce.load` returns); ``info`` is /info's."""
+    kind = info["kind"]
+    worker = concurrent.futures.ThreadPoolExecutor(1, "transduce-model")
+    batcher = Batcher(getattr(model, "search", None), window, worker=worker)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        if kind != "forecast":
+            batcher.start()
+        yield
+        await batcher.stop()
+        worker.shutdown(wait=False)
+
+    app = FastAPI(title="transduce", lifespan=lifespan,
+                  description="Translate, look at attention, or forecast with one trained run.")
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.middleware("http")
+    async def limit_size(request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            return _error(413, f"request body over {MAX_BODY} bytes; send fewer sentences")
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, error: RequestValidationError):
+        return _error(422, _validation_message(error))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, error: HTTPException):
+        return _error(error.status_code, str(error.detail))
+
+    @app.exception_handler(UserError)
+    async def user_error(request, error: UserError):
+        return _error(422, str(error))
+
+    async def in_worker(function, *args):
+        return await asyncio.get_running_loop().run_in_executor(worker, function, *args)
+
+    def need(*kinds: str) -> None:
+        if kind not in kinds:
+            raise HTTPException(404, f"this server holds a {kind} model; see GET /info")
+
+    @app.get("/", include_in_schema=False)
+    async def page():
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/info")
+    async def get_info():
+        return {**info, "batches": batcher.batches, "batched_requests": batcher.requests,
+                "limits": {"max_body_bytes": MAX_BODY, "max_sentences": MAX_SENTENCES,
+                           "max_chars": MAX_CHARS}}
+
+    @app.post("/translate")
+    async def translate(body: TranslateRequest):
+        """Translations of ``sentences``, one per sentence, in order (``nbest`` > 1: lists
+        of {text, score}, best first)."""
+        need("translation", "numbers", "ctranslate2")
+        if body.nbest > body.beam:
+            raise HTTPException(422, "nbest must not exceed beam")
+        lines = [" ".join(s.split()) for s in body.sentences]  # a line break is a space
+        found = await batcher.translate(lines, body.beam, body.nbest, body.lenpen)
+        if body.nbest == 1:
+            out = [hyps[0][0] for hyps in found]
+        else:
+            out = [[{"text": t, "score": round(s, 4)} for t, s in hyps] for hyps in found]
+        return {"translations": out, "attention": kind != "ctranslate2"}
+
+    @app.post("/attention")
+    async def attention(body: AttentionRequest):
+        """The sentence's tokens and the weights of every layer and head: ``cross``,
+        ``encoder`` and ``decoder`` (each [layer][head][query][key])."""
+        need("translation", "numbers")
+        maps = await in_worker(model.attention, " ".join(body.sentence.split()), body.beam)
+        return maps.to_dict()
+
+    @app.post("/forecast")
+    async def forecast(body: ForecastRequest):
+        """The ``horizon`` rows after the given CSV rows, and the rows the model read."""
+        need("forecast")
+        rows = await in_worker(model.forecast, body.csv, "the posted rows")
+        history = _history(body.csv, model)
+        return {"date_column": model.cfg.date_column, "forecast": rows, "history": history}
+
+    return app
+
+
+def _history(text: str, forecaster) -> list[dict]:
+    from transduce.data.timeseries import parse_series
+
+    cfg = forecaster.cfg
+    series = parse_series(text, "the posted rows", cfg.date_column, forecaster.columns)
+    n = cfg.input_length
+    return [{cfg.date_column: d.isoformat(sep=" "),
+             **{c: float(v) for c, v in zip(series.columns, row)}}
+            for d, row in zip(series.dates[-n:], series.values[-n:])]
+
+
+def describe(path: str, model) -> dict:
+    """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
+    and an example input for the page."""
+    from transduce.decoding.translator import Translator
+    from transduce.forecasting.predict import Forecaster
+
+    if isinstance(model, Forecaster):
+        cfg = model.cfg
+        info = {"kind": "forecast", "run": str(model.run_dir),
+                "description": f"{cfg.model} forecaster of {', '.join(model.columns)}: "
+                               f"reads {cfg.input_length} rows, forecasts {cfg.horizon}",
+                "scores": _scores(model.run_dir), "example": _example_rows(model)}
+        return info
+    if not isinstance(model, Translator):
+        return {"kind": "ctranslate2", "export": str(path),
+                "description": f"CTranslate2 export {path}", "scores": {}, "example": ""}
+    from transduce import runs
+
+    checkpoint, run_dir = runs.find_checkpoint(path)
+    numbers = type(model.tokenizer).__name__ == "NumbersTokenizer"
+    params = sum(p.numel() for p in model.model.parameters())
+    return {"kind": "numbers" if numbers else "translation", "checkpoint": str(checkpoint),
+            "description": f"{'demo numbers' if numbers else 'translation'} model, "
+                           f"{params:,} parameters, {checkpoint}",
+            "parameters": params, "scores": _scores(run_dir),
+            "example": "three hundred twenty-one" if numbers else ""}
+
+
+def _scores(run_dir: Path) -> dict:
+    """The best validation row of metrics.jsonl and test_results.json, where present."""
+    scores: dict = {}
+    metrics = Path(run_dir) / "metrics.jsonl"
+    if metrics.is_file():
+        rows = []
+        for line in metrics.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+        valid = [r for r in rows if any(k.startswith(("valid_", "val_")) for k in r)]
+        if valid:
+            scores["last_validation"] = valid[-1]
+    test = Path(run_dir) / "test_results.json"
+    if test.is_file():
+        with contextlib.suppress(ValueError):
+            scores["test"] = json.loads(test.read_text(encoding="utf-8"))
+    return {k: v for k, v in scores.items() if not isinstance(v, float) or math.isfinite(v)}
+
+
+def _example_rows(forecaster) -> str:
+    """The last input_length rows of the run's own CSV, for the page to start from."""
+    with contextlib.suppress(Exception):
+        lines = Path(forecaster.cfg.csv).read_text(encoding="utf-8").splitlines()
+        header = lines[0]
+        return "\n".join([header] + lines[-forecaster.cfg.input_length:]) + "\n"
+    return ""

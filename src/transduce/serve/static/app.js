@@ -1,0 +1,117 @@
+// The page of `transduce serve`: translate and look at attention, or forecast.
+(function () {
+  "use strict";
+  var $ = function (id) { return document.getElementById(id); };
+
+  function post(path, body) {
+    return fetch(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                        body: JSON.stringify(body)})
+      .then(function (r) {
+        return r.json().then(function (data) {
+          if (!r.ok) throw new Error(data.error || r.statusText);
+          return data;
+        });
+      });
+  }
+
+  function showAttention(sentence) {
+    $("attention-title").hidden = false;
+    $("attention").textContent = "computing attention…";
+    post("attention", {sentence: sentence, beam: Number($("beam").value)})
+      .then(function (maps) { TransduceAttention.render($("attention"), maps); })
+      .catch(function (e) { $("attention").textContent = ""; $("error").textContent = e.message; });
+  }
+
+  function translate() {
+    var lines = $("sentences").value.split("\n").filter(function (l) { return l.trim(); });
+    $("error").textContent = "";
+    if (!lines.length) { $("error").textContent = "type a sentence first"; return; }
+    $("results").textContent = "translating…";
+    var nbest = Number($("nbest").value);
+    post("translate", {sentences: lines, beam: Number($("beam").value), nbest: nbest,
+                       lenpen: Number($("lenpen").value)})
+      .then(function (data) {
+        $("results").innerHTML = "";
+        data.translations.forEach(function (out, i) {
+          var div = document.createElement("div"); div.className = "result";
+          var src = document.createElement("div"); src.className = "src";
+          src.textContent = lines[i]; div.appendChild(src);
+          var hyps = nbest > 1 ? out : [{text: out}];
+          hyps.forEach(function (h) {
+            var hyp = document.createElement("div"); hyp.className = "hyp";
+            hyp.textContent = h.text;
+            if (h.score !== undefined) {
+              var s = document.createElement("span"); s.className = "score";
+              s.textContent = h.score.toFixed(3); hyp.appendChild(s);
+            }
+            div.appendChild(hyp);
+          });
+          if (data.attention) {
+            var b = document.createElement("button"); b.className = "show-attention";
+            b.textContent = "attention"; b.onclick = function () { showAttention(lines[i]); };
+            div.appendChild(b);
+          }
+          $("results").appendChild(div);
+        });
+        if (data.attention && lines.length) showAttention(lines[0]);
+      })
+      .catch(function (e) { $("results").textContent = ""; $("error").textContent = e.message; });
+  }
+
+  function chart(history, forecast, dateKey) {  // one SVG line chart per column
+    var host = $("chart"); host.innerHTML = "";
+    var columns = Object.keys(forecast[0]).filter(function (k) { return k !== dateKey; });
+    columns.forEach(function (col) {
+      var all = history.concat(forecast), W = 760, H = 200, P = 40;
+      var ys = all.map(function (r) { return r[col]; });
+      var lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys);
+      if (hi === lo) { hi += 1; lo -= 1; }
+      var x = function (i) { return P + (W - 2 * P) * i / Math.max(all.length - 1, 1); };
+      var y = function (v) { return H - P / 2 - (H - P) * (v - lo) / (hi - lo); };
+      var line = function (rows, offset) {
+        return rows.map(function (r, i) { return x(i + offset) + "," + y(r[col]); }).join(" ");
+      };
+      var ns = "http://www.w3.org/2000/svg";
+      var svg = document.createElementNS(ns, "svg");
+      svg.setAttribute("class", "forecast"); svg.setAttribute("width", W);
+      svg.setAttribute("height", H);
+      function add(tag, attrs, text) {
+        var el = document.createElementNS(ns, tag);
+        Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+        if (text) el.textContent = text;
+        svg.appendChild(el); return el;
+      }
+      add("polyline", {points: line(history, 0), fill: "none", stroke: "#5b6475",
+                       "stroke-width": 1.5, "class": "history"});
+      add("polyline", {points: line([history[history.length - 1]].concat(forecast),
+                       history.length - 1), fill: "none", stroke: "#d9480f",
+                       "stroke-width": 2, "class": "prediction"});
+      add("text", {x: P, y: 14}, col + " (grey: history, orange: forecast)");
+      add("text", {x: P, y: H - 2}, history[0][dateKey]);
+      add("text", {x: W - P, y: H - 2, "text-anchor": "end"}, forecast[forecast.length - 1][dateKey]);
+      add("text", {x: 2, y: y(hi) + 4}, hi.toPrecision(4));
+      add("text", {x: 2, y: y(lo)}, lo.toPrecision(4));
+      host.appendChild(svg);
+    });
+  }
+
+  function predict() {
+    $("forecast-error").textContent = "";
+    post("forecast", {csv: $("rows").value})
+      .then(function (data) { chart(data.history, data.forecast, data.date_column); })
+      .catch(function (e) { $("forecast-error").textContent = e.message; });
+  }
+
+  fetch("info").then(function (r) { return r.json(); }).then(function (info) {
+    $("model").textContent = info.description;
+    if (info.kind === "forecast") {
+      $("forecast").hidden = false;
+      $("rows").value = info.example || "";
+    } else {
+      $("translate").hidden = false;
+      $("sentences").value = info.example || "";
+    }
+  });
+  $("go").onclick = translate;
+  $("predict").onclick = predict;
+})();
