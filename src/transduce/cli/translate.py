@@ -55,21 +55,74 @@ def run(args: argparse.Namespace) -> int:
 
             torch.set_num_threads(args.threads)
         translator = load(args.model, args.device, args.precision)
+    if not hasattr(translator, "search"):
+        raise UserError(f"{args.model}: holds no translation model; use transduce forecast")
+    style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
+
+    def translate(lines: list[str], bar=None) -> list:
+        return translator.search(lines, args.beam, args.lenpen, args.nbest, args.max_tokens,
+                                 progress=bar, lenpen_style=style)
+
+    if not args.input and not _is_file(sys.stdin):  # a terminal or a pipe: line by line
+        _stream(translate, args.nbest)
+        return 0
     lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
-        style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
-        results = translator.search(lines, args.beam, args.lenpen, args.nbest,
-                                       args.max_tokens, progress=bar, lenpen_style=style)
-    if args.nbest == 1:
-        text = "".join(hyps[0][0] + "\n" for hyps in results)
-    else:
-        text = "".join(f"{i} ||| {t} ||| {s:.4f}\n" for i, hyps in enumerate(results)
-                       for t, s in hyps)
+        results = translate(lines, bar)
+    text = _format(results, args.nbest)
     if args.output:
         write_text(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _format(results: list, nbest: int, first: int = 0) -> str:
+    if nbest == 1:
+        return "".join(hyps[0][0] + "\n" for hyps in results)
+    return "".join(f"{i} ||| {t} ||| {s:.4f}\n" for i, hyps in enumerate(results, first)
+                   for t, s in hyps)
+
+
+def _is_file(stream) -> bool:
+    import os
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _stream(translate, nbest: int) -> None:
+    """Translate standard input as it arrives: whatever complete lines one read returns
+    are translated together and written (and flushed) at once, so a terminal gets each
+    line's translation when it is typed and a fast pipe still gets batches."""
+    import os
+
+    from transduce.errors import UserError
+
+    fd, pending, done = sys.stdin.fileno(), b"", 0
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if chunk:
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+        else:  # end of input: a last line without its newline still counts
+            complete, pending = ([pending] if pending else []), b""
+        if complete:
+            lines = []
+            for number, raw in enumerate(complete, done + 1):
+                try:
+                    lines.append(raw.rstrip(b"\r").decode("utf-8"))
+                except UnicodeDecodeError as error:
+                    raise UserError(f"<stdin>:{number}: invalid UTF-8 ({error.reason}); "
+                                    "send UTF-8 text") from None
+            sys.stdout.write(_format(translate(lines), nbest, done))
+            sys.stdout.flush()
+            done += len(lines)
+        if not chunk:
+            return
 
 
 def check_arguments(args: argparse.Namespace) -> None:

@@ -96,6 +96,8 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def http_error(request, error: HTTPException):
+        if error.status_code == 400:  # Starlette could not parse the body (bad UTF-8, ...)
+            return _error(400, "the body is not valid JSON (UTF-8); send a JSON object")
         return _error(error.status_code, str(error.detail))
 
     @app.exception_handler(UserError)

@@ -34,8 +34,10 @@ def _regression_data():
 
 
 def _regression_figure(x_train, y_train, x_test, pred, weights, title, path):
+    x_train, y_train, x_test, pred, weights = (t.detach().numpy() for t in
+                                               (x_train, y_train, x_test, pred, weights))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot(x_test, _target(x_test), label="truth: 2 sin x + x^0.8")
+    left.plot(x_test, _target(torch.from_numpy(x_test)), label="truth: 2 sin x + x^0.8")
     left.plot(x_test, pred, label="attention pooling")
     left.plot(x_train, y_train, "o", alpha=0.5, label="training samples")
     left.set_xlabel("x")
@@ -89,7 +91,7 @@ def figure_masked_softmax(out: Path) -> dict:
     weights = masked_softmax(scores, valid)  # (2, 2, 4)
     fig, axes = plt.subplots(1, 2, figsize=(8, 2.6))
     for b, ax in enumerate(axes):
-        image = ax.imshow(weights[b], cmap="Blues", vmin=0, vmax=1)
+        image = ax.imshow(weights[b].numpy(), cmap="Blues", vmin=0, vmax=1)
         ax.set_title(f"example {b + 1}: {valid[b].item()} valid keys")
         ax.set_xlabel("key")
         ax.set_ylabel("query")
@@ -112,7 +114,7 @@ def figure_additive_vs_dot_product(out: Path) -> dict:
     fig, axes = plt.subplots(1, 2, figsize=(10, 2.8))
     for ax, w, name in zip(axes, (a, d), ("additive: w_vᵀ tanh(W_q q + W_k k)",
                                          "scaled dot product: q·k / √d")):
-        image = ax.imshow(w[0], cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        image = ax.imshow(w[0].numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("key (6 of 10 valid)")
         ax.set_ylabel("query")
@@ -126,7 +128,7 @@ def figure_positional_encoding(out: Path) -> dict:
     plot_positional_encoding(table, out / "positional_encoding.png")
     fig, ax = plt.subplots(figsize=(8, 3.2))
     for column in range(6, 10):
-        ax.plot(table[:, column], label=f"column {column}")
+        ax.plot(table[:, column].numpy(), label=f"column {column}")
     ax.set_xlabel("position")
     ax.set_ylabel("encoding")
     ax.set_title("Positional encoding columns 6–9: lower frequency further right")

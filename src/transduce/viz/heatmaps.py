@@ -47,7 +47,8 @@ def plot_attention(
         axis_names: the x and y axis titles.
         head_names: a title for each column (default "head 1", ...).
     """
-    weights = np.asarray(weights.float().cpu() if isinstance(weights, Tensor) else weights)
+    weights = (weights.detach().float().cpu().numpy() if isinstance(weights, Tensor)
+               else np.asarray(weights))
     layers, heads, Q, K = weights.shape
     head_names = head_names or [f"head {h + 1}" for h in range(heads)]
     fig, axes = plt.subplots(layers, heads, squeeze=False,

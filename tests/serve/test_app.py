@@ -1,0 +1,128 @@
+"""The HTTP API, in process: every endpoint, every error (status and message), order kept,
+concurrent requests batched and never mixed up."""
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import transduce
+from transduce.serve.app import MAX_BODY, MAX_CHARS, MAX_SENTENCES, create_app, describe
+
+
+@pytest.fixture(scope="module")
+def model(trained_run):
+    return transduce.load(trained_run, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def client(model, trained_run):
+    with TestClient(create_app(model, describe(str(trained_run), model))) as c:
+        yield c
+
+
+def test_health_info_and_the_page(client, trained_run):
+    assert client.get("/health").json() == {"status": "ok"}
+    info = client.get("/info").json()
+    assert info["kind"] == "translation" and info["checkpoint"].endswith("best.pt")
+    assert info["scores"]["last_validation"]["valid_bleu"] >= 0
+    assert info["limits"]["max_sentences"] == MAX_SENTENCES
+    page = client.get("/")
+    assert page.status_code == 200 and "static/attention.js" in page.text
+    assert "TransduceAttention" in client.get("/static/attention.js").text
+    assert "/translate" in client.get("/openapi.json").json()["paths"]
+
+
+def test_translate_keeps_count_and_order_with_empty_and_long_lines(client, model):
+    lines = ["five", "", "six hundred", "one " * 300, "seven"]
+    got = client.post("/translate", json={"sentences": lines, "beam": 2}).json()
+    assert got["translations"] == model.translate(lines, beam=2)
+    assert got["translations"][1] == ""
+
+
+def test_nbest_gives_scored_lists(client):
+    got = client.post("/translate", json={"sentences": ["six"], "beam": 3, "nbest": 2}).json()
+    hyps = got["translations"][0]
+    assert len(hyps) == 2 and hyps[0]["score"] >= hyps[1]["score"] and "text" in hyps[0]
+
+
+def test_attention_endpoint(client, model):
+    got = client.post("/attention", json={"sentence": "seven thousand", "beam": 2}).json()
+    maps = model.attention("seven thousand", beam=2)
+    assert got["source"] == maps.source and got["target"] == maps.target
+    assert len(got["cross"]) == len(maps.cross)
+    assert len(got["cross"][0][0]) == len(maps.target)  # [layer][head][query][key]
+
+
+@pytest.mark.parametrize("body, status, message", [
+    (b"{not json", 422, "not valid JSON"),
+    (b'{"sentences": ["\xff\xfe"]}', 400, "not valid JSON (UTF-8)"),
+    (json.dumps({"sentences": "one"}).encode(), 422, "sentences: Input should be a valid list"),
+    (json.dumps({"sentences": []}).encode(), 422, "sentences: List should have at least 1"),
+    (json.dumps({"sentences": ["x"] * (MAX_SENTENCES + 1)}).encode(), 422,
+     f"at most {MAX_SENTENCES} items"),
+    (json.dumps({"sentences": ["x" * (MAX_CHARS + 1)]}).encode(), 422,
+     f"at most {MAX_CHARS} characters"),
+    (json.dumps({"sentences": [3]}).encode(), 422, "sentences.0: Input should be a valid string"),
+    (json.dumps({"sentences": ["x"], "beam": 0}).encode(), 422, "beam: Input should be greater"),
+    (json.dumps({"sentences": ["x"], "beam": 2, "nbest": 3}).encode(), 422,
+     "nbest must not exceed beam"),
+    (json.dumps({"sentences": ["x"], "lenpen": "nan"}).encode(), 422, "lenpen"),
+    (json.dumps({"sentences": ["x"], "bogus": 1}).encode(), 422, "bogus: Extra inputs"),
+    (b"x" * (MAX_BODY + 1), 413, "request body over"),
+])
+def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body, status,
+                                                                     message):
+    response = client.post("/translate", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]
+    assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
+
+
+def test_wrong_endpoint_for_the_model_and_unknown_paths(client):
+    response = client.post("/forecast", json={"csv": "date,x\n"})
+    assert response.status_code == 404 and "holds a translation model" in response.json()["error"]
+    assert client.get("/nowhere").json() == {"error": "Not Found"}
+
+
+def test_concurrent_requests_are_batched_and_never_mixed_up(model, trained_run):
+    app = create_app(model, describe(str(trained_run), model), window=0.05)
+    sentences = [f"{w} hundred" for w in ("one", "two", "three", "four", "five", "six")]
+    expected = model.translate(sentences, beam=1)
+
+    async def clients():
+        transport = httpx.ASGITransport(app=app)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                replies = await asyncio.gather(*[
+                    c.post("/translate", json={"sentences": [s, s], "beam": 1})
+                    for s in sentences])
+                info = (await c.get("/info")).json()
+        return [r.json()["translations"] for r in replies], info
+
+    replies, info = asyncio.run(clients())
+    assert replies == [[e, e] for e in expected]  # each got its own, in its order
+    assert info["batched_requests"] == len(sentences) and info["batches"] < len(sentences)
+
+
+def test_a_forecast_run_is_served(tmp_path):
+    from tests.forecasting.test_cli import write_sine
+    from transduce.cli.main import main
+
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 "model=linear", "max_epochs=1", "--run-dir", str(run)]) == 0
+    forecaster = transduce.load(run)
+    with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
+        info = c.get("/info").json()
+        assert info["kind"] == "forecast" and info["example"].startswith("date,load,temp")
+        got = c.post("/forecast", json={"csv": csv.read_text()}).json()
+        assert got["forecast"] == forecaster.forecast(csv.read_text())
+        assert len(got["history"]) == 48 and got["date_column"] == "date"
+        bad = c.post("/forecast", json={"csv": "date,load,temp\n2021-01-01,1,x\n"})
+        assert bad.status_code == 422 and "column 'temp' holds 'x'" in bad.json()["error"]
+        assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404

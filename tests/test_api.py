@@ -1,0 +1,81 @@
+"""`transduce.load`: one call for a translation run, a demo run, an export or a forecaster."""
+
+import numpy as np
+import pytest
+
+import transduce
+from transduce.cli.main import main
+from transduce.errors import UserError
+
+TINY_DEMO = ["max_steps=2", "valid_every=2", "held_out=20", "valid_numbers=10", "d_model=32",
+             "d_ff=64", "num_heads=2", "num_encoder_layers=1", "num_decoder_layers=1",
+             "examples=1", "threads=1"]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "run"
+    assert main(["demo", *TINY_DEMO, "--out", str(out)]) == 0
+    return out
+
+
+def test_translate_takes_a_string_or_a_list(trained_run):
+    model = transduce.load(trained_run, verbose=False)
+    one = model.translate("five hundred", beam=2)
+    many = model.translate(["five hundred", "", "six"], beam=2)
+    assert isinstance(one, str) and one == many[0]
+    assert len(many) == 3 and many[1] == ""
+    nbest = model.translate(["six"], beam=3, nbest=2)
+    assert len(nbest[0]) == 2 and all(isinstance(s, float) for _, s in nbest[0])
+    assert nbest[0][0][1] >= nbest[0][1][1]  # best first
+
+
+def test_attention_returns_every_layer_and_head_with_their_tokens(trained_run):
+    model = transduce.load(trained_run, verbose=False)
+    maps = model.attention("seven thousand two", beam=2)
+    assert maps.translation == model.translate("seven thousand two", beam=2)
+    S, T = len(maps.source), len(maps.target)
+    assert maps.source[-1] == "</s>" and maps.target[-1] == "</s>"
+    assert maps.target_inputs[0] == "<s>" and maps.target_inputs[1:] == maps.target[:-1]
+    layers, heads = 1, 2  # the tiny config
+    for kind, shape in (("encoder", (heads, S, S)), ("decoder", (heads, T, T)),
+                        ("cross", (heads, T, S))):
+        weights = maps.weights(kind)
+        assert len(weights) == layers and weights[0].shape == shape, kind
+        np.testing.assert_allclose(weights[0].sum(-1), 1.0, atol=1e-4)
+    causal = maps.decoder[0]
+    assert np.all(np.triu(causal, k=1) == 0)  # no position attends to a later one
+    assert "cross" in maps.to_dict() and len(maps.to_dict()["encoder"][0]) == heads
+
+
+def test_a_demo_run_loads_translates_and_shows_attention(demo_run):
+    model = transduce.load(demo_run, verbose=False)
+    assert isinstance(model.translate("321"), str)
+    maps = model.attention("three hundred twenty-one", beam=1)
+    assert maps.source == ["three", "hundred", "twenty", "-", "one", "</s>"]
+    assert model.attention("321", beam=1).source == maps.source  # digits read as words
+
+
+def test_a_forecast_run_loads_as_a_forecaster(tmp_path):
+    from tests.forecasting.test_cli import write_sine
+
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 "model=linear", "max_epochs=1", "--run-dir", str(run)]) == 0
+    model = transduce.load(run)
+    rows = model.forecast(csv.read_text(encoding="utf-8"))
+    assert len(rows) == 12 and set(rows[0]) == {"date", "load", "temp"}
+    assert rows[0]["date"] == "2021-01-26 00:00:00"  # the hour after the file's last row
+    with pytest.raises(UserError, match="it needs at least that many"):
+        model.forecast("date,load,temp\n2021-01-01 00:00:00,1,2\n")
+
+
+def test_an_export_loads_as_a_ctranslate2_translator(trained_run, tmp_path):
+    pytest.importorskip("ctranslate2")
+    out = tmp_path / "ct2"
+    assert main(["export", str(trained_run), str(out)]) == 0
+    model = transduce.load(out)
+    assert isinstance(model.translate("five"), str)
+    with pytest.raises(UserError, match="does not return attention weights"):
+        model.attention("five")
