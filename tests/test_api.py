@@ -79,3 +79,15 @@ def test_an_export_loads_as_a_ctranslate2_translator(trained_run, tmp_path):
     assert isinstance(model.translate("five"), str)
     with pytest.raises(UserError, match="does not return attention weights"):
         model.attention("five")
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_sentence_translates_the_same_whatever_its_batch(trained_run, beam):
+    """The output limit is each sentence's own (its length + 50), not its batch's: an
+    untrained model that never ends a sentence shows the difference."""
+    from transduce.data.numbers import english
+
+    model = transduce.load(trained_run, verbose=False)
+    sentences = [english(n) for n in (5, 1234, 987654, 42, 700001)]
+    alone = [model.translate(s, beam=beam) for s in sentences]
+    assert model.translate(sentences, beam=beam) == alone

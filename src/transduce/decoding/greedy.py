@@ -33,7 +33,7 @@ def greedy_search(
     bos_id: int,
     eos_id: int,
     pad_id: int,
-    max_len: int,
+    max_len: int | Tensor,
 ) -> Tensor:
     """Pick the most probable token at each step until every sentence has ended.
 
@@ -41,7 +41,9 @@ def greedy_search(
         model: a :class:`Seq2Seq` model (in eval mode).
         src: (B, S) source ids. src_mask: (B, 1, S).
         bos_id, eos_id, pad_id: special ids.
-        max_len: most tokens to generate per sentence (EOS included).
+        max_len: most tokens to generate per sentence (EOS included): one number, or (B,)
+            limits, one per sentence, so that a sentence's output never depends on the
+            other sentences of its batch.
 
     Returns:
         (B, L) generated ids without BOS, each row ending with EOS (unless cut by
@@ -50,13 +52,14 @@ def greedy_search(
     state = model.start(src, src_mask)
     tokens = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    limits = torch.as_tensor(max_len, device=src.device).expand(src.shape[0])  # (B,)
     outputs = []
-    for _ in range(max_len):
+    for step in range(int(limits.max())):
         logits, state = model.step(tokens, state)  # (B, 1, V)
         tokens = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
         tokens = tokens.masked_fill(finished[:, None], pad_id)
         outputs.append(tokens)
-        finished |= tokens[:, 0] == eos_id
+        finished |= (tokens[:, 0] == eos_id) | (limits <= step + 1)
         if finished.all():
             break
     return torch.cat(outputs, dim=1)  # (B, L)

@@ -105,8 +105,9 @@ class Translator(TranslateAPI):
     def _search(self, src, beam_size, alpha, nbest, lenpen_style):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
         if beam_size == 1:
+            limits = mask.reshape(src.shape[0], -1).sum(-1) + EXTRA_OUTPUT  # (B,) as beam's
             out = greedy_search(self.model, src, mask, tok.bos_id, tok.eos_id, tok.pad_id,
-                                max_len=src.shape[1] + EXTRA_OUTPUT)
+                                max_len=limits)
             return [[(tok.decode(row.tolist()), 0.0)] for row in out]
         found = beam_search(self.model, src, mask, tok.bos_id, tok.eos_id, beam_size, alpha,
                             nbest, extra_len=EXTRA_OUTPUT, lenpen_style=lenpen_style)

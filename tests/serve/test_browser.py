@@ -1,0 +1,95 @@
+"""A real browser on a real server: headless Chromium (Debian's chromium and
+chromium-driver, through Selenium) loads the page of `transduce serve` on 127.0.0.1, types
+a sentence, waits for the translation, and checks the attention heatmap's cells and labels
+and that choosing another head redraws them.
+
+Set TRANSDUCE_SERVE_RUN to serve another run (the README's screenshot uses a demo run) and
+TRANSDUCE_SCREENSHOT to keep the screenshot."""
+
+import os
+import shutil
+
+import pytest
+
+from tests.serve.conftest import serve
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER),
+    reason="no Chromium here: apt-get install -y chromium chromium-driver (.ci/run does)")
+
+
+@pytest.fixture
+def server(trained_run):
+    run = os.environ.get("TRANSDUCE_SERVE_RUN", str(trained_run))
+    with serve(run) as url:
+        yield url
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                 "--window-size=1200,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def cells(browser):
+    from selenium.webdriver.common.by import By
+
+    return [c.get_attribute("data-weight")
+            for c in browser.find_elements(By.CSS_SELECTOR, "#attention td.ta-cell")]
+
+
+def test_the_page_translates_and_draws_attention(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server)
+    wait.until(ready.visibility_of_element_located((By.ID, "sentences")))
+    box = browser.find_element(By.ID, "sentences")
+    box.clear()
+    box.send_keys("three hundred twenty-one")
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#results .hyp"))
+    assert browser.find_element(By.CSS_SELECTOR, "#results .src").text == \
+        "three hundred twenty-one"
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#attention td.ta-cell"))
+
+    # cross-attention: one row per output token, one column per source token (+ </s>)
+    columns = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#attention th.ta-col")]
+    rows = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#attention th.ta-row")]
+    assert columns[-1] == "</s>" and rows[-1] == "</s>" and len(columns) >= 2
+    mean = cells(browser)
+    assert len(mean) == len(rows) * len(columns)
+    assert all(0 <= float(w) <= 1 for w in mean)
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-head")).select_by_value("0")
+    wait.until(lambda b: b.find_element(By.ID, "attention").get_attribute("data-showing")
+               == "cross/0/0")
+    assert cells(browser) != mean  # one head's weights are not the heads' mean
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-kind")).select_by_value(
+        "decoder")
+    wait.until(lambda b: b.find_element(By.ID, "attention").get_attribute("data-showing")
+               .startswith("decoder/"))
+    n = len(browser.find_elements(By.CSS_SELECTOR, "#attention th.ta-row"))
+    weights = [float(w) for w in cells(browser)]
+    above = [weights[q * n + k] for q in range(n) for k in range(q + 1, n)]
+    assert above and all(w == 0 for w in above)  # the causal triangle is drawn
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-kind")).select_by_value(
+        "cross")
+    target = os.environ.get("TRANSDUCE_SCREENSHOT")
+    if target:
+        browser.save_screenshot(target)
