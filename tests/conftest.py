@@ -79,3 +79,18 @@ def trained_run(tmp_path_factory):
     config.write_text(TINY.format(data=folder), encoding="utf-8")
     assert main(["train", str(config), "--run-dir", str(root / "run")]) == 0
     return root / "run"
+
+
+TINY_DEMO = ["max_steps=2", "valid_every=2", "held_out=20", "valid_numbers=10", "d_model=32",
+             "d_ff=64", "num_heads=2", "num_encoder_layers=1", "num_decoder_layers=1",
+             "examples=1", "threads=1"]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """A demo run of two updates (read-only for the tests)."""
+    from transduce.cli.main import main
+
+    out = tmp_path_factory.mktemp("demo") / "run"
+    assert main(["demo", *TINY_DEMO, "--out", str(out)]) == 0
+    return out

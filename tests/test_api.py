@@ -7,18 +7,6 @@ import transduce
 from transduce.cli.main import main
 from transduce.errors import UserError
 
-TINY_DEMO = ["max_steps=2", "valid_every=2", "held_out=20", "valid_numbers=10", "d_model=32",
-             "d_ff=64", "num_heads=2", "num_encoder_layers=1", "num_decoder_layers=1",
-             "examples=1", "threads=1"]
-
-
-@pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo") / "run"
-    assert main(["demo", *TINY_DEMO, "--out", str(out)]) == 0
-    return out
-
-
 def test_translate_takes_a_string_or_a_list(trained_run):
     model = transduce.load(trained_run, verbose=False)
     one = model.translate("five hundred", beam=2)
