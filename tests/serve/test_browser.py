@@ -90,6 +90,10 @@ def test_the_page_translates_and_draws_attention(server, browser):
 
     Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-kind")).select_by_value(
         "cross")
+    layers = Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-layer"))
+    layers.select_by_index(len(layers.options) - 1)  # the last layer, heads' mean
+    Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-head")).select_by_value(
+        "mean")
     target = os.environ.get("TRANSDUCE_SCREENSHOT")
     if target:
         browser.save_screenshot(target)
