@@ -12,7 +12,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "serve", help="serve a model over HTTP: a JSON API and a web page with attention",
         description="Serve a translation, demo or forecasting run (or a CTranslate2 export): "
                     "a web page at /, a JSON API (POST /translate, /attention, /forecast; GET "
-                    "/health, /info) documented at /docs. Concurrent requests are batched "
+                    "/health, /info) described by /openapi.json. Concurrent requests are batched "
                     "together.")
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT")
     parser.add_argument("--host", default="127.0.0.1",

@@ -208,8 +208,9 @@ class CTranslate2Translator(TranslateAPI):
             pieces, max_batch_size=max(max_tokens // max(beam_size, 1), 1), batch_type="tokens",
             beam_size=beam_size, num_hypotheses=nbest, length_penalty=alpha,
             max_decoding_length=longest + 1 + EXTRA_OUTPUT, return_scores=True)
-        for i, result in zip(todo, found):
-            results[i] = [(sp.decode_pieces(h), s)
+        for i, source, result in zip(todo, pieces, found):
+            limit = len(source) + 1 + EXTRA_OUTPUT  # each sentence's own, as our search's
+            results[i] = [(sp.decode_pieces(h[:limit]), s)
                           for h, s in zip(result.hypotheses, result.scores)]
         if progress is not None:
             progress.update(len(lines))

@@ -1,4 +1,4 @@
-"""`transduce serve`: a JSON API (with OpenAPI docs at /docs) and a web page over one model.
+"""`transduce serve`: a JSON API (its OpenAPI schema at /openapi.json) and a web page.
 
 Endpoints: ``GET /`` the page, ``GET /health``, ``GET /info``, ``POST /translate``,
 ``POST /attention`` (translation runs), ``POST /forecast`` (forecasting runs). Errors are
@@ -79,7 +79,9 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         await batcher.stop()
         worker.shutdown(wait=False)
 
-    app = FastAPI(title="transduce", lifespan=lifespan,
+    # The OpenAPI schema is at /openapi.json; FastAPI's /docs pages would fetch their
+    # scripts from a CDN, and nothing here may need the network.
+    app = FastAPI(title="transduce", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Translate, look at attention, or forecast with one trained run.")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
