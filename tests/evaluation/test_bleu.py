@@ -1,9 +1,12 @@
 import json
+import math
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from transduce.cli.main import main
-from transduce.evaluation import corpus_scores
+from transduce.evaluation import corpus_scores, literature_tokenize
 
 
 def test_identical_text_scores_100():
@@ -37,3 +40,64 @@ def test_misaligned_files(tmp_path, capsys):
 def test_mismatched_counts_raise():
     with pytest.raises(ValueError):
         corpus_scores(["a"], [])
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
+
+
+@pytest.mark.skipif(not (SHARED / "tok").is_dir(),
+                    reason="needs ../shared/data/multi30k (raw and official tokenised files)")
+@pytest.mark.parametrize("lang, at_most", [("de", 1), ("en", 0), ("fr", 1)])
+def test_literature_tokenisation_reproduces_the_official_files(lang, at_most):
+    raw = (SHARED / f"val.{lang}").read_text(encoding="utf-8").splitlines()
+    official = (SHARED / "tok" / f"val.lc.norm.tok.{lang}").read_text(encoding="utf-8"
+                                                                       ).splitlines()
+    differ = sum(a != b for a, b in zip(literature_tokenize(raw, lang), official))
+    assert len(raw) == len(official) == 1014 and differ <= at_most  # 1, 0 and 1 of 1014
+
+
+def multi_bleu(hyps, refs):
+    """multi-bleu.perl's corpus BLEU: clipped 1-4-gram precisions, geometric mean, brevity
+    penalty, on whitespace tokens; written out here as an independent check."""
+    matches, totals, hyp_len, ref_len = [0] * 4, [0] * 4, 0, 0
+    for hyp, ref in zip(hyps, refs):
+        h, r = hyp.split(), ref.split()
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, 5):
+            grams = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            ref_grams = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            matches[n - 1] += sum(min(c, ref_grams[g]) for g, c in grams.items())
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    log_precision = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4
+    penalty = min(1.0, math.exp(1 - ref_len / hyp_len))
+    return 100 * penalty * math.exp(log_precision)
+
+
+def test_tokenised_bleu_equals_multi_bleu_on_a_known_pair():
+    hyps = ["Ein Mann fährt ein rotes Fahrrad auf der Straße.",
+            "Zwei Hunde spielen im Schnee, \"glücklich\".",
+            "Eine Frau liest ein Buch im Park."]
+    refs = ["Ein Mann fährt auf der Straße ein rotes Fahrrad.",
+            "Zwei Hunde spielen im Schnee.",
+            "Eine Frau liest im Park ein Buch."]
+    scores = corpus_scores(hyps, refs, "de")
+    expected = multi_bleu(literature_tokenize(hyps, "de"), literature_tokenize(refs, "de"))
+    assert literature_tokenize(hyps, "de")[1] == \
+        "zwei hunde spielen im schnee , &quot; glücklich &quot; ."
+    assert scores["bleu_tok"] == pytest.approx(expected, abs=0.01)
+    assert "tok:none" in scores["bleu_tok_signature"]
+
+
+def test_evaluate_reports_the_literature_bleu_from_the_reference_suffix(tmp_path, capsys):
+    from transduce.cli.main import main
+
+    hyp, ref = tmp_path / "hyp.de", tmp_path / "ref.de"
+    hyp.write_text("Ein Mann fährt Rad.\nZwei Hunde.\n", encoding="utf-8")
+    ref.write_text("Ein Mann fährt Fahrrad.\nZwei Hunde.\n", encoding="utf-8")
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    tok = tmp_path / "ref.tok"
+    tok.write_text("ein mann fährt fahrrad .\nzwei hunde .\n", encoding="utf-8")
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--tok-ref", str(tok),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bleu_tok"] == scores["bleu_tok"] > 0

@@ -9,23 +9,48 @@ import json
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "evaluate", help="score translations with sacreBLEU (BLEU, lowercased BLEU, chrF)",
-        description="Cased sacreBLEU with its signature, lowercased BLEU (what published "
-                    "Multi30k figures use) and chrF2.")
+        description="Cased sacreBLEU with its signature, lowercased BLEU and chrF2; with a "
+                    "language (--lang, or the reference's .de/.en/.fr suffix) also the BLEU "
+                    "that published Multi30k figures use: hypothesis lowercased, Moses-"
+                    "normalised and Moses-tokenised (sacremoses), scored word for word against "
+                    "the official *.lc.norm.tok.* reference (--tok-ref) or the raw reference "
+                    "tokenised the same way.")
     parser.add_argument("--hyp", required=True, help="translations, one per line")
     parser.add_argument("--ref", required=True, help="references, aligned with --hyp")
+    parser.add_argument("--lang", help="the target language (default: the --ref suffix, "
+                                       "if a two-letter code)")
+    parser.add_argument("--tok-ref", help="the official tokenised reference, e.g. "
+                                          "test_2016_flickr.lc.norm.tok.de")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.data.text import read_parallel
+    import re
+
+    from transduce.data.text import read_lines, read_parallel
+    from transduce.errors import UserError
     from transduce.evaluation import corpus_scores
 
     hyps, refs = read_parallel(args.hyp, args.ref)
-    scores = corpus_scores(hyps, refs)
+    lang = args.lang
+    if lang is None and re.fullmatch(r"[a-z]{2}", args.ref.rsplit(".", 1)[-1]):
+        lang = args.ref.rsplit(".", 1)[-1]
+    tok_refs = None
+    if args.tok_ref:
+        if lang is None:
+            raise UserError("--tok-ref needs the language: give --lang")
+        tok_refs = read_lines(args.tok_ref)
+        if len(tok_refs) != len(hyps):
+            raise UserError(f"{args.tok_ref}: {len(tok_refs)} lines, {args.hyp} has "
+                            f"{len(hyps)}; give the tokenised form of --ref")
+    scores = corpus_scores(hyps, refs, lang, tok_refs)
     if args.json:
         print(json.dumps(scores))
         return 0
-    for name, label in (("bleu", "BLEU"), ("bleu_lc", "BLEU (lowercased)"), ("chrf", "chrF2")):
+    names = [("bleu", "BLEU"), ("bleu_lc", "BLEU (lowercased)"), ("chrf", "chrF2")]
+    if "bleu_tok" in scores:
+        names.append(("bleu_tok", "BLEU (tok, lc)"))
+    for name, label in names:
         print(f"{label:<18} {scores[name]:6.2f}  {scores[name + '_signature']}")
     return 0
