@@ -18,7 +18,7 @@ from pathlib import Path
 from transduce.cli.main import main as transduce
 from transduce.data.text import read_lines
 from transduce.api import load as load_translator
-from transduce.evaluation import corpus_scores
+from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import write_text
 from transduce.runs import average_checkpoints
 from transduce.runs import load_checkpoint, save_checkpoint, step_checkpoints
@@ -113,7 +113,10 @@ def score(checkpoint: Path, data: str, src: str, tgt: str, beam: int, lenpen: fl
     hyps = [h[0][0] for h in translator.search(sources, beam_size=beam, alpha=lenpen)]
     seconds = time.perf_counter() - start
     write_text(output, "".join(h + "\n" for h in hyps))
-    return {**corpus_scores(hyps, references),
+    official = Path(data) / "tok" / f"test_2016_flickr.lc.norm.tok.{tgt}"
+    tokenized = read_lines(official) if official.is_file() else None
+    return {**corpus_scores(hyps, references, tgt, tokenized),
+            "looping_rate": round(looping_rate(hyps, sources), 4),
             "translate_sentences_per_s": round(len(sources) / seconds, 1)}
 
 

@@ -101,3 +101,19 @@ def test_evaluate_reports_the_literature_bleu_from_the_reference_suffix(tmp_path
     assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--tok-ref", str(tok),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bleu_tok"] == scores["bleu_tok"] > 0
+
+
+@pytest.mark.parametrize("hyp, looping", [
+    ("Vagagagagaga", True),            # "ag" five times
+    ("Videospospospospospos fahren", True),  # "pos" five times
+    ("Ein Mann fährt Fahrrad.", False),
+    ("Kaffeeeee", True),               # one character five times
+    ("Kaffee", False),
+    ("ein " * 30, True),               # more than three times the source
+])
+def test_looping_translations_are_found(hyp, looping):
+    from transduce.evaluation import is_looping, looping_rate
+
+    assert is_looping(hyp, "A man rides a bike .") is looping
+    assert looping_rate([hyp, "Ein Hund."], ["A man rides a bike .", "A dog."]) == \
+        (0.5 if looping else 0.0)
