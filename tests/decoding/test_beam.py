@@ -202,3 +202,15 @@ def test_power_length_penalty_divides_by_length_to_the_alpha():
     assert length_penalty(7, 1.0, "wu") == 2.0
     with pytest.raises(ValueError, match="style"):
         length_penalty(3, 0.6, "gnmt")
+
+
+def test_no_repeat_ngram_blocks_a_loop():
+    """The best path is A A A (the bigram A A twice); with bigrams blocked it cannot be."""
+    loop = {(): {A: 1.0}, (A,): {A: 0.9, B: 0.1}, (A, A): {A: 0.9, B: 0.1},
+            (A, A, A): {EOS: 1.0}, (A, B): {EOS: 1.0}, (A, A, B): {EOS: 1.0}}
+    [[looping]] = search(TableModel(loop), beam_size=3, alpha=0.0)
+    assert looping.tokens == [A, A, A, EOS]
+    [[blocked]] = search(TableModel(loop), beam_size=3, alpha=0.0, no_repeat_ngram=2)
+    assert blocked.tokens == [A, B, EOS]  # A A B EOS (0.09) loses to A B EOS (0.1)
+    [[trigram]] = search(TableModel(loop), beam_size=3, alpha=0.0, no_repeat_ngram=3)
+    assert trigram.tokens == [A, A, A, EOS]  # A A A holds no trigram twice

@@ -29,6 +29,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="score / ((5 + length) / 6)^α as the paper (wu, default for our "
                              "engine) or / length^α (power, CTranslate2's only one)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
+    parser.add_argument("--no-repeat-ngram", type=int, default=0, metavar="N",
+                        help="forbid any N-gram of subwords twice in an output, against "
+                             "outputs that loop (default 0: off)")
     parser.add_argument("--max-tokens", type=int, default=6000,
                         help="source tokens × beam per batch (default 6000)")
     parser.add_argument("--device", default="auto",
@@ -60,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
     style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
 
     def translate(lines: list[str], bar=None) -> list:
+        extra = {"no_repeat_ngram": args.no_repeat_ngram} if args.no_repeat_ngram else {}
         return translator.search(lines, args.beam, args.lenpen, args.nbest, args.max_tokens,
-                                 progress=bar, lenpen_style=style)
+                                 progress=bar, lenpen_style=style, **extra)
 
     if not args.input and not _is_file(sys.stdin):  # a terminal or a pipe: line by line
         _stream(translate, args.nbest)
@@ -137,6 +141,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
     if args.threads < 0:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
+    if args.no_repeat_ngram < 0:
+        raise UserError(f"--no-repeat-ngram must be 0 (off) or more, not {args.no_repeat_ngram}")
     if args.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if not math.isfinite(args.lenpen):

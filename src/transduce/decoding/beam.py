@@ -57,7 +57,7 @@ def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
 def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_id: int,
                 beam_size: int = 5, alpha: float = 0.6, nbest: int = 1,
                 max_len: Tensor | None = None, extra_len: int = 50,
-                lenpen_style: str = "wu") -> list[list[Hypothesis]]:
+                lenpen_style: str = "wu", no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
     A sentence leaves the batch as soon as it is done (its best finished hypotheses cannot be
@@ -72,6 +72,8 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         max_len: (B,) most output tokens per sentence, EOS included; by default the source
             length + ``extra_len``.
         lenpen_style: "wu" (the paper's) or "power"; see :func:`length_penalty`.
+        no_repeat_ngram: N > 0 forbids a hypothesis to contain any N-gram of tokens twice
+            (a remedy for outputs that loop on a subword); 0 is off.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
@@ -98,6 +100,8 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         logits, state = model.step(prefixes[:, -1:], state)  # (n·K, 1, V)
         V = logits.shape[-1]
         candidates = F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32).view(n, K, V)
+        if no_repeat_ngram and t + 1 >= no_repeat_ngram:
+            _block_repeats(candidates.view(n * K, V), prefixes, no_repeat_ngram)
         ending = [i for i, b in enumerate(alive) if t + 1 >= limits[b]]
         if ending:  # at the maximum length only EOS may follow
             ending = torch.tensor(ending, device=device)
@@ -128,6 +132,19 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         prefixes = torch.cat([prefixes[source_rows], tokens.view(-1, 1)], 1)
         state = state.reorder(source_rows, kept) if grouped else state.reorder(source_rows)
     return [sorted(f, key=lambda h: -h.score)[:nbest] for f in finished]
+
+
+def _block_repeats(log_probs: Tensor, prefixes: Tensor, n: int) -> None:
+    """Set to -inf, in place, each row's log-probability (rows, V) of every token that would
+    complete an n-gram the row's prefix (rows, t + 1; BOS first) already holds."""
+    for row, tokens in enumerate(prefixes[:, 1:].tolist()):
+        if len(tokens) < n - 1:
+            continue
+        last = tuple(tokens[len(tokens) - n + 1:])
+        banned = [tokens[i + n - 1] for i in range(len(tokens) - n + 1)
+                  if tuple(tokens[i:i + n - 1]) == last]
+        if banned:
+            log_probs[row, banned] = float("-inf")
 
 
 def _expand(state, K: int, B: int, device: torch.device):

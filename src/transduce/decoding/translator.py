@@ -30,6 +30,15 @@ def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
     return ids
 
 
+def sentence_case(line: str) -> str:
+    """A line written all in capitals ("A MAN RIDES A BIKE.") in sentence case ("A man rides
+    a bike."): models trained on ordinary text loop on unseen all-capital subwords."""
+    letters = [c for c in line if c.isalpha()]
+    if len(letters) < 2 or not all(c.isupper() for c in letters):
+        return line
+    return line[:1] + line[1:].lower()
+
+
 class TranslateAPI:
     """The friendly call shared by the PyTorch and CTranslate2 translators: strings in,
     strings out. Subclasses provide :meth:`search`."""
@@ -71,12 +80,16 @@ class Translator(TranslateAPI):
 
     @torch.no_grad()
     def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-                  nbest: int = 1, max_tokens: int = 6000, progress=None,
-                  lenpen_style: str = "wu") -> list[list[tuple[str, float]]]:
+               nbest: int = 1, max_tokens: int = 6000, progress=None,
+               lenpen_style: str = "wu", no_repeat_ngram: int = 0
+               ) -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
         empty translations; a source longer than the model's positions is cut, with a
-        warning logged. ``beam_size`` 1 is greedy search (score 0)."""
-        ids = encode_sources(self.tokenizer, lines, self.max_source)
+        warning logged; a line all in capitals is read in sentence case. ``beam_size`` 1 is
+        greedy search (score 0). ``no_repeat_ngram`` N > 0 forbids any N-gram of subwords
+        twice in an output (beam search)."""
+        ids = encode_sources(self.tokenizer, [sentence_case(line) for line in lines],
+                             self.max_source)
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         width = max(beam_size, 1)
@@ -86,7 +99,8 @@ class Translator(TranslateAPI):
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
             with autocast(self.device, self.precision):
-                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style)
+                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style,
+                                       no_repeat_ngram)
             for i, hyps in zip(rows, outputs):
                 results[i] = hyps
             if progress is not None:
@@ -102,13 +116,14 @@ class Translator(TranslateAPI):
 
         return attention_maps(self, sentence, beam)
 
-    def _search(self, src, beam_size, alpha, nbest, lenpen_style):
+    def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
-        if beam_size == 1:
+        if beam_size == 1 and not no_repeat_ngram:
             limits = mask.reshape(src.shape[0], -1).sum(-1) + EXTRA_OUTPUT  # (B,) as beam's
             out = greedy_search(self.model, src, mask, tok.bos_id, tok.eos_id, tok.pad_id,
                                 max_len=limits)
             return [[(tok.decode(row.tolist()), 0.0)] for row in out]
         found = beam_search(self.model, src, mask, tok.bos_id, tok.eos_id, beam_size, alpha,
-                            nbest, extra_len=EXTRA_OUTPUT, lenpen_style=lenpen_style)
+                            nbest, extra_len=EXTRA_OUTPUT, lenpen_style=lenpen_style,
+                            no_repeat_ngram=no_repeat_ngram)
         return [[(tok.decode(h.tokens), h.score) for h in hyps] for hyps in found]
