@@ -79,3 +79,13 @@ def test_a_sentence_translates_the_same_whatever_its_batch(trained_run, beam):
     sentences = [english(n) for n in (5, 1234, 987654, 42, 700001)]
     alone = [model.translate(s, beam=beam) for s in sentences]
     assert model.translate(sentences, beam=beam) == alone
+
+
+def test_a_line_in_capitals_is_read_in_sentence_case(trained_run):
+    from transduce.decoding.translator import sentence_case
+
+    assert sentence_case("A MAN RIDES A BIKE.") == "A man rides a bike."
+    assert sentence_case("A man rides a BMX.") == "A man rides a BMX."
+    assert sentence_case("I") == "I" and sentence_case("") == ""
+    model = transduce.load(trained_run, verbose=False)
+    assert model.translate("FIVE HUNDRED", beam=2) == model.translate("Five hundred", beam=2)

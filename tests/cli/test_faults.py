@@ -37,6 +37,7 @@ def export(trained_run, tmp_path_factory):
     (["--lenpen", "nan"], "--lenpen must be a number such as 0.6, not nan"),
     (["--device", "foo"], "foo"),
     (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+    (["--no-repeat-ngram", "-1"], "--no-repeat-ngram must be 0 (off) or more"),
 ])
 def test_translate_refuses_bad_values_before_translating(trained_run, export, source, tmp_path,
                                                         capsys, engine, args, message):

@@ -19,7 +19,8 @@ import torch
 
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce import runs
-from transduce.decoding.translator import EXTRA_OUTPUT, TranslateAPI, encode_sources
+from transduce.decoding.translator import (EXTRA_OUTPUT, TranslateAPI, encode_sources,
+                                           sentence_case)
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
 from transduce.nn.transformer import Transformer
@@ -192,14 +193,16 @@ class CTranslate2Translator(TranslateAPI):
 
     def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
                nbest: int = 1, max_tokens: int = 6000, progress=None,
-               lenpen_style: str = "power") -> list[list[tuple[str, float]]]:
+               lenpen_style: str = "power", no_repeat_ngram: int = 0
+               ) -> list[list[tuple[str, float]]]:
         """As :meth:`Translator.search`: ``nbest`` (translation, score) pairs per line.
         CTranslate2 divides scores by length^α only (``lenpen_style="power"``)."""
         if lenpen_style != "power" and alpha:
             raise UserError("CTranslate2 divides scores by length^alpha only; use "
                             "--lenpen-style power (or --lenpen 0)")
         sp = self.tokenizer.sp
-        ids = encode_sources(self.tokenizer, lines, self.max_source)
+        ids = encode_sources(self.tokenizer, [sentence_case(line) for line in lines],
+                             self.max_source)
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         pieces = [[sp.id_to_piece(t) for t in ids[i]] for i in todo]
@@ -207,7 +210,8 @@ class CTranslate2Translator(TranslateAPI):
         found = self.translator.translate_batch(
             pieces, max_batch_size=max(max_tokens // max(beam_size, 1), 1), batch_type="tokens",
             beam_size=beam_size, num_hypotheses=nbest, length_penalty=alpha,
-            max_decoding_length=longest + 1 + EXTRA_OUTPUT, return_scores=True)
+            max_decoding_length=longest + 1 + EXTRA_OUTPUT, return_scores=True,
+            no_repeat_ngram_size=no_repeat_ngram)
         for i, source, result in zip(todo, pieces, found):
             limit = len(source) + 1 + EXTRA_OUTPUT  # each sentence's own, as our search's
             results[i] = [(sp.decode_pieces(h[:limit]), s)
