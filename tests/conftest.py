@@ -94,3 +94,17 @@ def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "run"
     assert main(["demo", *TINY_DEMO, "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def forecast_run(tmp_path_factory):
+    """A linear forecaster trained one epoch on a noisy sine (read-only for the tests):
+    (run directory, its CSV)."""
+    from tests.forecasting.test_cli import write_sine
+    from transduce.cli.main import main
+
+    root = tmp_path_factory.mktemp("forecast")
+    csv = write_sine(root / "sine.csv")
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 "model=linear", "max_epochs=1", "--run-dir", str(root / "run")]) == 0
+    return root / "run", csv

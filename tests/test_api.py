@@ -44,13 +44,8 @@ def test_a_demo_run_loads_translates_and_shows_attention(demo_run):
     assert model.attention("321", beam=1).source == maps.source  # digits read as words
 
 
-def test_a_forecast_run_loads_as_a_forecaster(tmp_path):
-    from tests.forecasting.test_cli import write_sine
-
-    csv = write_sine(tmp_path / "sine.csv")
-    run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
-                 "model=linear", "max_epochs=1", "--run-dir", str(run)]) == 0
+def test_a_forecast_run_loads_as_a_forecaster(forecast_run):
+    run, csv = forecast_run
     model = transduce.load(run)
     rows = model.forecast(csv.read_text(encoding="utf-8"))
     assert len(rows) == 12 and set(rows[0]) == {"date", "load", "temp"}

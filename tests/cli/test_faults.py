@@ -126,13 +126,8 @@ def closed_pipe(*args, stdin=None):
     return process.returncode, err.decode()
 
 
-def test_a_closed_pipe_ends_quietly(trained_run, source, tmp_path):
-    from tests.forecasting.test_cli import write_sine
-
-    csv = write_sine(tmp_path / "sine.csv")
-    run = tmp_path / "forecast"
-    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
-                 "model=linear", "max_epochs=1", "--run-dir", str(run)]) == 0
+def test_a_closed_pipe_ends_quietly(trained_run, forecast_run, source):
+    run, csv = forecast_run
     for args in (["translate", trained_run, "--input", source, "--beam", "1"],
                  ["evaluate", "--hyp", source, "--ref", source],
                  ["forecast", "predict", run, "--csv", csv]):

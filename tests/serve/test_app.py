@@ -108,14 +108,8 @@ def test_concurrent_requests_are_batched_and_never_mixed_up(model, trained_run):
     assert info["batched_requests"] == len(sentences) and info["batches"] < len(sentences)
 
 
-def test_a_forecast_run_is_served(tmp_path):
-    from tests.forecasting.test_cli import write_sine
-    from transduce.cli.main import main
-
-    csv = write_sine(tmp_path / "sine.csv")
-    run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
-                 "model=linear", "max_epochs=1", "--run-dir", str(run)]) == 0
+def test_a_forecast_run_is_served(forecast_run):
+    run, csv = forecast_run
     forecaster = transduce.load(run)
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
