@@ -25,7 +25,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str], lang: st
                 else literature_tokenize(references, lang))
         if len(refs) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} hypotheses for {len(refs)} tokenized references")
-        metric = BLEU(tokenize="none")
+        metric = BLEU(tokenize="none", force=True)  # tokenised on purpose: no warning
         score = metric.corpus_score(literature_tokenize(hypotheses, lang), [refs]).score
         results["bleu_tok"] = round(score, 2)
         results["bleu_tok_signature"] = (f"{metric.get_signature()}|moses-lc-norm-tok:{lang}"
