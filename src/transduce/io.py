@@ -135,3 +135,15 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UserError(f"{probe}: not writable; give {what} a folder you may write in")
     return path
+
+
+def check_output_file(path: str | os.PathLike, what: str) -> Path:
+    """Raise a UserError unless ``path`` can be written as a file: not a folder, and in a
+    folder this process may write in (see :func:`check_writable`). Creates nothing."""
+    from transduce.errors import UserError
+
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder; give {what} a file name")
+    check_writable(path.absolute().parent, what)
+    return path

@@ -30,14 +30,12 @@ def run(args: argparse.Namespace) -> int:
 
     from transduce.api import load
     from transduce.errors import UserError
-    from transduce.io import check_writable
+    from transduce.io import check_output_file
 
     suffix = os.path.splitext(args.out)[1].lower()
     if suffix not in (".png", ".html"):
         raise UserError(f"--out {args.out}: give a .png or .html file")
-    if os.path.isdir(args.out):
-        raise UserError(f"{args.out}: is a folder; give --out a file name")
-    check_writable(os.path.dirname(os.path.abspath(args.out)), "--out")
+    check_output_file(args.out, "--out")
     if args.beam < 1:
         raise UserError(f"--beam must be at least 1, not {args.beam}")
     model = load(args.model, args.device)

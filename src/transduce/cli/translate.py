@@ -132,10 +132,9 @@ def _stream(translate, nbest: int) -> None:
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse what no translation can use before loading or translating anything."""
     import math
-    import os
 
     from transduce.errors import UserError
-    from transduce.io import check_writable
+    from transduce.io import check_output_file
 
     if args.beam < 1 or not 1 <= args.nbest <= args.beam:
         raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
@@ -148,9 +147,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if not math.isfinite(args.lenpen):
         raise UserError(f"--lenpen must be a number such as 0.6, not {args.lenpen}")
     if args.output:
-        if os.path.isdir(args.output):
-            raise UserError(f"{args.output}: is a folder; give --output a file name")
-        check_writable(os.path.dirname(os.path.abspath(args.output)), "--output")
+        check_output_file(args.output, "--output")
 
 
 def _read_input(path: str | None) -> list[str]:
