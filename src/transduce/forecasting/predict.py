@@ -41,13 +41,20 @@ class Forecaster:
         self.run_dir = run_dir
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
 
-    @torch.no_grad()
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
         column and the run's columns, then at least ``input_length`` rows), in the
         original units: ``[{"date": ..., COLUMN: value, ...}, ...]``."""
+        return self.forecast_series(self.read(csv_text, name), name)
+
+    def read(self, csv_text: str, name: str = "<rows>"):
+        """The run's columns of CSV text, as a :class:`~transduce.data.timeseries.Series`."""
+        return parse_series(csv_text, name, self.cfg.date_column, self.columns)
+
+    @torch.no_grad()
+    def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
+        """:meth:`forecast` of rows already read by :meth:`read`."""
         cfg = self.cfg
-        series = parse_series(csv_text, name, cfg.date_column, self.columns)
         if len(series.dates) < cfg.input_length:
             raise UserError(f"{name}: {len(series.dates)} rows; the model reads the last "
                             f"{cfg.input_length}, so it needs at least that many")

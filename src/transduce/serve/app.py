@@ -154,18 +154,16 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     async def forecast(body: ForecastRequest):
         """The ``horizon`` rows after the given CSV rows, and the rows the model read."""
         need("forecast")
-        rows = await in_worker(model.forecast, body.csv, "the posted rows")
-        history = _history(body.csv, model)
-        return {"date_column": model.cfg.date_column, "forecast": rows, "history": history}
+        series = model.read(body.csv, "the posted rows")
+        rows = await in_worker(model.forecast_series, series, "the posted rows")
+        return {"date_column": model.cfg.date_column, "forecast": rows,
+                "history": _history(series, model.cfg)}
 
     return app
 
 
-def _history(text: str, forecaster) -> list[dict]:
-    from transduce.data.timeseries import parse_series
-
-    cfg = forecaster.cfg
-    series = parse_series(text, "the posted rows", cfg.date_column, forecaster.columns)
+def _history(series, cfg) -> list[dict]:
+    """The last ``input_length`` rows of ``series``: what the model read."""
     n = cfg.input_length
     return [{cfg.date_column: d.isoformat(sep=" "),
              **{c: float(v) for c, v in zip(series.columns, row)}}
