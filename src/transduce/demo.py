@@ -21,7 +21,9 @@ from transduce.io import write_text
 from transduce.nn import Transformer, padding_mask, sinusoidal_table
 from transduce.tasks.numbers import DemoConfig, NumbersTask, make_batch, translate
 from transduce.training.engine import EXTENDABLE, train_task
+from transduce.training.loss import smoothing_floor
 from transduce.viz import plot_attention, plot_positional_encoding
+from transduce.viz.heatmaps import cut
 
 
 @torch.no_grad()
@@ -42,7 +44,8 @@ def draw_cross_attention(model: Transformer, number: int, vocab: Vocab, path: Pa
     weights = torch.stack([w[0] for w in out.cross_weights])  # (layers, H, T, S)
     plot_attention(weights.cpu(), [vocab.itos[i] for i in src[0].tolist()],
                    [vocab.itos[i] for i in produced], path,
-                   title=f"cross-attention: {english(number)} → {hyp}")
+                   title=f"cross-attention: {cut(english(number), 40)} → {cut(hyp, 40)}",
+                   axis_names=("source (English words)", "output (German morphemes)"))
 
 
 def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
@@ -55,6 +58,10 @@ def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
         task = NumbersTask(cfg, session)
         log.info(f"demo: {len(task.held_out)} held-out numbers, {len(task.valid)} "
                  "validation numbers")
+        floor = smoothing_floor(cfg.label_smoothing, len(task.vocab))
+        log.info(f"the loss levels off near {floor:.2f}, the least that label smoothing "
+                 f"{cfg.label_smoothing:g} over {len(task.vocab)} words allows; learning shows "
+                 f"in valid_exact_match, checked every {cfg.engine.valid_every} updates")
         return task
 
     engine, _ = train_task(make_task, cfg, out, EXTENDABLE)

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from transduce.training import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
+from transduce.training.loss import smoothing_floor
 
 
 def test_matches_a_hand_computation():
@@ -83,3 +84,19 @@ def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
     exact = LabelSmoothedCrossEntropy(0.1, ignore_index=-1, reduction="sum")(
         hidden @ weight.t(), target)
     torch.testing.assert_close(loss, exact, rtol=2e-2, atol=0)
+
+
+@pytest.mark.parametrize("epsilon, classes", [(0.1, 67), (0.1, 8000), (0.3, 5)])
+def test_smoothing_floor_is_the_loss_of_the_smoothed_target_itself(epsilon, classes):
+    target = torch.tensor([3, 1])
+    q = torch.full((2, classes), epsilon / classes)
+    q[torch.arange(2), target] += 1 - epsilon
+    best = LabelSmoothedCrossEntropy(epsilon, ignore_index=-1)(q.log(), target)
+    assert smoothing_floor(epsilon, classes) == pytest.approx(float(best), rel=1e-4)  # float32 sums
+    worse = q.log() + torch.randn(2, classes) * 0.1  # any other distribution loses more
+    assert float(LabelSmoothedCrossEntropy(epsilon, ignore_index=-1)(worse, target)) > float(best)
+
+
+def test_the_demo_loss_floor_is_about_0_73():
+    assert smoothing_floor(0.1, 67) == pytest.approx(0.7345, abs=1e-3)
+    assert smoothing_floor(0.0, 67) == 0.0

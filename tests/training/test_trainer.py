@@ -38,6 +38,18 @@ def test_run_directory_holds_everything(config, tmp_path, capsys):
     assert "valid_bleu" in capsys.readouterr().out
 
 
+def test_training_rows_reach_the_log_file_every_log_every_updates(config, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(config, run, "log_every=3") == 0
+    rows = [line for line in (run / "metrics.jsonl").read_text().splitlines()
+            if "train_loss" in line]
+    logged = [line for line in (run / "train.log").read_text().splitlines()
+              if "train_loss" in line]
+    assert len(rows) == 4 and len(logged) == 4  # steps 3, 6, 9 and 12
+    assert "step 3 " in logged[0] and "lr " in logged[0] and "tokens_per_s " in logged[0]
+    assert "train_loss" not in capsys.readouterr().err  # the terminal has the progress bar
+
+
 def test_a_stopped_run_resumes_to_the_same_weights(config, tmp_path):
     assert train(config, tmp_path / "whole") == 0
     assert train(config, tmp_path / "parts", "max_steps=6") == 0  # stops between checkpoints

@@ -40,7 +40,7 @@ class DemoConfig:
     model: TransformerConfig = TransformerConfig(
         d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
         dropout=0.0, max_len=64)
-    engine: EngineConfig = EngineConfig(max_steps=2000, valid_every=500, clip_norm=1.0,
+    engine: EngineConfig = EngineConfig(max_steps=2000, valid_every=250, clip_norm=1.0,
                                         keep_last=2, log_every=200)
     batch_size: int = 128
     label_smoothing: float = 0.1

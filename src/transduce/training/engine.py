@@ -128,7 +128,7 @@ class Engine:
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.tensorboard = 0.0, {}, None
-        self.saved_step = -1
+        self.saved_step, self.shown = -1, {}  # shown: the last validation, on the bar
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -194,7 +194,8 @@ class Engine:
         if c.max_epochs and self.epoch >= c.max_epochs:
             return f"reached max_epochs={c.max_epochs}"
         if c.max_minutes and self.elapsed >= 60 * c.max_minutes:
-            return f"reached max_minutes={c.max_minutes}"
+            return (f"reached max_minutes={c.max_minutes} of training time (validations "
+                    "are not counted)")
         if c.patience and self.bad_validations >= c.patience:
             return f"no {self.task.metric} gain in {c.patience} validations (patience)"
         return None
@@ -206,6 +207,9 @@ class Engine:
             self.checkpoint()
             return self.last_metrics
         reason = self.stop_reason()
+        if self.cfg.max_minutes:
+            self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
+                          "validations add to the wall-clock time")
         with self._bar() as bar:
             while reason is None:
                 batches = self.task.batches(self.epoch)
@@ -294,7 +298,8 @@ class Engine:
         elif self.bar_unit == "step" or self.position == 0:  # a step, or an epoch ended
             bar.update(1)
         bar.set_postfix(step=self.step, epoch=self.epoch, loss=f"{loss:.3f}",
-                        **{f"{self.task.unit}/s": f"{units / seconds:,.0f}"}, refresh=False)
+                        **{f"{self.task.unit}/s": f"{units / seconds:,.0f}"}, **self.shown,
+                        refresh=False)
         self.window[0] += units
         if self.step % self.cfg.log_every == 0:
             rate = self.window[0] / max(self.elapsed - self.window[1], 1e-9)
@@ -329,6 +334,7 @@ class Engine:
             runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
             runs.prune(self.run_dir, self.cfg.keep_last)
         self.last_metrics, self.saved_step = metrics, self.step
+        self.shown = {self.task.metric: f"{value:g}"}
 
     def write_metrics(self, metrics: dict, echo: bool = False) -> None:
         if not self.session.is_main:
@@ -345,8 +351,9 @@ class Engine:
             if isinstance(value, (int, float)):
                 self.tensorboard.add_scalar(key, value, self.step)
         self.tensorboard.flush()
-        if echo:
-            self.log.info(" ".join(f"{k} {v}" for k, v in row.items()))
+        # every row goes to train.log; training rows stay off the terminal (the bar shows them)
+        self.log.info(" ".join(f"{k} {v}" for k, v in row.items()),
+                      extra={} if echo else {"file_only": True})
 
 
 def _rng_state(device: torch.device) -> dict:

@@ -85,5 +85,5 @@ def plot_positional_encoding(table: Tensor, path: str | os.PathLike) -> None:
     ax.set_xlabel("encoding dimension (even: sin, odd: cos)")
     ax.set_ylabel("position")
     ax.set_title(f"Sinusoidal positional encoding, d_model = {table.shape[1]} (paper §3.5)")
-    fig.colorbar(image, ax=ax)
+    fig.colorbar(image, ax=ax, label="encoding value (sin or cos, −1 to 1)")
     _save(fig, path)
