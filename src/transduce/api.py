@@ -8,6 +8,9 @@
     model.translate("A man rides a bike.")          # -> "Ein Mann fährt Fahrrad."
     model.translate(["One.", "Two."], beam=5, nbest=2)   # -> [[(text, score), ...], ...]
     maps = model.attention("A man rides a bike.")   # tokens + weights of every layer/head
+
+Searches use the run's ``decoding.json`` (written by ``transduce tune``) unless told
+otherwise, else the paper's beam 5 and α 0.6.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.runs import checkpoint_kind, load_translation
@@ -40,11 +44,14 @@ def load(path: str | os.PathLike, device: str = "auto", precision: str = "auto",
     if (Path(path) / "model.bin").is_file():
         from transduce.export.ctranslate2 import CTranslate2Translator
 
-        return CTranslate2Translator(path, device)
+        return CTranslate2Translator(path, device)  # its decoding: from its transduce.json
     dev = pick_device(device)
     if checkpoint_kind(path) == "forecast":
         from transduce.forecasting.predict import Forecaster
 
         return Forecaster(path)
     loaded = load_translation(path, verbose)
-    return Translator(loaded.model, loaded.tokenizer, dev, resolve_precision(precision, dev))
+    translator = Translator(loaded.model, loaded.tokenizer, dev,
+                            resolve_precision(precision, dev))
+    translator.decoding = defaults.read(loaded.run_dir)
+    return translator

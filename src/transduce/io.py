@@ -75,21 +75,35 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_directory(path: str | os.PathLike, replace: bool = False) -> Iterator[Path]:
     """Like :func:`atomic_path` for a new directory: fill the yielded one, and it becomes
-    ``path`` (which must not exist) whole, or not at all."""
+    ``path`` whole, or not at all. ``path`` must not exist, unless ``replace``: then the old
+    one is moved aside to a staging name, the new one renamed in, and the old one deleted
+    (a kill in between leaves the old one under a staging name for :func:`remove_staging`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(path, directory=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    old = None
     try:
         yield tmp
         os.chmod(tmp, mode)
-        os.rename(tmp, path)
+        if replace and path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp",
+                                        dir=path.parent))
+            os.rename(path, old / "old")
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if old is not None and not path.exists():  # put the old one back
+                os.rename(old / "old", path)
+            raise
         fsync_directory(path.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -313,6 +313,7 @@ class LoadedTranslation:
     tokenizer: Any      # transduce.data.tokenizer.SubwordTokenizer
     checkpoint: Path
     state: dict
+    run_dir: Path       # the run the checkpoint belongs to (its spm.model, decoding.json)
 
 
 def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTranslation:
@@ -337,7 +338,7 @@ def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTra
     model = build_model(checkpoint, state, lambda c: build_transformer(TransformerConfig(**c)))
     if verbose:
         log.warning(f"transduce: using {checkpoint}")
-    return LoadedTranslation(model.eval(), tokenizer, checkpoint, state)
+    return LoadedTranslation(model.eval(), tokenizer, checkpoint, state, run_dir)
 
 
 def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):

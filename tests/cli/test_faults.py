@@ -34,7 +34,7 @@ def export(trained_run, tmp_path_factory):
 @pytest.mark.parametrize("engine", ["transduce", "ctranslate2"])
 @pytest.mark.parametrize("args, message", [
     (["--threads", "-1"], "--threads must be 0 (all cores) or more, not -1"),
-    (["--lenpen", "nan"], "--lenpen must be a number such as 0.6, not nan"),
+    (["--lenpen", "nan"], "--lenpen must be a number of at least 0 such as 0.6, not nan"),
     (["--device", "foo"], "foo"),
     (["--max-tokens", "0"], "--max-tokens must be at least 1"),
     (["--no-repeat-ngram", "-1"], "--no-repeat-ngram must be 0 (off) or more"),

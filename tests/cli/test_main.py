@@ -1,3 +1,4 @@
+import re
 import subprocess
 import sys
 
@@ -44,3 +45,46 @@ def test_bad_arguments_give_one_line_and_write_nothing(tmp_path, args, message):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "demo" in capsys.readouterr().out
+
+
+def _actions(parser, name="transduce"):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                yield from _actions(subparser, f"{name} {sub}")
+        else:
+            yield name, action
+
+
+def test_every_argument_of_every_command_has_a_help_line():
+    from transduce.cli.main import build_parser
+
+    missing = [f"{name} {action.option_strings or action.dest}"
+               for name, action in _actions(build_parser()) if not action.help]
+    assert missing == []
+
+
+@pytest.mark.parametrize("command, cls", [
+    (["train"], "transduce.training.config.TrainConfig"),
+    (["forecast", "train"], "transduce.forecasting.config.ForecastConfig"),
+    (["demo"], "transduce.tasks.numbers.DemoConfig"),
+])
+def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, capsys,
+                                                               monkeypatch):
+    import importlib
+
+    from transduce.config import flatten, setting_meanings
+
+    module, name = cls.rsplit(".", 1)
+    config = getattr(importlib.import_module(module), name)()
+    assert [k for k, meaning in setting_meanings(config).items() if not meaning] == []
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = capsys.readouterr().out
+    for key, value in flatten(config).items():
+        row = re.search(rf"^  {re.escape(key)}={re.escape(str(value))} +(\S.*)$", text, re.M)
+        assert row, key
+        assert row.group(1).startswith(setting_meanings(config)[key][:20])

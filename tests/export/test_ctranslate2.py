@@ -110,3 +110,75 @@ def test_export_of_a_checkpoint_with_another_tokenizer_is_refused(trained_run, t
 def test_ctranslate2_engine_needs_an_export(trained_run, capsys):
     assert main(["translate", "--engine", "ctranslate2", str(trained_run)]) == 2
     assert "not a CTranslate2 export" in capsys.readouterr().err
+
+
+PLAIN = """
+import sys, ctranslate2, sentencepiece as spm
+sp = spm.SentencePieceProcessor(model_file="spm.model")
+translator = ctranslate2.Translator(".", device="cpu", intra_threads=1)
+sources = [sp.encode(line, out_type=str) for line in sys.argv[1:]]
+results = translator.translate_batch(sources, beam_size=1)  # CTranslate2's own defaults
+print(len(results[0].hypotheses[0]))
+assert not [m for m in sys.modules if m.startswith("transduce")]
+"""
+
+
+def test_plain_ctranslate2_decodes_past_the_trained_positions(trained_run, tmp_path):
+    """A random model never writes EOS, so CTranslate2's default max_decoding_length (256)
+    runs past the model's 192 positions: the exported table must cover it."""
+    import subprocess
+    import sys
+
+    run, model = random_run(trained_run, tmp_path)
+    assert model.positions.table.shape[0] < 256
+    out = export_ctranslate2(run, tmp_path / "ct2")
+    done = subprocess.run([sys.executable, "-c", PLAIN, "seven"], cwd=out, text=True,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == 256  # it decoded to CTranslate2's limit, past position 192
+    info = json.loads((out / "transduce.json").read_text())
+    assert info["encoded_positions"] >= 256 > info["max_positions"]
+
+
+def test_the_export_readme_is_all_a_ctranslate2_user_needs(trained_run, tmp_path):
+    """The folder's README.md code, run with nothing of transduce importable, translates as
+    our CTranslate2 engine does with the run's chosen decoding."""
+    import re
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    import shutil
+    shutil.copytree(trained_run, run)
+    (run / "decoding.json").write_text(json.dumps({"beam": 3, "lenpen": 1.0,
+                                                   "no_repeat_ngram": 2, "last": 1}))
+    out = export_ctranslate2(run, tmp_path / "ct2")
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    assert "beam_size=3, length_penalty=1" in code and "no_repeat_ngram_size=2" in code
+    lines = [LINES[2]]  # one at a time: transduce limits each output by its own source
+    code = code.replace('["A man rides a bike."]', repr(lines))
+    code += "\nimport sys\nassert not [m for m in sys.modules if m.startswith('transduce')]\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=out, text=True,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ours = CTranslate2Translator(out, "cpu", threads=1)
+    assert ours.decoding.beam == 3 and ours.decoding.no_repeat_ngram == 2
+    import ast
+    assert ast.literal_eval(done.stdout.splitlines()[0]) == ours.translate(lines)
+
+
+def test_force_replaces_an_earlier_export_and_nothing_else(trained_run, tmp_path, capsys):
+    out = tmp_path / "ct2"
+    assert main(["export", str(trained_run), str(out), "--quantization", "int8"]) == 0
+    assert main(["export", str(trained_run), str(out)]) == 2
+    assert "give --force" in capsys.readouterr().err
+    assert main(["export", str(trained_run), str(out), "--force"]) == 0
+    assert json.loads((out / "transduce.json").read_text())["quantization"] == "float32"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ct2"]  # no staging left
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    assert main(["export", str(trained_run), str(other), "--force"]) == 2
+    assert "not a transduce export" in capsys.readouterr().err
+    assert (other / "keep.txt").read_text() == "mine"

@@ -120,3 +120,27 @@ def test_a_forecast_run_is_served(forecast_run):
         bad = c.post("/forecast", json={"csv": "date,load,temp\n2021-01-01,1,x\n"})
         assert bad.status_code == 422 and "column 'temp' holds 'x'" in bad.json()["error"]
         assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404
+
+
+def test_requests_without_settings_use_the_runs_decoding(trained_run, tmp_path):
+    """A run's decoding.json (transduce tune) sets what a request leaves out; /info says it."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    (run / "decoding.json").write_text(json.dumps({"beam": 2, "lenpen": 0.0, "last": 1,
+                                                   "no_repeat_ngram": 2}))
+    model = transduce.load(run, verbose=False)
+    seen = []
+    search = model.search
+    model.search = lambda lines, beam, lenpen, nbest, **kw: seen.append(
+        (beam, lenpen, kw.get("no_repeat_ngram", 0))) or search(lines, beam, lenpen, nbest, **kw)
+    with TestClient(create_app(model, describe(str(run), model))) as c:
+        info = c.get("/info").json()
+        assert info["decoding"]["beam"] == 2 and "decoding.json" in info["decoding"]["source"]
+        assert c.post("/translate", json={"sentences": ["five"]}).status_code == 200
+        assert c.post("/translate", json={"sentences": ["five"], "beam": 4,
+                                          "lenpen": 1.0}).status_code == 200
+        assert c.post("/translate", json={"sentences": ["five"], "nbest": 3}).json() == {
+            "error": "nbest must not exceed beam (2)"}
+    assert seen == [(2, 0.0, 2), (4, 1.0, 2)]

@@ -11,14 +11,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Translate SENTENCE and draw its attention weights: a PNG grid of heatmaps "
                     "(every layer × head, or their mean), or a self-contained interactive HTML "
                     "page (choose kind, layer and head; hover a cell for its weight).")
-    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT")
+    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
+                        help="a translation run directory (its averaged, else best, else newest "
+                             "checkpoint) or a checkpoint file")
     parser.add_argument("sentence", help="the sentence to translate")
     parser.add_argument("--out", required=True, help="FILE.png or FILE.html")
     parser.add_argument("--kind", default="cross", choices=["cross", "encoder", "decoder"],
                         help="cross-attention (default), encoder or decoder self-attention "
                              "(PNG; the HTML page has all three)")
     parser.add_argument("--mean", action="store_true", help="PNG: the mean of the heads")
-    parser.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
+    parser.add_argument("--beam", type=int,
+                        help="beam size (default: the run's decoding.json, else 5)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.set_defaults(run=run)
 
@@ -36,12 +39,12 @@ def run(args: argparse.Namespace) -> int:
     if suffix not in (".png", ".html"):
         raise UserError(f"--out {args.out}: give a .png or .html file")
     check_output_file(args.out, "--out")
-    if args.beam < 1:
+    if args.beam is not None and args.beam < 1:
         raise UserError(f"--beam must be at least 1, not {args.beam}")
     model = load(args.model, args.device)
     if not hasattr(model, "attention"):
         raise UserError(f"{args.model}: holds no translation model with attention to show")
-    maps = model.attention(args.sentence, args.beam)
+    maps = model.attention(args.sentence, args.beam or model.decoding.beam)
     title = f"{args.sentence} → {maps.translation}"
     if suffix == ".html":
         from transduce.viz.attention_html import save_attention_html

@@ -11,13 +11,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Average the weights of a run's last N checkpoints into RUN_DIR/averaged.pt,"
                     " which translate then uses.")
     parser.add_argument("run_dir", help="the run directory (transduce train --run-dir)")
-    parser.add_argument("--last", type=int, default=5, help="how many checkpoints (default 5)")
+    parser.add_argument("--last", type=int,
+                        help="how many checkpoints (default: the number transduce tune chose, "
+                             "in RUN_DIR/decoding.json, else 5)")
     parser.add_argument("--output", help="where to write (default RUN_DIR/averaged.pt)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from transduce.decoding import defaults
     from transduce.runs import average_run
 
-    print(f"wrote {average_run(args.run_dir, args.last, args.output)}")
+    last = args.last if args.last is not None else defaults.read(args.run_dir).last or 5
+    print(f"wrote {average_run(args.run_dir, last, args.output)}")
     return 0

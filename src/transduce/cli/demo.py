@@ -6,7 +6,7 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.config import settings_epilog
+    from transduce.config import SettingsHelpFormatter, settings_epilog
     from transduce.tasks.numbers import DemoConfig
 
     parser = commands.add_parser(
@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "ones, report held-out exact match, and draw cross-attention and "
                     "positional-encoding heatmaps. The output folder is a run directory: "
                     "running again resumes it.",
-        epilog=settings_epilog(DemoConfig()))
+        epilog=settings_epilog(DemoConfig()), formatter_class=SettingsHelpFormatter)
     parser.add_argument("items", nargs="*", metavar="key=value",
                         help="change a setting, e.g. max_steps=500")
     parser.add_argument("--out", default="runs/demo",

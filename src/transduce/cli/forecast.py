@@ -14,7 +14,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     from transduce.cli.main import add_run_arguments, positive_int
-    from transduce.config import settings_epilog
+    from transduce.config import SettingsHelpFormatter, settings_epilog
     from transduce.forecasting.config import ForecastConfig
 
     train = sub.add_parser("train", help="train a forecaster (resumes a run directory)",
@@ -22,7 +22,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                        "Starting again on a run directory resumes it (with no "
                                        "CONFIG, with its own config.yaml). Under torchrun it "
                                        "trains on every process.",
-                           epilog=settings_epilog(ForecastConfig()))
+                           epilog=settings_epilog(ForecastConfig()), formatter_class=SettingsHelpFormatter)
     add_run_arguments(train, "configs/forecast_*.yaml", "horizon=192")
     train.set_defaults(run=run_train)
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",

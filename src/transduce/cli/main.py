@@ -10,12 +10,12 @@ from pathlib import Path
 
 from transduce import __version__
 from transduce.cli import (attention, average, data, demo, evaluate, export, figures, forecast,
-                           serve, train, translate)
+                           serve, train, translate, tune)
 from transduce.errors import UserError
 from transduce.logs import show_warnings
 
-COMMANDS = (demo, data, train, average, translate, attention, serve, evaluate, export, forecast,
-            figures)
+COMMANDS = (demo, data, train, average, tune, translate, attention, serve, evaluate, export,
+            forecast, figures)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -7,7 +7,7 @@ import argparse
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     from transduce.cli.main import add_run_arguments
-    from transduce.config import settings_epilog
+    from transduce.config import SettingsHelpFormatter, settings_epilog
     from transduce.training.config import TrainConfig
 
     parser = commands.add_parser(
@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Train a Transformer on parallel text. Starting again on an existing run "
                     "directory resumes where it stopped; with no CONFIG it resumes with the "
                     "run's own config.yaml. Under torchrun it trains on every process.",
-        epilog=settings_epilog(TrainConfig()))
+        epilog=settings_epilog(TrainConfig()), formatter_class=SettingsHelpFormatter)
     add_run_arguments(parser, "configs/", "max_steps=500")
     parser.set_defaults(run=run)
 

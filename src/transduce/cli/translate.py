@@ -22,16 +22,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="CPU threads (default: all cores)")
     parser.add_argument("--input", help="input file (default: standard input)")
     parser.add_argument("--output", help="output file (default: standard output)")
-    parser.add_argument("--beam", type=int, default=5, help="beam size; 1 is greedy (default 5)")
-    parser.add_argument("--lenpen", type=float, default=0.6,
-                        help="length penalty α of Wu et al. 2016 (default 0.6)")
+    parser.add_argument("--beam", type=int,
+                        help="beam size; 1 is greedy (default: the run's decoding.json, which "
+                             "transduce tune writes, else 5)")
+    parser.add_argument("--lenpen", type=float,
+                        help="length penalty α of Wu et al. 2016 (default: the run's "
+                             "decoding.json, else 0.6)")
     parser.add_argument("--lenpen-style", choices=["wu", "power"],
                         help="score / ((5 + length) / 6)^α as the paper (wu, default for our "
                              "engine) or / length^α (power, CTranslate2's only one)")
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
-    parser.add_argument("--no-repeat-ngram", type=int, default=0, metavar="N",
+    parser.add_argument("--no-repeat-ngram", type=int, metavar="N",
                         help="forbid any N-gram of subwords twice in an output, against "
-                             "outputs that loop (default 0: off)")
+                             "outputs that loop (default: the run's decoding.json, else 0: "
+                             "off)")
     parser.add_argument("--max-tokens", type=int, default=6000,
                         help="source tokens × beam per batch (default 6000)")
     parser.add_argument("--device", default="auto",
@@ -43,6 +47,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from transduce.api import load
+    from transduce.decoding.defaults import resolve
     from transduce.errors import UserError
     from transduce.io import write_text
     from transduce.logs import progress
@@ -61,10 +66,14 @@ def run(args: argparse.Namespace) -> int:
     if not hasattr(translator, "search"):
         raise UserError(f"{args.model}: holds no translation model; use transduce forecast")
     style = args.lenpen_style or ("power" if args.engine == "ctranslate2" else "wu")
+    d = resolve(translator.decoding, args.beam, args.lenpen, args.no_repeat_ngram)
+    if args.nbest > d.beam:
+        raise UserError(f"--nbest {args.nbest} exceeds the beam size {d.beam}; give --beam")
+    print(f"transduce: decoding with {d.describe()}", file=sys.stderr)
 
     def translate(lines: list[str], bar=None) -> list:
-        extra = {"no_repeat_ngram": args.no_repeat_ngram} if args.no_repeat_ngram else {}
-        return translator.search(lines, args.beam, args.lenpen, args.nbest, args.max_tokens,
+        extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
+        return translator.search(lines, d.beam, d.lenpen, args.nbest, args.max_tokens,
                                  progress=bar, lenpen_style=style, **extra)
 
     if not args.input and not _is_file(sys.stdin):  # a terminal or a pipe: line by line
@@ -136,16 +145,18 @@ def check_arguments(args: argparse.Namespace) -> None:
     from transduce.errors import UserError
     from transduce.io import check_output_file
 
-    if args.beam < 1 or not 1 <= args.nbest <= args.beam:
+    if (args.beam is not None and args.beam < 1) or args.nbest < 1 or \
+            (args.beam is not None and args.nbest > args.beam):
         raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
     if args.threads < 0:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
-    if args.no_repeat_ngram < 0:
+    if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:
         raise UserError(f"--no-repeat-ngram must be 0 (off) or more, not {args.no_repeat_ngram}")
     if args.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
-    if not math.isfinite(args.lenpen):
-        raise UserError(f"--lenpen must be a number such as 0.6, not {args.lenpen}")
+    if args.lenpen is not None and not (math.isfinite(args.lenpen) and args.lenpen >= 0):
+        raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not "
+                        f"{args.lenpen}")
     if args.output:
         check_output_file(args.output, "--output")
 

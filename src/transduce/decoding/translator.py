@@ -10,6 +10,7 @@ import torch
 from transduce.data.batching import collate, token_batches
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
+from transduce.decoding.defaults import PAPER, Decoding, resolve
 from transduce.decoding.greedy import greedy_search
 from transduce.device import autocast
 from transduce.nn import Transformer, padding_mask
@@ -41,24 +42,32 @@ def sentence_case(line: str) -> str:
 
 class TranslateAPI:
     """The friendly call shared by the PyTorch and CTranslate2 translators: strings in,
-    strings out. Subclasses provide :meth:`search`."""
+    strings out. Subclasses provide :meth:`search`. ``decoding``: the settings used when a
+    call gives none (the run's ``decoding.json``, else the paper's; see
+    :mod:`transduce.decoding.defaults`)."""
 
-    def translate(self, lines: str | Sequence[str], beam: int = 5, nbest: int = 1,
-                  lenpen: float = 0.6):
+    decoding: Decoding = PAPER
+
+    def translate(self, lines: str | Sequence[str], beam: int | None = None, nbest: int = 1,
+                  lenpen: float | None = None, no_repeat_ngram: int | None = None):
         """Translate one sentence (a string) or a list of them, in order.
 
         Returns: a string for a string, a list of strings for a list; with ``nbest`` > 1,
         each sentence gives a list of (translation, score) pairs, best first. ``beam`` 1 is
-        greedy search; ``lenpen`` is the length penalty α.
+        greedy search; ``lenpen`` is the length penalty α; ``no_repeat_ngram`` N forbids any
+        N-gram of subwords twice. Those not given come from :attr:`decoding`.
         """
+        d = resolve(self.decoding, beam, lenpen, no_repeat_ngram)
         one = isinstance(lines, str)
-        found = self.search([lines] if one else list(lines), beam, lenpen, nbest)
+        extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
+        found = self.search([lines] if one else list(lines), d.beam, d.lenpen, nbest, **extra)
         out = [hyps if nbest > 1 else hyps[0][0] for hyps in found]
         return out[0] if one else out
 
     def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
                nbest: int = 1, max_tokens: int = 6000, progress=None,
-               lenpen_style: str = "wu") -> list[list[tuple[str, float]]]:
+               lenpen_style: str = "wu", no_repeat_ngram: int = 0
+               ) -> list[list[tuple[str, float]]]:
         raise NotImplementedError
 
 

@@ -21,13 +21,20 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce import runs
 from transduce.decoding.translator import (EXTRA_OUTPUT, TranslateAPI, encode_sources,
                                            sentence_case)
+from transduce.decoding import defaults
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
+from transduce.nn.positional import sinusoidal_table
 from transduce.nn.transformer import Transformer
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
 TOKENIZER = "spm.model"  # our tokenizer, stored beside the CTranslate2 weights
-INFO = "transduce.json"  # what the export came from, and the positions it can encode
+INFO = "transduce.json"  # what the export came from, its positions and decoding
+README = "README.md"  # how to use the folder with CTranslate2 and SentencePiece alone
+# Rows of the exported position table: sinusoids extend to any length (§3.5), and plain
+# CTranslate2 decodes up to 256 tokens by default, so a user who passes no
+# max_decoding_length never runs past the table.
+EXPORT_POSITIONS = 1024
 
 
 def _require_ctranslate2():
@@ -78,7 +85,8 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
         (len(enc_layers), len(dec_layers)), enc_layers[0].self_attn.num_heads,
         pre_norm=pre_norm, activation=common_spec.Activation.RELU)
     eps = enc_layers[0].residuals[0].norm.eps
-    table = _array(model.positions.table)
+    rows = max(model.positions.table.shape[0], EXPORT_POSITIONS)
+    table = _array(sinusoidal_table(rows, model.positions.table.shape[1]))
     for side, embed in ((spec.encoder, model.src_embed), (spec.decoder, model.tgt_embed)):
         embeddings = side.embeddings[0] if isinstance(side.embeddings, list) else side.embeddings
         embeddings.weight = _array(embed.weight)
@@ -113,23 +121,28 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
 
 
 def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
-                       quantization: str = "float32") -> Path:
-    """Write the model of a run directory or checkpoint as a CTranslate2 model directory.
+                       quantization: str = "float32", force: bool = False) -> Path:
+    """Write the model of a run directory or checkpoint as a CTranslate2 model directory,
+    usable with CTranslate2 and SentencePiece alone (its README.md says how).
 
     The directory is assembled beside ``out_dir`` and renamed into place, so a failed export
     leaves nothing behind. ``quantization``: one of ``QUANTIZATIONS`` (int8 for the fastest
-    CPU serving).
+    CPU serving). ``force``: replace an earlier export at ``out_dir``.
 
     Raises:
-        UserError: no CTranslate2, a bad quantization, an existing ``out_dir``, or a
-            checkpoint/tokenizer mismatch.
+        UserError: no CTranslate2, a bad quantization, an existing ``out_dir`` (without
+            ``force``, or one that is not an export), or a checkpoint/tokenizer mismatch.
     """
     if quantization not in QUANTIZATIONS:
         raise UserError(f"--quantization must be one of {', '.join(QUANTIZATIONS)}, "
                         f"not {quantization!r}")
     out_dir = Path(out_dir)
-    if out_dir.exists():
-        raise UserError(f"{out_dir}: already exists; choose a new output directory")
+    if out_dir.exists() and not force:
+        raise UserError(f"{out_dir}: already exists; give --force to replace it, or choose a "
+                        "new output directory")
+    if out_dir.exists() and not (out_dir / INFO).is_file():
+        raise UserError(f"{out_dir}: exists and is not a transduce export (no {INFO}); "
+                        "--force replaces only exports, so choose a new output directory")
     check_writable(out_dir.parent, "--output")
     remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
     loaded = runs.load_translation(path)
@@ -137,13 +150,51 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     spec = build_spec(loaded.model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
-    with atomic_directory(out_dir) as tmp:
+    decoding = defaults.read(loaded.run_dir)
+    with atomic_directory(out_dir, replace=force) as tmp:
         spec.save(str(tmp))
         shutil.copyfile(tokenizer.path, tmp / TOKENIZER)
         info = {"checkpoint": str(checkpoint), "quantization": quantization,
-                "max_positions": int(state["model_config"]["max_len"])}
+                "max_positions": int(state["model_config"]["max_len"]),
+                "encoded_positions": max(int(state["model_config"]["max_len"]),
+                                         EXPORT_POSITIONS),
+                "decoding": {**decoding.values(), "source": decoding.source}}
         (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
+        (tmp / README).write_text(_readme(checkpoint, info, decoding), encoding="utf-8")
     return out_dir
+
+
+def _readme(checkpoint: Path, info: dict, decoding: defaults.Decoding) -> str:
+    """What a CTranslate2 user needs to translate with the folder, without transduce."""
+    return f"""# A transduce model for CTranslate2
+
+Exported by `transduce export` from `{checkpoint}` ({info["quantization"]} weights). It is
+a plain CTranslate2 Transformer model plus its SentencePiece model, `{TOKENIZER}`; nothing
+else is needed:
+
+```python
+import ctranslate2
+import sentencepiece as spm
+
+sp = spm.SentencePieceProcessor(model_file="{TOKENIZER}")
+translator = ctranslate2.Translator(".", device="cpu")
+sources = [sp.encode(line, out_type=str) for line in ["A man rides a bike."]]
+results = translator.translate_batch(sources, beam_size={decoding.beam}, length_penalty={decoding.lenpen:g},
+                                     no_repeat_ngram_size={decoding.no_repeat_ngram},
+                                     max_decoding_length=max(len(s) for s in sources) + 51)
+print([sp.decode(r.hypotheses[0]) for r in results])
+```
+
+- The source needs no special tokens: the model's config adds the end-of-sentence token.
+- Positions: the model was trained on sequences of up to {info["max_positions"]} tokens; the
+  sinusoidal table here covers {info["encoded_positions"]}, so any `max_decoding_length` up
+  to that works. transduce stops each output after its source's tokens, its end token
+  and 50 more, as `max_decoding_length` above does for the longest source of a batch.
+- Decoding: {decoding.describe()}. CTranslate2 divides a hypothesis's score by
+  length^α, whereas transduce divides by ((5 + length) / 6)^α (Wu et al. 2016) by
+  default, so the same α gives slightly different choices.
+- `transduce translate --engine ctranslate2 THIS_FOLDER` translates files with it too.
+"""
 
 
 class CTranslate2Translator(TranslateAPI):
@@ -165,8 +216,8 @@ class CTranslate2Translator(TranslateAPI):
             raise UserError(f"{model_dir}: not a CTranslate2 export of transduce (needs "
                             f"model.bin, {TOKENIZER} and {INFO}); run transduce export first")
         try:
-            positions = int(json.loads((model_dir / INFO).read_text(encoding="utf-8")
-                                       )["max_positions"])
+            info = json.loads((model_dir / INFO).read_text(encoding="utf-8"))
+            positions = int(info["max_positions"])
         except (ValueError, KeyError, TypeError) as error:
             raise UserError(f"{model_dir / INFO}: damaged ({type(error).__name__}); export "
                             "the model again") from None
@@ -179,6 +230,8 @@ class CTranslate2Translator(TranslateAPI):
         if kind == "cuda" and int(index or 0) >= gpus:
             raise UserError(f"--device {device}: CTranslate2 sees {gpus} CUDA GPU(s) here; "
                             "use --device cpu")
+        if "decoding" in info:
+            self.decoding = defaults.check(info["decoding"], str(model_dir / INFO))
         self.tokenizer = SubwordTokenizer(model_dir / TOKENIZER)
         try:
             self.translator = ct2.Translator(str(model_dir), device=kind,

@@ -57,6 +57,33 @@ class ForecastConfig:
     engine: EngineConfig = EngineConfig(max_epochs=100, patience=10, seed=2021)
 
     PATH_KEYS = ("csv",)  # stored absolute, so a run resumes from any directory
+    HELP = {
+        "csv": "the series: a CSV file with a date column",
+        "date_column": "name of the date column",
+        "columns": "comma-separated columns to forecast, each also an input (empty: all "
+                   "numeric columns)",
+        "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
+                 "70/10/20), ett_hour, ett_minute or ratio",
+        "input_length": "time steps the model reads",
+        "horizon": "time steps it forecasts",
+        "model": "patch (PatchTST), transformer (encoder–decoder), linear or repeat "
+                 "(baselines)",
+        "revin": "normalise each input window by its own mean and deviation (RevIN)",
+        "patch_len": "patch model: time steps per patch",
+        "stride": "patch model: time steps between patch starts",
+        "head_dropout": "patch model: dropout before the forecasting head",
+        "label_length": "transformer: known time steps the decoder starts from",
+        "calendar": "transformer: add hour, weekday, day and month features",
+        "batch_size": "windows per batch",
+        "lr": "AdamW's learning rate (constant)",
+        "weight_decay": "AdamW's weight decay",
+        "layers.src_vocab_size": "unused by forecasting",
+        "layers.tgt_vocab_size": "unused by forecasting",
+        "layers.tie_output": "unused by forecasting",
+        "layers.pad_id": "unused by forecasting",
+        "layers.max_len": "unused: positions cover input_length + horizon",
+        "layers.norm": "post, pre, or batch (patch model only)",
+    }
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""

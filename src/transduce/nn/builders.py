@@ -49,6 +49,26 @@ class TransformerConfig:
     max_len: int = 1024
     pad_id: int = 0
 
+    # One line per setting, for --help (a run config may say more about a key in its own HELP).
+    HELP = {
+        "src_vocab_size": "source vocabulary size (0: set from the task's tokenizer)",
+        "tgt_vocab_size": "target vocabulary size (None: one joint vocabulary, all "
+                          "embeddings tied, §3.4)",
+        "d_model": "width of embeddings and of every sub-layer's output (§3.2.2)",
+        "d_ff": "inner width of each feed-forward sub-layer (§3.3)",
+        "num_heads": "attention heads per layer; must divide d_model (§3.2.2)",
+        "num_encoder_layers": "encoder layers N (§3.1)",
+        "num_decoder_layers": "decoder layers N (§3.1)",
+        "dropout": "dropout on sub-layer outputs and on embeddings + positions (§5.4)",
+        "attention_dropout": "dropout on attention weights (not in the paper)",
+        "activation_dropout": "dropout after the feed-forward activation (not in the paper)",
+        "activation": "feed-forward activation: relu (the paper's) or gelu",
+        "norm": "layer norm after each residual (post, the paper's) or before (pre)",
+        "tie_output": "share the target embedding with the pre-softmax projection (§3.4)",
+        "max_len": "positions the sinusoidal table covers (§3.5)",
+        "pad_id": "padding id (set from the task's tokenizer)",
+    }
+
     def problems(self, decoder: bool = True) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no model can be built with, for a run config's
         checks; ``decoder=False`` for encoder-only uses."""

@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
+from transduce.decoding.defaults import resolve
 from transduce.errors import UserError
 from transduce.serve.batcher import Batcher
 
@@ -37,15 +38,17 @@ Sentence = Annotated[str, StringConstraints(max_length=MAX_CHARS)]
 class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     sentences: list[Sentence] = Field(min_length=1, max_length=MAX_SENTENCES)
-    beam: int = Field(5, ge=1, le=16)
+    # left out: the model's own decoding (the run's decoding.json, else beam 5 and α 0.6)
+    beam: int | None = Field(None, ge=1, le=16)
     nbest: int = Field(1, ge=1, le=16)
-    lenpen: float = Field(0.6, ge=0, le=5, allow_inf_nan=False)
+    lenpen: float | None = Field(None, ge=0, le=5, allow_inf_nan=False)
+    no_repeat_ngram: int | None = Field(None, ge=0, le=10)
 
 
 class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     sentence: Sentence
-    beam: int = Field(5, ge=1, le=16)
+    beam: int | None = Field(None, ge=1, le=16)
 
 
 class ForecastRequest(BaseModel):
@@ -132,10 +135,11 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         """Translations of ``sentences``, one per sentence, in order (``nbest`` > 1: lists
         of {text, score}, best first)."""
         need("translation", "numbers", "ctranslate2")
-        if body.nbest > body.beam:
-            raise HTTPException(422, "nbest must not exceed beam")
+        d = resolve(model.decoding, body.beam, body.lenpen, body.no_repeat_ngram)
+        if body.nbest > d.beam:
+            raise HTTPException(422, f"nbest must not exceed beam ({d.beam})")
         lines = [" ".join(s.split()) for s in body.sentences]  # a line break is a space
-        found = await batcher.translate(lines, body.beam, body.nbest, body.lenpen)
+        found = await batcher.translate(lines, d.beam, body.nbest, d.lenpen, d.no_repeat_ngram)
         if body.nbest == 1:
             out = [hyps[0][0] for hyps in found]
         else:
@@ -147,7 +151,8 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         """The sentence's tokens and the weights of every layer and head: ``cross``,
         ``encoder`` and ``decoder`` (each [layer][head][query][key])."""
         need("translation", "numbers")
-        maps = await in_worker(model.attention, " ".join(body.sentence.split()), body.beam)
+        beam = body.beam or model.decoding.beam
+        maps = await in_worker(model.attention, " ".join(body.sentence.split()), beam)
         return maps.to_dict()
 
     @app.post("/forecast")
@@ -183,9 +188,11 @@ def describe(path: str, model) -> dict:
                                f"reads {cfg.input_length} rows, forecasts {cfg.horizon}",
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
         return info
+    decoding = {**model.decoding.values(), "source": model.decoding.source}
     if not isinstance(model, Translator):
         return {"kind": "ctranslate2", "export": str(path),
-                "description": f"CTranslate2 export {path}", "scores": {}, "example": ""}
+                "description": f"CTranslate2 export {path}", "scores": {}, "example": "",
+                "decoding": decoding}
     from transduce import runs
 
     checkpoint, run_dir = runs.find_checkpoint(path)
@@ -195,7 +202,7 @@ def describe(path: str, model) -> dict:
             "description": f"{'demo numbers' if numbers else 'translation'} model, "
                            f"{params:,} parameters, {checkpoint}",
             "parameters": params, "scores": _scores(run_dir),
-            "example": "three hundred twenty-one" if numbers else ""}
+            "example": "three hundred twenty-one" if numbers else "", "decoding": decoding}
 
 
 def _scores(run_dir: Path) -> dict:

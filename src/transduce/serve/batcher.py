@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -48,9 +49,10 @@ class Batcher:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
 
-    async def translate(self, lines: list[str], beam: int, nbest: int, lenpen: float):
+    async def translate(self, lines: list[str], beam: int, nbest: int, lenpen: float,
+                        no_repeat_ngram: int = 0):
         done = asyncio.get_running_loop().create_future()
-        await self.queue.put(_Request((beam, nbest, lenpen), lines, done))
+        await self.queue.put(_Request((beam, nbest, lenpen, no_repeat_ngram), lines, done))
         return await done
 
     async def _collect(self) -> list[_Request]:
@@ -75,11 +77,13 @@ class Batcher:
             groups: dict[tuple, list[_Request]] = {}
             for request in batch:
                 groups.setdefault(request.key, []).append(request)
-            for (beam, nbest, lenpen), requests in groups.items():
+            for (beam, nbest, lenpen, block), requests in groups.items():
                 lines = [line for r in requests for line in r.lines]
+                extra = {"no_repeat_ngram": block} if block else {}
                 try:
-                    found = await loop.run_in_executor(self.worker, self.search, lines, beam,
-                                                       lenpen, nbest)
+                    found = await loop.run_in_executor(
+                        self.worker, functools.partial(self.search, **extra), lines, beam,
+                        lenpen, nbest)
                 except Exception as error:  # every waiting request learns of it
                     for r in requests:
                         if not r.done.done():

@@ -51,6 +51,15 @@ class DemoConfig:
     examples: int = 6
 
     PATH_KEYS = ()
+    HELP = {
+        "batch_size": "numbers per batch, drawn afresh at every update",
+        "label_smoothing": "label smoothing ε of the loss (§5.4)",
+        "warmup": "warm-up updates of the paper's learning-rate schedule (§5.3)",
+        "lr_factor": "multiplies the paper's learning-rate schedule",
+        "held_out": "numbers held out from training and scored at the end",
+        "valid_numbers": "other numbers that validation scores while training",
+        "examples": "held-out translations printed at the end",
+    }
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""

@@ -52,6 +52,25 @@ class TrainConfig:
     engine: engine.EngineConfig = engine.EngineConfig(max_steps=20000, valid_every=1000)
 
     PATH_KEYS = ("data_dir",)  # stored absolute, so a run resumes from any directory
+    HELP = {
+        "data_dir": "folder with PREFIX.LANG files (transduce data multi30k --dest writes one)",
+        "src_lang": "source language suffix of the files (e.g. en for train.en)",
+        "tgt_lang": "target language suffix of the files",
+        "train_prefix": "name of the training files before .LANG",
+        "valid_prefix": "name of the validation files before .LANG",
+        "vocab_size": "subwords of the joint SentencePiece model trained on both sides",
+        "spm_model_type": "SentencePiece algorithm: bpe, unigram, char or word",
+        "label_smoothing": "label smoothing ε of the loss (§5.4)",
+        "schedule": "learning rate: noam (the paper's, lr multiplies it) or inverse_sqrt "
+                    "(lr is the peak)",
+        "lr": "learning rate: noam's factor, or inverse_sqrt's peak",
+        "warmup": "updates of linear warm-up",
+        "max_tokens": "target tokens per batch (batches are built by token count)",
+        "max_len": "training pairs longer than this many subwords are dropped",
+        "max_ratio": "training pairs whose length ratio exceeds this are dropped",
+        "valid_bleu_sentences": "validation sentences translated greedily for valid_bleu "
+                                "(0: all)",
+    }
 
     def model_config(self, vocab_size: int, pad_id: int) -> TransformerConfig:
         """The model for a joint vocabulary of ``vocab_size``: all embeddings tied (§3.4)."""

@@ -66,6 +66,25 @@ class EngineConfig:
     device: str = "auto"
     threads: int = 0
 
+    HELP = {
+        "max_steps": "stop after this many updates (0: no limit)",
+        "max_epochs": "stop after this many passes over the data (0: no limit)",
+        "max_minutes": "stop after this many minutes of training; validations are not "
+                       "counted (0: no limit)",
+        "patience": "stop after this many validations without a better metric (0: never)",
+        "accumulate": "batches per process summed into one update",
+        "clip_norm": "clip the gradient's global norm to this (0: off)",
+        "valid_every": "updates between validations, each writing step_N.pt (0: every epoch)",
+        "keep_last": "step checkpoints kept (older ones are deleted)",
+        "log_every": "updates between rows of loss, tokens/s, lr and gradient norm in "
+                     "metrics.jsonl, train.log and TensorBoard",
+        "seed": "random seed of weights, batches and dropout",
+        "precision": "auto (bf16 where the hardware is fast at it, else fp32), bf16, fp16 "
+                     "or fp32",
+        "device": "auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:N or mps",
+        "threads": "CPU threads per process (0: PyTorch's default)",
+    }
+
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
         from transduce.config import at_least, one_of

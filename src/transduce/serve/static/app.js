@@ -110,6 +110,11 @@
     } else {
       $("translate").hidden = false;
       $("sentences").value = info.example || "";
+      if (info.decoding) {  // the run's own (decoding.json), else the paper's
+        $("beam").value = info.decoding.beam;
+        $("lenpen").value = info.decoding.lenpen;
+        $("beam").title = $("lenpen").title = "default: " + info.decoding.source;
+      }
     }
   });
   $("go").onclick = translate;

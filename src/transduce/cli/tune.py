@@ -1,0 +1,47 @@
+"""`transduce tune RUN_DIR [--last 5 8 10] [--lenpen 0.6 1.0 1.4] [--no-repeat-ngram 0 3]`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "tune", help="choose averaging, length penalty and n-gram block on validation data",
+        description="Translate the run's validation files (valid_prefix in its config) with "
+                    "every combination of the settings below, keep the one of best BLEU, and "
+                    "store it: the average in RUN_DIR/averaged.pt and the decoding in "
+                    "RUN_DIR/decoding.json, which translate, serve, attention, export and "
+                    "transduce.load then use unless told otherwise. Test data is never read.")
+    parser.add_argument("run_dir", help="a translation run directory (transduce train --run-dir)")
+    parser.add_argument("--last", type=int, nargs="+", default=[5, 8, 10], metavar="N",
+                        help="numbers of newest step checkpoints to average (default 5 8 10)")
+    parser.add_argument("--lenpen", type=float, nargs="+", default=[0.6, 1.0, 1.4],
+                        metavar="A", help="length penalties α to try (default 0.6 1.0 1.4)")
+    parser.add_argument("--no-repeat-ngram", type=int, nargs="+", default=[0, 3], metavar="N",
+                        help="n-gram blocks to try, 0 for none (default 0 3)")
+    parser.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
+    parser.add_argument("--metric", default="bleu", choices=["bleu", "bleu_tok", "chrf"],
+                        help="what to maximise: cased sacreBLEU (default), the literature's "
+                             "tokenized lowercased BLEU, or chrF2")
+    parser.add_argument("--sentences", type=int, default=0,
+                        help="use only the first N validation lines, for speed (default 0: all)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from transduce.decoding.tune import Grid, tune
+
+    grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), args.beam,
+                args.metric, args.sentences)
+    chosen, rows = tune(args.run_dir, grid, args.device)
+    print(f"{'last':>4} {'α':>4} {'block':>5} {'BLEU':>6} {'chrF2':>6} {'looping':>7}")
+    for r in rows:
+        mark = " *" if (r["last"], r["lenpen"], r["no_repeat_ngram"]) == (
+            chosen.last, chosen.lenpen, chosen.no_repeat_ngram) else ""
+        bleu = r.get("bleu_tok", r["bleu"]) if args.metric == "bleu_tok" else r["bleu"]
+        print(f"{r['last']:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>6.2f} "
+              f"{r['chrf']:>6.2f} {100 * r['looping_rate']:>6.1f}%{mark}")
+    print(f"chosen: last {chosen.last}, {chosen.describe()}")
+    return 0

@@ -1,0 +1,125 @@
+"""Choose a run's decoding on its validation data: how many checkpoints to average, the
+length penalty α and the n-gram block, by BLEU on the run's ``valid_prefix`` files (never
+on test). The choice is written to ``RUN/decoding.json`` and the chosen average to
+``RUN/averaged.pt``, which every later translation uses unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+from transduce import runs
+from transduce.data.text import read_lines
+from transduce.decoding import defaults
+from transduce.decoding.translator import Translator
+from transduce.device import pick_device, resolve_precision
+from transduce.errors import UserError
+from transduce.evaluation import corpus_scores, looping_rate
+from transduce.logs import progress
+
+log = logging.getLogger("transduce")
+METRICS = ("bleu", "bleu_tok", "chrf")
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """The settings tried: every combination of ``last`` × ``lenpen`` × ``no_repeat_ngram``
+    at one ``beam`` size, scored by ``metric`` on the first ``sentences`` lines (0: all)."""
+
+    last: Sequence[int] = (5, 8, 10)
+    lenpen: Sequence[float] = (0.6, 1.0, 1.4)
+    no_repeat_ngram: Sequence[int] = (0, 3)
+    beam: int = 5
+    metric: str = "bleu"
+    sentences: int = 0
+
+    def check(self) -> None:
+        if not self.last or min(self.last) < 1:
+            raise UserError("--last: give numbers of checkpoints of at least 1")
+        if not self.lenpen or min(self.lenpen) < 0 or max(self.lenpen) > 5:
+            raise UserError("--lenpen: give length penalties between 0 and 5")
+        if not self.no_repeat_ngram or min(self.no_repeat_ngram) < 0:
+            raise UserError("--no-repeat-ngram: give sizes of at least 0 (0: off)")
+        if self.beam < 1 or self.sentences < 0:
+            raise UserError("--beam must be at least 1 and --sentences at least 0")
+        if self.metric not in METRICS:
+            raise UserError(f"--metric must be one of {', '.join(METRICS)}, not "
+                            f"{self.metric!r}")
+
+
+def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[str], str]:
+    """(sources, references, target language) of the run's validation files."""
+    from transduce.training.config import TrainConfig
+
+    started = runs.started_config(run_dir, TrainConfig)
+    if started is None:
+        raise UserError(f"{run_dir}: not a translation run directory (no config.yaml or "
+                        "step checkpoints)")
+    cfg = started[0]
+    stem = Path(cfg.data_dir) / cfg.valid_prefix
+    sources = read_lines(f"{stem}.{cfg.src_lang}")
+    references = read_lines(f"{stem}.{cfg.tgt_lang}")
+    if len(sources) != len(references):
+        raise UserError(f"{stem}.{cfg.src_lang} has {len(sources)} lines but "
+                        f"{stem}.{cfg.tgt_lang} has {len(references)}; give aligned files")
+    if sentences:
+        sources, references = sources[:sentences], references[:sentences]
+    return sources, references, cfg.tgt_lang
+
+
+def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
+         precision: str = "auto", write: bool = True) -> tuple[defaults.Decoding, list[dict]]:
+    """Translate the run's validation data with every setting of ``grid``; returns the best
+    setting (ties: the earlier one in the grid) and a row of scores per setting. With
+    ``write``, stores the choice in ``decoding.json`` and its average in ``averaged.pt``."""
+    grid.check()
+    run_dir = Path(run_dir)
+    steps = runs.step_checkpoints(run_dir)
+    if not steps:
+        raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
+    loaded = runs.load_translation(steps[-1], verbose=False)
+    if loaded.state.get("kind", "translation") != "translation":
+        raise UserError(f"{run_dir}: holds a {loaded.state['kind']} model; tune chooses the "
+                        "decoding of translation runs")
+    sources, references, lang = validation_data(run_dir, grid.sentences)
+    dev = pick_device(device)
+    translator = Translator(loaded.model, loaded.tokenizer, dev, resolve_precision(precision, dev))
+    lasts = sorted({min(n, len(steps)) for n in grid.last})
+    if len(steps) < max(grid.last):
+        log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
+                    f"averaging at most {len(steps)}")
+    settings = list(itertools.product(lasts, grid.lenpen, grid.no_repeat_ngram))
+    rows = []
+    with progress(len(settings) * len(sources), "tuning on validation", "sent") as bar:
+        for last in lasts:
+            averaged = runs.average_checkpoints(steps[-last:])
+            translator.model.load_state_dict(averaged["model"])
+            for lenpen, block in itertools.product(grid.lenpen, grid.no_repeat_ngram):
+                start = time.perf_counter()
+                extra = {"no_repeat_ngram": block} if block else {}
+                found = translator.search(sources, grid.beam, lenpen, progress=bar, **extra)
+                hyps = [h[0][0] for h in found]
+                scores = corpus_scores(hyps, references,
+                                       lang if grid.metric == "bleu_tok" else None)
+                rows.append({"last": last, "lenpen": lenpen, "no_repeat_ngram": block,
+                             **{k: v for k, v in scores.items() if "signature" not in k},
+                             "looping_rate": round(looping_rate(hyps, sources), 4),
+                             "seconds": round(time.perf_counter() - start, 1)})
+    best = max(rows, key=lambda r: r[grid.metric])  # max keeps the first of equals
+    where = run_dir / defaults.DECODING
+    chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
+                               f"chosen on validation data, {where}")
+    if write:
+        runs.average_run(run_dir, best["last"])
+        defaults.write(run_dir, chosen, {
+            "chosen_by": f"transduce tune: best {grid.metric} on {len(sources)} lines of "
+                         "validation data",
+            "metric": grid.metric, grid.metric: best[grid.metric],
+            "averaged": [p.name for p in steps[-best["last"]:]], "grid": rows})
+    return chosen, rows

@@ -1,0 +1,103 @@
+"""A run's own decoding: chosen on validation by `transduce tune`, used unless told otherwise."""
+
+import json
+import shutil
+
+import pytest
+
+from transduce.cli.main import main
+from transduce.decoding import defaults
+from transduce.errors import UserError
+
+
+@pytest.fixture
+def run(trained_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(trained_run, copy)
+    return copy
+
+
+def test_without_a_file_the_papers_decoding(run):
+    d = defaults.read(run)
+    assert (d.beam, d.lenpen, d.no_repeat_ngram) == (5, 0.6, 0) and "paper" in d.source
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{", "not a JSON file"),
+    ("[1]", "not a JSON object"),
+    ('{"beam": "x", "lenpen": 1}', "damaged decoding settings"),
+    ('{"lenpen": 1}', "damaged decoding settings"),
+    ('{"beam": 0, "lenpen": 1}', "beam must be at least 1"),
+    ('{"beam": 5, "lenpen": NaN}', "lenpen finite"),
+])
+def test_a_damaged_file_is_one_line_naming_it(run, text, message):
+    (run / "decoding.json").write_text(text)
+    with pytest.raises(UserError, match=message) as error:
+        defaults.read(run)
+    assert str(run / "decoding.json") in str(error.value)
+
+
+def test_given_values_win_over_the_runs():
+    base = defaults.Decoding(4, 1.4, 3, 8, "chosen on validation data, R/decoding.json")
+    assert defaults.resolve(base) is base
+    d = defaults.resolve(base, lenpen=0.6)
+    assert (d.beam, d.lenpen, d.no_repeat_ngram) == (4, 0.6, 3)
+    assert d.source.startswith("lenpen given; the rest: chosen on validation data")
+    assert defaults.resolve(base, 1, 0.0, 0).source == "given"
+
+
+def test_tune_chooses_on_validation_and_everything_uses_it(run, capsys, caplog):
+    assert main(["tune", str(run), "--last", "1", "2", "--lenpen", "0.0", "5.0",
+                 "--no-repeat-ngram", "0", "--beam", "3"]) == 0
+    out = capsys.readouterr().out
+    stored = json.loads((run / "decoding.json").read_text())
+    rows = stored["grid"]
+    assert len(rows) == 4 and all(r["bleu"] >= 0 for r in rows)
+    best = max(rows, key=lambda r: r["bleu"])
+    assert (stored["last"], stored["lenpen"], stored["beam"]) == (best["last"],
+                                                                  best["lenpen"], 3)
+    assert stored["averaged"] == [p.name for p in sorted(
+        (run / "checkpoints").glob("step_*.pt"), key=lambda p: int(p.stem[5:]))][-best["last"]:]
+    assert (run / "averaged.pt").is_file() and "chosen: last" in out
+    # translate takes the stored decoding, says so, and a given value wins
+    source = run / "in.txt"
+    source.write_text("five\nsix hundred\n", encoding="utf-8")
+    assert main(["translate", str(run), "--input", str(source)]) == 0
+    err = capsys.readouterr().err
+    assert f"decoding with beam 3, α {best['lenpen']:g}" in err and "decoding.json" in err
+    assert main(["translate", str(run), "--input", str(source), "--beam", "1"]) == 0
+    assert "decoding with beam 1, α" in capsys.readouterr().err
+    # the Python API too: its searches run with the run's settings
+    import transduce
+
+    model = transduce.load(run)
+    assert model.decoding.beam == 3 and model.decoding.lenpen == best["lenpen"]
+    calls = []
+    search = model.search
+    model.search = lambda lines, beam, lenpen, nbest, **kw: calls.append((beam, lenpen)) or \
+        search(lines, beam, lenpen, nbest, **kw)
+    model.translate("five")
+    model.translate("five", beam=2, lenpen=0.0)
+    assert calls == [(3, best["lenpen"]), (2, 0.0)]
+
+
+def test_average_defaults_to_the_tuned_number_of_checkpoints(run, caplog):
+    (run / "decoding.json").write_text(json.dumps({"beam": 5, "lenpen": 1.0, "last": 2}))
+    assert main(["average", str(run)]) == 0
+    assert "averaging step_8.pt, step_12.pt" in caplog.text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--last", "0"], "--last: give numbers of checkpoints of at least 1"),
+    (["--lenpen", "-1"], "--lenpen: give length penalties between 0 and 5"),
+    (["--beam", "0"], "--beam must be at least 1"),
+])
+def test_tune_refuses_bad_settings_before_translating(run, capsys, args, message):
+    assert main(["tune", str(run), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (run / "decoding.json").exists()
+
+
+def test_tune_refuses_a_demo_run(demo_run, capsys):
+    assert main(["tune", str(demo_run)]) == 2
+    assert "tune chooses the decoding of translation runs" in capsys.readouterr().err
