@@ -1,6 +1,6 @@
 """Score a trained Multi30k run as the literature does, choosing everything on val.
 
-    python benchmarks/multi30k/evaluate_run.py RUN_DIR --data ../shared/data/multi30k \
+    python benchmarks/multi30k/evaluate_run.py RUN_DIR --data data/multi30k \
         --pair en-de [--name tiny-70min]
 
 Averages the last N step checkpoints (N from --last), translates val with beam 5 for each

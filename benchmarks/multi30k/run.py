@@ -1,7 +1,7 @@
 """Multi30k benchmark: train with a shipped config, average, translate test_2016_flickr with
 beam search, score, and write the figures to benchmarks/multi30k/results.json.
 
-    python benchmarks/multi30k/run.py en-de --data ../shared/data/multi30k [key=value ...]
+    python benchmarks/multi30k/run.py en-de --data data/multi30k [key=value ...]
 
 Published reference (test_2016_flickr En→De, lowercased tokenized BLEU): 41.02, fairseq
 transformer_tiny, beam 5, average of the last 10 checkpoints (Wu et al., ACL 2021).

@@ -1,7 +1,7 @@
 """Training throughput on this machine's CPU cores: one process with all threads against
 several processes of one thread each (torchrun, gloo), on the shipped Multi30k config.
 
-    python benchmarks/processes/run.py --data ../shared/data/multi30k
+    python benchmarks/processes/run.py --data data/multi30k
 
 Each layout trains the same updates from scratch, one after another (never side by side).
 ``--baseline-src OLD/src`` also times a one-process run of another checkout (e.g. the

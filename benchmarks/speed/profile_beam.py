@@ -1,6 +1,6 @@
 """Where our beam search spends its time: torch.profiler over a translation run.
 
-    python benchmarks/speed/profile_beam.py --data ../shared/data/multi30k --run-dir runs/bench/en-de-long
+    python benchmarks/speed/profile_beam.py --data data/multi30k --run-dir runs/bench/en-de-long
 
 Translates the first N test_2016_flickr sentences (beam 5, length^α penalty as in run.py)
 after a warm-up, and writes the operators by self CPU time to benchmarks/speed/profile_beam.md.

@@ -1,6 +1,6 @@
 """Speed of transduce against the toolkits people use, side by side on this machine.
 
-    python benchmarks/speed/run.py --data ../shared/data/multi30k --run-dir runs/bench/en-de
+    python benchmarks/speed/run.py --data data/multi30k --run-dir runs/bench/en-de
 
 Every measurement runs in its own subprocess (so peak RSS is its own), one after another,
 on the same batches, with the same thread count. The run directory supplies the trained
