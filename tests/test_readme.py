@@ -77,7 +77,7 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
     Multi30k's line counts and a tiny model."""
     from tests.data.test_multi30k import write_corpus
 
-    assert [c.split()[1] for c in PIPELINE] == ["data", "train", "average", "translate",
+    assert [c.split()[1] for c in PIPELINE] == ["data", "train", "tune", "translate",
                                                 "evaluate"]
     assert [c.split()[1] for c in SERVING] == ["export", "translate"]
     write_corpus(tmp_path / "local", compress=False)
@@ -91,6 +91,9 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
             argv += ["--from", str(tmp_path / "local")]  # no download in tests
         if argv[0] == "train":
             argv = argv[:2] + TINY_MODEL + argv[2:]
+        if argv[0] == "tune":  # a smaller grid on the first lines of val
+            argv += ["--sentences", "20", "--last", "1", "2", "--lenpen", "0.6", "1.0",
+                     "--no-repeat-ngram", "0"]
         assert main(argv) == 0, command
     assert "BLEU (lowercased)" in capsys.readouterr().out
     if importlib.util.find_spec("ctranslate2") is None:
