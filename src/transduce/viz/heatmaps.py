@@ -69,7 +69,8 @@ def plot_attention(
         if left:
             ax.set_ylabel(axis_names[1], fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-    fig.suptitle(cut(title), fontsize=10)
+    # at most 9 characters of 10-point text per inch: a long title never widens the figure
+    fig.suptitle(cut(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10)
     _save(fig, path)
 
 
