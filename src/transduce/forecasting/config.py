@@ -9,7 +9,7 @@ from torch import nn
 
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
-from transduce.training.engine import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
+from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
                                           SeriesTransformer)
 

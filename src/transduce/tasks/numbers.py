@@ -20,7 +20,7 @@ from transduce.device import autocast
 from transduce.evaluation import exact_match
 from transduce.nn import TransformerConfig, build_transformer, padding_mask
 from transduce.training.distributed import Session
-from transduce.training.engine import EngineConfig
+from transduce.training.engine_config import EngineConfig
 from transduce.training.loss import LabelSmoothedCrossEntropy
 from transduce.training.schedule import paper_adam, warmup_schedule
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn import TransformerConfig
-from transduce.training import engine
+from transduce.training.engine_config import EngineConfig
 
 SPM_MODEL_TYPES = ("bpe", "unigram", "char", "word")
 MIN_VOCAB = 16  # four special pieces and room for some text
@@ -49,7 +49,7 @@ class TrainConfig:
     max_len: int = 128
     max_ratio: float = 9.0
     valid_bleu_sentences: int = 0
-    engine: engine.EngineConfig = engine.EngineConfig(max_steps=20000, valid_every=1000)
+    engine: EngineConfig = EngineConfig(max_steps=20000, valid_every=1000)
 
     PATH_KEYS = ("data_dir",)  # stored absolute, so a run resumes from any directory
     HELP = {
