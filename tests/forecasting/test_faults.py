@@ -1,6 +1,7 @@
 """Bad CSVs, settings and arguments of `transduce forecast`: one line each, nothing written."""
 
 import shutil
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -109,11 +110,32 @@ def test_dates_with_and_without_a_time_zone_are_refused(trained, tmp_path, capsy
 
 def test_forecast_dates_past_year_9999_are_one_line(trained, tmp_path, capsys):
     run, _ = trained
-    rows = ["date,load,temp"] + [f"9999-12-{d:02d} 00:00:00,1.0,2.0" for d in range(1, 32)]
-    rows += [f"9999-12-31 {h:02d}:00:00,1.0,2.0" for h in range(1, 24)]
-    csv = write(tmp_path / "late.csv", "\n".join(rows[:1] + rows[-48:]) + "\n")
+    rows = ["date,load,temp"] + [f"9999-12-{d:02d} {h:02d}:00:00,1.0,2.0"
+                                 for d in (30, 31) for h in range(24)]
+    csv = write(tmp_path / "late.csv", "\n".join(rows) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
     assert "go past the year 9999" in one_line(capsys)
+
+
+def test_a_gap_in_the_history_is_one_line_naming_its_row(trained, tmp_path, capsys):
+    run, _ = trained
+    rows = ["date,load,temp"] + [f"2021-01-{d:02d} {h:02d}:00:00,1.0,2.0"
+                                 for d in (1, 2, 3) for h in range(24)]
+    del rows[30]  # 2021-01-02 05:00, the file's line 31
+    csv = write(tmp_path / "gap.csv", "\n".join(rows) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
+    assert f"{csv}:31: date 2021-01-02 06:00:00 follows 2021-01-02 04:00:00, but the series " \
+           "is hourly" in one_line(capsys)
+
+
+def test_daily_history_gives_daily_dates_without_a_time(trained, tmp_path, capsys):
+    run, _ = trained
+    rows = ["date,load,temp"] + [f"{date:%Y-%m-%d},1.0,2.0" for date in (
+        datetime(2021, 10, 1) + timedelta(days=i) for i in range(62))]
+    csv = write(tmp_path / "daily.csv", "\n".join(rows) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("2021-12-02,") and out[2].startswith("2021-12-03,")
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])

@@ -37,12 +37,14 @@ class Series:
         columns: the names of the C value columns.
         values: (N, C) float32.
         path: the file it came from (for messages).
+        lines: the file's line of each row (for messages), when read from a file.
     """
 
     dates: list[datetime]
     columns: list[str]
     values: np.ndarray
     path: str
+    lines: list[int] | None = None
 
     def select(self, columns: list[str]) -> Series:
         """The same rows with only ``columns`` (in that order)."""
@@ -51,7 +53,7 @@ class Series:
             raise UserError(f"{self.path}: no column {missing[0]!r}; columns are "
                             f"{', '.join(self.columns)}")
         index = [self.columns.index(c) for c in columns]
-        return Series(self.dates, list(columns), self.values[:, index], self.path)
+        return Series(self.dates, list(columns), self.values[:, index], self.path, self.lines)
 
 
 def parse_date(text: str) -> datetime:
@@ -107,18 +109,19 @@ def parse_series(text: str, path: str, date_column: str = "date",
         raise UserError(f"{path}: no column {missing[0]!r}; columns are "
                         f"{', '.join(h for h in header if h != date_column)}")
     index = [header.index(c) for c in wanted]
-    dates, rows = [], []
+    dates, rows, lines = [], [], []
     line = reader.line_num
     for row in reader:
         start, line = line + 1, reader.line_num  # a quoted field may span lines
         if len(row) != len(header):
             raise UserError(f"{path}:{start}: {len(row)} fields, the header has {len(header)}")
         dates.append(_read_date(path, start, row[d], dates[-1] if dates else None))
+        lines.append(start)
         rows.append([_read_number(path, start, wanted[k], row[i]) for k, i in enumerate(index)])
     if not dates:
         raise UserError(f"{path}: a header but no rows")
     values = np.array(rows, dtype=np.float64).reshape(len(rows), len(wanted))
-    return Series(dates, wanted, values.astype(np.float32), str(path))
+    return Series(dates, wanted, values.astype(np.float32), str(path), lines)
 
 
 def _read_date(path: str, line: int, field: str, previous: datetime | None) -> datetime:

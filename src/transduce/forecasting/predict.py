@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
 from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
-
-
-def future_dates(dates: list[datetime], count: int) -> list[datetime]:
-    """``count`` timestamps after the last, at the series' last step."""
-    if len(dates) < 2:
-        raise UserError("need at least two dates to know the series' time step")
-    step = dates[-1] - dates[-2]
-    try:
-        return [dates[-1] + step * (i + 1) for i in range(count)]
-    except OverflowError:
-        raise UserError(f"the {count} dates after {dates[-1]} go past the year 9999, the "
-                        "last date Python can hold; check the file's dates") from None
 
 
 class Forecaster:
@@ -60,14 +48,15 @@ class Forecaster:
                             f"{cfg.input_length}, so it needs at least that many")
         last = series.values[-cfg.input_length:]
         x = torch.from_numpy(self.scaler.transform(last)).unsqueeze(0)  # (1, L, C)
-        dates = future_dates(series.dates, cfg.horizon)
+        frequency = infer_frequency(series.dates, name, series.lines)
+        dates = next_dates(series.dates, cfg.horizon, frequency)
         x_time = torch.from_numpy(calendar_features(series.dates[-cfg.input_length:]))
         y_time = torch.from_numpy(calendar_features(dates))
         forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C)
         values = self.scaler.inverse(forecast[0].double().numpy())
-        return [{cfg.date_column: date.isoformat(sep=" "),
+        return [{cfg.date_column: date,
                  **{c: float(f"{v:.6g}") for c, v in zip(self.columns, np.asarray(row))}}
-                for date, row in zip(dates, values)]
+                for date, row in zip(format_dates(dates), values)]
 
 
 def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:
