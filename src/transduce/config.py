@@ -75,9 +75,20 @@ def replace_leaves(config: C, changes: dict[str, Any]) -> C:
     return dataclasses.replace(config, **direct)
 
 
+def _numbers(key: str, values: Iterable, source: str) -> tuple[float, ...]:
+    """A list setting (e.g. quantiles): numbers only, as a tuple of floats."""
+    values = list(values)
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        raise UserError(f"{source}: {key} must be a list of numbers, not {values!r}")
+    return tuple(float(v) for v in values)
+
+
 def _parse(key: str, raw: str, current: Any, source: str) -> Any:
     kind = type(current)
     try:
+        if kind is tuple:  # "0.1,0.5,0.9", "[0.1, 0.5]"; "" or "[]" for none
+            items = [t.strip() for t in raw.strip("[]() ").split(",") if t.strip()]
+            return _numbers(key, [float(t) for t in items], source)
         if kind is bool:
             if raw.lower() in _TRUE | _FALSE:
                 return raw.lower() in _TRUE
@@ -86,10 +97,15 @@ def _parse(key: str, raw: str, current: Any, source: str) -> Any:
             return None if raw.lower() in ("none", "null", "") else int(raw)
         return kind(raw)
     except ValueError:
-        raise UserError(f"{source}: {key}={raw!r} is not a valid {kind.__name__}") from None
+        what = "list of numbers" if kind is tuple else kind.__name__
+        raise UserError(f"{source}: {key}={raw!r} is not a valid {what}") from None
 
 
 def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
+    if isinstance(current, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise UserError(f"{source}: {key} must be a list of numbers, not {value!r}")
+        return _numbers(key, value, source)
     if current is None or value is None:
         return value
     if isinstance(current, bool) or isinstance(value, bool):

@@ -264,7 +264,15 @@ def check_config(run_dir: str | os.PathLike, cfg, extendable: tuple[str, ...]) -
 
 
 def write_config(run_dir: str | os.PathLike, cfg) -> None:
-    write_text(Path(run_dir) / CONFIG, yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+    write_text(Path(run_dir) / CONFIG, yaml.safe_dump(_plain(dataclasses.asdict(cfg)),
+                                                      sort_keys=False))
+
+
+def _plain(value):
+    """YAML-safe: tuples (list settings) as lists."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return list(value) if isinstance(value, tuple) else value
 
 
 def read_config(run_dir: str | os.PathLike, cls):

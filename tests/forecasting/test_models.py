@@ -27,9 +27,30 @@ def test_patch_forecast_follows_an_affine_change_of_one_channel(norm):
     with torch.no_grad():
         y, _ = model(x)
         y_changed, _ = model(changed)
+    assert y.shape == (2, 12, 3, 1)  # the point forecast only
+    y, y_changed = y[..., 0], y_changed[..., 0]
     torch.testing.assert_close(y_changed[..., 1], 3.5 * y[..., 1] - 7.0, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(y_changed[..., [0, 2]], y[..., [0, 2]])
     assert not torch.allclose(y[..., 0], y[..., 1])  # the channels do differ
+
+
+@pytest.mark.parametrize("model", ["patch", "transformer"])
+def test_quantiles_never_cross_and_follow_an_affine_change(model):
+    levels = (0.1, 0.5, 0.9)
+    build = (PatchForecaster(channels=2, input_length=24, horizon=6, patch_len=8, stride=4,
+                             d_model=16, num_heads=4, d_ff=32, num_layers=1, dropout=0.1,
+                             quantiles=levels) if model == "patch" else
+             SeriesTransformer(channels=2, horizon=6, label_length=4, d_model=16, num_heads=2,
+                               d_ff=32, num_encoder_layers=1, num_decoder_layers=1,
+                               dropout=0.1, quantiles=levels))
+    net = randomised(build)
+    x, t = torch.randn(5, 24, 2), torch.rand(5, 30, 4)
+    with torch.no_grad():
+        y, _ = net(x, t[:, :24], t[:, 24:])
+        moved, _ = net(2.0 * x + 3.0, t[:, :24], t[:, 24:])
+    assert y.shape == (5, 6, 2, 4)
+    assert (y[..., 1:].diff(dim=-1) >= 0).all()  # 0.1 ≤ 0.5 ≤ 0.9 everywhere
+    torch.testing.assert_close(moved, 2.0 * y + 3.0, atol=1e-4, rtol=1e-4)
 
 
 def test_instance_norm_round_trips():
@@ -47,7 +68,7 @@ def test_series_transformer_shapes_and_causal_decoder():
     with torch.no_grad():
         y, weights = model(x, x_time, y_time, need_weights=True)
         later, _ = model(x, x_time, torch.cat([y_time[:, :3], torch.rand(3, 3, 4)], 1))
-    assert y.shape == (3, 6, 2) and weights.shape == (3, 2, 10, 24)
+    assert y.shape == (3, 6, 2, 1) and weights.shape == (3, 2, 10, 24)
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 2, 10))
     # Calendar features of later forecast steps do not change earlier forecasts (causal mask).
     torch.testing.assert_close(later[:, :3], y[:, :3])

@@ -69,6 +69,10 @@ def run_test(args: argparse.Namespace) -> int:
     result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
           f"({result['windows']} windows, horizon {result['horizon']})")
+    if result.get("rho_risk"):
+        risks = " ".join(f"R{rho} {r:.4f}" for rho, r in result["rho_risk"].items())
+        covered = " ".join(f"{band} {100 * c:.1f}%" for band, c in result["coverage"].items())
+        print(f"  quantiles: {risks}; coverage {covered}")
     for batch, scores in result.get("drop_last", {}).items():
         print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
               f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
@@ -106,8 +110,11 @@ def run_plot(args: argparse.Namespace) -> int:
     inverse = data.scaler.inverse
     out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
     title = f"{Path(cfg.csv).name} · {cfg.model} · test window {args.window}"
-    plot_forecast(inverse(x[0].numpy()), inverse(y[0].numpy()),
-                  inverse(forecast[0].numpy()), data.series.columns, out, title)
+    outputs = forecast[0].numpy()  # (H, C, 1 + Q)
+    bands = inverse(outputs[..., 1:].transpose(2, 0, 1)).transpose(1, 2, 0)  # (H, C, Q)
+    plot_forecast(inverse(x[0].numpy()), inverse(y[0].numpy()), inverse(outputs[..., 0]),
+                  data.series.columns, out, title, bands if cfg.quantiles else None,
+                  cfg.quantiles)
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")

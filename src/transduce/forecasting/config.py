@@ -43,6 +43,8 @@ class ForecastConfig:
         d_model=16, num_heads=4, d_ff=128, num_encoder_layers=3, num_decoder_layers=1,
         dropout=0.3, norm="pre")
     revin: bool = True
+    # transformer and patch: quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
+    quantiles: tuple[float, ...] = ()
     # patch
     patch_len: int = 16
     stride: int = 8
@@ -69,6 +71,8 @@ class ForecastConfig:
         "model": "patch (PatchTST), transformer (encoder–decoder), linear or repeat "
                  "(baselines)",
         "revin": "normalise each input window by its own mean and deviation (RevIN)",
+        "quantiles": "transformer and patch: quantile levels to forecast beside the point "
+                     "forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch model: dropout before the forecasting head",
@@ -105,6 +109,13 @@ class ForecastConfig:
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
         found += at_least(self, 0, "weight_decay")
+        q = self.quantiles
+        if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
+            found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
+                                       f"not {list(q)}"))
+        if q and self.model not in ("transformer", "patch"):
+            found.append(("quantiles", f"quantiles are for the transformer and patch models, "
+                                       f"not {self.model}; set quantiles= (none)"))
         if self.model == "patch" and self.patch_len > self.input_length:
             found.append(("patch_len", f"patch_len={self.patch_len} exceeds input_length="
                                        f"{self.input_length}"))
@@ -137,8 +148,10 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,
-                               head_dropout=cfg.head_dropout, **layer_args)
+                               head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
+                               **layer_args)
     return SeriesTransformer(channels, cfg.horizon, cfg.label_length,
                              num_encoder_layers=L.num_encoder_layers,
                              num_decoder_layers=L.num_decoder_layers, calendar=cfg.calendar,
-                             max_len=cfg.input_length + cfg.horizon + 1, **layer_args)
+                             max_len=cfg.input_length + cfg.horizon + 1,
+                             quantiles=cfg.quantiles, **layer_args)

@@ -18,6 +18,7 @@ from transduce.data.timeseries import Scaler
 from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig, build_forecaster
 from transduce.forecasting.data import ForecastData, load_forecast_data
+from transduce.forecasting.quantiles import intervals, rho_loss
 from transduce.io import write_text
 
 
@@ -28,8 +29,11 @@ def scaler_state(data: ForecastData) -> dict:
 
 @torch.no_grad()
 def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
-             drop_last: tuple[int, ...] = ()) -> dict:
-    """MSE and MAE on the normalised scale, averaged over windows × horizon × channels.
+             drop_last: tuple[int, ...] = (), quantiles: tuple[float, ...] = ()) -> dict:
+    """MSE and MAE of the point forecast on the normalised scale, averaged over windows ×
+    horizon × channels; with ``quantiles`` (the model's levels), also the ρ-risk of each
+    level (``rho_risk`` → ρ, on the original scale) and the coverage of each central
+    interval (``coverage`` → "0.1-0.9": the share of true values inside it).
 
     ``drop_last``: also score, for each batch size B given, only the first ⌊n / B⌋ · B
     windows, as the reference implementations' test loaders do (``drop_last=True``); their
@@ -38,12 +42,25 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
     squared, absolute = [], []  # per window, summed over horizon × channels
+    pairs = intervals(list(quantiles))
+    mean, std = (torch.from_numpy(np.asarray(v, np.float64)) for v in
+                 (data.scaler.mean, data.scaler.std))
+    risk, scale, inside = np.zeros(len(quantiles)), 0.0, np.zeros(len(pairs))
     for x, y, x_time, y_time in data.loader(split, batch_size):
         forecast, _ = model(x.to(device), x_time.to(device), y_time.to(device))
-        forecast = forecast.cpu()
-        error = (forecast - y).double().flatten(1)  # (B, H·C)
+        forecast = forecast.cpu().double()  # (B, H, C, 1 + Q)
+        error = (forecast[..., 0] - y).flatten(1)  # (B, H·C)
         squared.append((error**2).sum(1))
         absolute.append(error.abs().sum(1))
+        if quantiles:  # on the original scale
+            truth = y.double() * std + mean  # (B, H, C)
+            levels = forecast[..., 1:] * std[:, None] + mean[:, None]  # (B, H, C, Q)
+            scale += float(truth.abs().sum())
+            for k, rho in enumerate(quantiles):
+                risk[k] += rho_loss(levels[..., k].numpy(), truth.numpy(), rho)
+            for k, (low, high) in enumerate(pairs):
+                inside[k] += float(((truth >= levels[..., low]) &
+                                    (truth <= levels[..., high])).sum())
     squared, absolute = torch.cat(squared), torch.cat(absolute)
     per_window = data.windows[split][0][1].numel()  # H · C values
 
@@ -52,6 +69,11 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
         return {"mse": float(squared[:n].sum()) / count, "mae": float(absolute[:n].sum()) / count,
                 "windows": n}
     result = scores(len(squared))
+    if quantiles:
+        result["rho_risk"] = {f"{rho:g}": 2 * r / scale for rho, r in zip(quantiles, risk)}
+        result["coverage"] = {f"{quantiles[lo]:g}-{quantiles[hi]:g}": c / (len(squared) *
+                                                                           per_window)
+                              for (lo, hi), c in zip(pairs, inside)}
     if drop_last:
         result["drop_last"] = {b: scores(len(squared) // b * b) for b in drop_last
                                if len(squared) >= b}
@@ -85,10 +107,12 @@ def load_run(run_dir: str | Path):
 
 
 def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
-    """Test-split MSE/MAE of the best checkpoint (and of the reference code's windows, see
-    :func:`evaluate`); also written to RUN_DIR/test_results.json."""
+    """Test-split MSE/MAE of the best checkpoint (and of the reference code's windows, and
+    the ρ-risks and interval coverage of a probabilistic run, see :func:`evaluate`); also
+    written to RUN_DIR/test_results.json."""
     cfg, model, data = load_run(run_dir)
     result = {"csv": cfg.csv, "model": cfg.model, "input_length": cfg.input_length,
-              "horizon": cfg.horizon, **evaluate(model, data, "test", drop_last=drop_last)}
+              "horizon": cfg.horizon, "quantiles": list(cfg.quantiles),
+              **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles)}
     write_text(Path(run_dir) / "test_results.json", json.dumps(result, indent=2) + "\n")
     return result

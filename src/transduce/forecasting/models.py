@@ -1,10 +1,12 @@
 """Forecasters: the paper's encoder–decoder on series, a patch encoder, and two baselines.
 
 Every model maps an input window to the whole horizon at once:
-``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``.
+``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``, the
+forecast (B, H, C, 1 + Q): the point forecast, then Q quantiles at the levels the model was
+built with (see :mod:`transduce.forecasting.quantiles`; the baselines have none).
 
 Legend: B batch, L input length, H horizon, C channels, D d_model, N patches,
-K label (known) length fed to the decoder.
+K label (known) length fed to the decoder, Q quantile levels.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transduce.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
 from transduce.nn.layers import DecoderLayer, EncoderLayer
 from transduce.nn.masks import subsequent_mask
@@ -45,7 +48,12 @@ class InstanceNorm(nn.Module):
         return x, (mean, std)
 
     def denormalise(self, y: Tensor, stats: tuple[Tensor, Tensor]) -> Tensor:
-        """Args: y (B, H, C). Returns: y in the input's units."""
+        """Args: y (B, H, C), or (B, H, C, K) for K outputs per value. Returns: y in the
+        input's units."""
+        if y.dim() == 4:
+            B, H, C, K = y.shape
+            flat = y.permute(0, 3, 1, 2).reshape(B, K * H, C)  # (B, K·H, C)
+            return self.denormalise(flat, stats).view(B, K, H, C).permute(0, 2, 3, 1)
         if self.weight is not None:
             y = (y - self.bias) / (self.weight + self.eps * self.eps)
         mean, std = stats
@@ -79,7 +87,7 @@ class RepeatLast(nn.Module):
         self.horizon = horizon
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        return x[:, -1:].expand(-1, self.horizon, -1), None  # (B, H, C)
+        return x[:, -1:].expand(-1, self.horizon, -1).unsqueeze(-1), None  # (B, H, C, 1)
 
 
 class LinearForecaster(nn.Module):
@@ -90,7 +98,7 @@ class LinearForecaster(nn.Module):
         self.linear = nn.Linear(input_length, horizon)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        return self.linear(x.transpose(1, 2)).transpose(1, 2), None  # (B, H, C)
+        return self.linear(x.transpose(1, 2)).transpose(1, 2).unsqueeze(-1), None  # (B, H, C, 1)
 
 
 class PatchForecaster(nn.Module):
@@ -105,11 +113,12 @@ class PatchForecaster(nn.Module):
     def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
                  stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
-                 revin: bool = True, activation: str = "relu") -> None:
+                 revin: bool = True, activation: str = "relu",
+                 quantiles: tuple[float, ...] = ()) -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
-        self.patch_len, self.stride = patch_len, stride
+        self.patch_len, self.stride, self.outputs = patch_len, stride, 1 + len(quantiles)
         self.num_patches = (input_length - patch_len) // stride + 2
         self.revin = InstanceNorm(channels) if revin else None
         self.embed = nn.Linear(patch_len, d_model)
@@ -119,10 +128,11 @@ class PatchForecaster(nn.Module):
                                activation=activation) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
-                                  nn.Linear(self.num_patches * d_model, horizon))
+                                  nn.Linear(self.num_patches * d_model, horizon * self.outputs))
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         B, L, C = x.shape
+        stats = None
         if self.revin is not None:
             x, stats = self.revin.normalise(x)
         series = x.transpose(1, 2)  # (B, C, L)
@@ -131,10 +141,8 @@ class PatchForecaster(nn.Module):
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
         h, _ = self.encoder(h, None)
-        y = self.head(h).view(B, C, -1).transpose(1, 2)  # (B, H, C)
-        if self.revin is not None:
-            y = self.revin.denormalise(y, stats)
-        return y, None
+        y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
+        return _finish(ordered(y), self.revin, stats), None
 
 
 class SeriesTransformer(nn.Module):
@@ -149,9 +157,11 @@ class SeriesTransformer(nn.Module):
     def __init__(self, channels: int, horizon: int, label_length: int, d_model: int,
                  num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
-                 max_len: int = 4096, activation: str = "relu") -> None:
+                 max_len: int = 4096, activation: str = "relu",
+                 quantiles: tuple[float, ...] = ()) -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
+        self.outputs = 1 + len(quantiles)
         self.revin = InstanceNorm(channels) if revin else None
         self.value_embed = nn.Linear(channels, d_model)
         self.time_embed = nn.Linear(4, d_model, bias=False) if calendar else None
@@ -162,7 +172,7 @@ class SeriesTransformer(nn.Module):
                      residual=residual, activation=activation)
         self.encoder = Encoder([EncoderLayer(**layer) for _ in range(num_encoder_layers)], final())
         self.decoder = Decoder([DecoderLayer(**layer) for _ in range(num_decoder_layers)], final())
-        self.project = nn.Linear(d_model, channels)
+        self.project = nn.Linear(d_model, channels * self.outputs)
 
     def embed(self, values: Tensor, times: Tensor | None) -> Tensor:
         h = self.value_embed(values)  # (B, T, D)
@@ -171,8 +181,9 @@ class SeriesTransformer(nn.Module):
         return self.positions(h)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        """Args: x (B, L, C); x_time (B, L, 4); y_time (B, H, 4). Returns: (B, H, C) and,
-        if asked, the last decoder layer's cross-attention weights (B, heads, K + H, L)."""
+        """Args: x (B, L, C); x_time (B, L, 4); y_time (B, H, 4). Returns: (B, H, C, 1 + Q)
+        and, if asked, the last decoder layer's cross-attention weights (B, heads, K + H, L)."""
+        stats = None
         if self.revin is not None:
             x, stats = self.revin.normalise(x)
         K, H = self.label_length, self.horizon
@@ -185,7 +196,17 @@ class SeriesTransformer(nn.Module):
         cache = self.decoder.init_cache(memory, None)
         mask = subsequent_mask(K + H, device=x.device)  # (1, K + H, K + H)
         out = self.decoder(self.embed(dec_values, dec_times), cache, mask, need_weights)
-        y = self.project(out.hidden[:, K:])  # (B, H, C)
-        if self.revin is not None:
-            y = self.revin.denormalise(y, stats)
+        y = self.project(out.hidden[:, K:])  # (B, H, C · (1 + Q))
+        y = ordered(y.view(*y.shape[:2], -1, self.outputs))  # (B, H, C, 1 + Q)
+        y = _finish(y, self.revin, stats)
         return y, (out.cross_weights[-1] if need_weights else None)
+
+
+def _finish(y: Tensor, revin: InstanceNorm | None, stats) -> Tensor:
+    """Back to the input's units; the quantiles sorted (RevIN's learned scale may be
+    negative, which would turn them upside down)."""
+    if revin is not None:
+        y = revin.denormalise(y, stats)
+    if y.shape[-1] > 2:
+        y = torch.cat([y[..., :1], y[..., 1:].sort(-1).values], -1)
+    return y

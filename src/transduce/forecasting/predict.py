@@ -14,6 +14,7 @@ from transduce.data.text import decode_utf8
 from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
+from transduce.forecasting.quantiles import column_name
 
 
 class Forecaster:
@@ -32,7 +33,8 @@ class Forecaster:
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
         column and the run's columns, then at least ``input_length`` rows), in the
-        original units: ``[{"date": ..., COLUMN: value, ...}, ...]``."""
+        original units: ``[{"date": ..., COLUMN: value, ..., COLUMN_q0.1: value, ...}, ...]``
+        (a column per quantile level of a probabilistic run)."""
         return self.forecast_series(self.read(csv_text, name), name)
 
     def read(self, csv_text: str, name: str = "<rows>"):
@@ -52,11 +54,18 @@ class Forecaster:
         dates = next_dates(series.dates, cfg.horizon, frequency)
         x_time = torch.from_numpy(calendar_features(series.dates[-cfg.input_length:]))
         y_time = torch.from_numpy(calendar_features(dates))
-        forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C)
-        values = self.scaler.inverse(forecast[0].double().numpy())
-        return [{cfg.date_column: date,
-                 **{c: float(f"{v:.6g}") for c, v in zip(self.columns, np.asarray(row))}}
-                for date, row in zip(format_dates(dates), values)]
+        forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C, 1+Q)
+        outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
+        values = self.scaler.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        names = [list(self.columns)] + [[column_name(c, level) for c in self.columns]
+                                        for level in cfg.quantiles]
+        rows = []
+        for date, row in zip(format_dates(dates), values):  # row (C, 1 + Q)
+            fields = {cfg.date_column: date}
+            for k, columns in enumerate(names):
+                fields.update({c: float(f"{v:.6g}") for c, v in zip(columns, row[:, k])})
+            rows.append(fields)
+        return rows
 
 
 def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:

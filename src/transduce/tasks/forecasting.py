@@ -11,13 +11,15 @@ from torch import Tensor
 from transduce.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
 from transduce.forecasting.data import ForecastData, load_forecast_data
 from transduce.forecasting.evaluation import evaluate, scaler_state
+from transduce.forecasting.quantiles import pinball
 from transduce.training.distributed import Session
 from transduce.training.engine import train_task
 
 
 class ForecastTask:
-    """Shuffled batches of training windows, the summed squared error, AdamW at a constant
-    rate, validation MSE/MAE on the validation windows (lowest MSE is best)."""
+    """Shuffled batches of training windows, the summed squared error of the point forecast
+    (plus the pinball loss of the quantiles, if any), AdamW at a constant rate, validation
+    MSE/MAE on the validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
 
@@ -42,8 +44,12 @@ class ForecastTask:
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
         x, y, x_time, y_time = (torch.stack(t).to(self.session.device) for t in
                                 zip(*(self.windows[int(i)] for i in batch)))
-        forecast, _ = model(x, x_time, y_time)  # (B, H, C)
-        return ((forecast.float() - y) ** 2).sum(), y.numel()
+        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q)
+        forecast = forecast.float()
+        loss = ((forecast[..., 0] - y) ** 2).sum()
+        if self.cfg.quantiles:
+            loss = loss + pinball(forecast[..., 1:], y, self.cfg.quantiles)
+        return loss, y.numel()
 
     def validate(self, model) -> dict:
         scores = evaluate(model, self.data, "val")

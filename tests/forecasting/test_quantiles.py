@@ -1,0 +1,64 @@
+"""Probabilistic forecasts: the ρ-risk, pinball loss, and quantiles that are ordered and
+calibrated after training."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.forecasting.test_cli import write_sine
+from transduce.cli.main import main
+from transduce.forecasting.quantiles import coverage, intervals, pinball, rho_risk
+
+
+def test_rho_risk_equals_a_hand_computation():
+    truth = np.array([[2.0, -1.0], [4.0, 0.5]])
+    forecast = np.array([[1.0, -1.0], [5.0, 1.5]])
+    # D_0.9: x > x̂ → 0.9·(x − x̂); x ≤ x̂ → −0.1·(x − x̂)
+    # (2, 1): 0.9·1 = 0.9; (−1, −1): x ≤ x̂ → 0; (4, 5): 0.1·1 = 0.1; (0.5, 1.5): 0.1·1 = 0.1
+    assert rho_risk(forecast, truth, 0.9) == pytest.approx(2 * 1.1 / 7.5)
+    # D_0.5: half the absolute error, so R_0.5 = Σ|x − x̂| / Σ|x|
+    assert rho_risk(forecast, truth, 0.5) == pytest.approx(3.0 / 7.5)
+
+
+def test_pinball_loss_by_hand_and_its_minimiser_is_the_quantile():
+    q, y = torch.tensor([[1.0, 2.0]]), torch.tensor([3.0])
+    # levels 0.1 and 0.9 at 1 and 2 for y = 3: 0.1·2 + 0.9·1
+    assert float(pinball(q, y, (0.1, 0.9))) == pytest.approx(0.2 + 0.9)
+    sample = torch.randn(20000)
+    grid = torch.linspace(-3, 3, 601)
+    losses = [float(pinball(torch.full((20000, 1), float(g)), sample, (0.9,))) for g in grid]
+    assert float(grid[int(np.argmin(losses))]) == pytest.approx(1.2816, abs=0.05)
+
+
+def test_intervals_and_coverage():
+    assert intervals([0.1, 0.5, 0.9]) == [(0, 2)]
+    assert intervals([0.05, 0.1, 0.5, 0.9, 0.95]) == [(0, 4), (1, 3)]
+    assert intervals([0.5, 0.9]) == []
+    assert coverage(np.zeros(4), np.ones(4), np.array([0.5, 1.0, 1.5, -0.1])) == 0.5
+
+
+def test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated(tmp_path,
+                                                                               capsys):
+    csv = write_sine(tmp_path / "sine.csv", n=1500, noise=0.3)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "model=patch", "input_length=48",
+                 "horizon=12", "patch_len=8", "stride=4", "d_model=16", "d_ff=32",
+                 "quantiles=0.1,0.5,0.9", "lr=0.003", "batch_size=32", "max_epochs=6",
+                 "dropout=0.1", "threads=1", "--run-dir", str(run)]) == 0
+    assert main(["forecast", "test", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "R0.5 " in out and "R0.9 " in out and "coverage 0.1-0.9 " in out
+    result = json.loads((run / "test_results.json").read_text())
+    assert 0.70 <= result["coverage"]["0.1-0.9"] <= 0.90, result["coverage"]
+    assert 0 < result["rho_risk"]["0.9"] < result["rho_risk"]["0.5"] < 0.5
+    # predict writes a column per quantile, ordered on every row
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "date,load,temp,load_q0.1,temp_q0.1,load_q0.5,temp_q0.5,load_q0.9,temp_q0.9"
+    for line in lines[1:]:
+        v = [float(x) for x in line.split(",")[1:]]
+        assert v[2] <= v[4] <= v[6] and v[3] <= v[5] <= v[7]
+    assert main(["forecast", "plot", str(run)]) == 0
+    assert (run / "forecast_0.png").is_file()
