@@ -62,3 +62,7 @@ def test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated(tmp
         assert v[2] <= v[4] <= v[6] and v[3] <= v[5] <= v[7]
     assert main(["forecast", "plot", str(run)]) == 0
     assert (run / "forecast_0.png").is_file()
+    assert main(["forecast", "plot", str(run), "--future", "--csv", str(csv)]) == 0
+    assert (run / "forecast_future.png").is_file()
+    assert main(["forecast", "plot", str(run), "--future"]) == 2
+    assert "--future and --csv go together" in capsys.readouterr().err

@@ -41,13 +41,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     predict.add_argument("--csv", required=True, help="recent history with the run's columns")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
-    plot = sub.add_parser("plot", help="PNG of a test window's history, forecast and truth",
-                          description="Plot a test-split window per channel (original units)"
-                                      "; for the transformer model also its decoder's "
-                                      "cross-attention over the input.")
+    plot = sub.add_parser("plot", help="PNG of a test window, or of the real future",
+                          description="Plot a test-split window per channel against its dates"
+                                      " (original units, with the quantile bands of a "
+                                      "probabilistic run); for the transformer model also its "
+                                      "decoder's cross-attention over the input. With --future "
+                                      "--csv FILE, the forecast after the file's last row, "
+                                      "after its history.")
     plot.add_argument("run_dir", help="a forecasting run directory")
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
-    plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png)")
+    plot.add_argument("--future", action="store_true",
+                      help="plot the forecast after --csv's last row instead of a test window")
+    plot.add_argument("--csv", help="with --future: recent history with the run's columns")
+    plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png, or "
+                                       "RUN_DIR/forecast_future.png)")
     plot.set_defaults(run=run_plot)
 
 
@@ -100,6 +107,11 @@ def run_plot(args: argparse.Namespace) -> int:
     from transduce.forecasting.evaluation import load_run
     from transduce.viz.forecast import plot_cross_attention, plot_forecast
 
+    if args.future or args.csv:
+        if not (args.future and args.csv):
+            raise UserError("--future and --csv go together: give both to plot the forecast "
+                            "after a file's last row")
+        return _plot_future(args)
     cfg, model, data = load_run(args.run_dir)
     windows = data.windows["test"]
     if not 0 <= args.window < len(windows):
@@ -110,14 +122,39 @@ def run_plot(args: argparse.Namespace) -> int:
     inverse = data.scaler.inverse
     out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
     title = f"{Path(cfg.csv).name} · {cfg.model} · test window {args.window}"
+    first = data.windows["test"].start + args.window
+    dates = data.series.dates[first:first + cfg.input_length + cfg.horizon]
     outputs = forecast[0].numpy()  # (H, C, 1 + Q)
     bands = inverse(outputs[..., 1:].transpose(2, 0, 1)).transpose(1, 2, 0)  # (H, C, Q)
     plot_forecast(inverse(x[0].numpy()), inverse(y[0].numpy()), inverse(outputs[..., 0]),
                   data.series.columns, out, title, bands if cfg.quantiles else None,
-                  cfg.quantiles)
+                  cfg.quantiles, dates)
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")
         plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap, title)
         print(f"wrote {heatmap}")
+    return 0
+
+
+def _plot_future(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from transduce.data.timeseries import read_series
+    from transduce.forecasting.predict import Forecaster
+    from transduce.io import check_output_file
+    from transduce.viz.forecast import plot_forecast
+
+    out = Path(args.output or Path(args.run_dir) / "forecast_future.png")
+    check_output_file(out, "--output")
+    forecaster = Forecaster(args.run_dir)
+    cfg = forecaster.cfg
+    series = read_series(args.csv, cfg.date_column, list(forecaster.columns))
+    dates, values = forecaster.predict(series, args.csv)  # (H, C, 1 + Q)
+    shown = min(len(series.dates), max(cfg.input_length, 2 * cfg.horizon))
+    title = f"{Path(args.csv).name} · {cfg.model} · the {cfg.horizon} steps after its last row"
+    plot_forecast(series.values[-shown:], None, values[..., 0], list(forecaster.columns), out,
+                  title, values[..., 1:] if cfg.quantiles else None, cfg.quantiles,
+                  list(series.dates[-shown:]) + list(dates))
+    print(f"wrote {out}")
     return 0

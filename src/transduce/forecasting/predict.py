@@ -42,8 +42,9 @@ class Forecaster:
         return parse_series(csv_text, name, self.cfg.date_column, self.columns)
 
     @torch.no_grad()
-    def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
-        """:meth:`forecast` of rows already read by :meth:`read`."""
+    def predict(self, series, name: str = "<rows>") -> tuple[list, np.ndarray]:
+        """The ``horizon`` dates after ``series`` (by its calendar) and the forecast there,
+        (H, C, 1 + Q) in the original units: the point forecast, then each quantile."""
         cfg = self.cfg
         if len(series.dates) < cfg.input_length:
             raise UserError(f"{name}: {len(series.dates)} rows; the model reads the last "
@@ -56,7 +57,12 @@ class Forecaster:
         y_time = torch.from_numpy(calendar_features(dates))
         forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C, 1+Q)
         outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
-        values = self.scaler.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        return dates, self.scaler.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+
+    def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
+        """:meth:`forecast` of rows already read by :meth:`read`."""
+        cfg = self.cfg
+        dates, values = self.predict(series, name)
         names = [list(self.columns)] + [[column_name(c, level) for c in self.columns]
                                         for level in cfg.quantiles]
         rows = []

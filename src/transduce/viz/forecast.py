@@ -14,17 +14,21 @@ from transduce.forecasting.quantiles import intervals  # noqa: E402
 from transduce.viz.heatmaps import _save  # noqa: E402
 
 
-def plot_forecast(history: np.ndarray, truth: np.ndarray, forecast: np.ndarray,
+def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.ndarray,
                   columns: list[str], path: str | os.PathLike, title: str = "",
-                  quantiles: np.ndarray | None = None, levels: tuple[float, ...] = ()) -> None:
-    """One panel per channel: the L input steps, then the H true and forecast steps, and a
-    band for each central interval of the quantiles (e.g. 0.1–0.9).
+                  quantiles: np.ndarray | None = None, levels: tuple[float, ...] = (),
+                  dates: list | None = None) -> None:
+    """One panel per channel: the L input steps, then the H true (if known) and forecast
+    steps, and a band for each central interval of the quantiles (e.g. 0.1–0.9).
 
-    Args: history (L, C), truth (H, C), forecast (H, C), quantiles (H, C, Q) at ``levels``,
-        all in the same units.
+    Args: history (L, C), truth (H, C) or None (the real future), forecast (H, C),
+        quantiles (H, C, Q) at ``levels``, all in the same units; dates: the L + H
+        timestamps for a date axis (default: the step in the window).
     """
     L, C = history.shape
-    future = np.arange(L, L + truth.shape[0])
+    H = forecast.shape[0]
+    steps = np.asarray(dates, dtype=object) if dates is not None else np.arange(L + H)
+    past, future = steps[:L], steps[L:]
     pairs = intervals(list(levels)) if quantiles is not None else []
     fig, axes = plt.subplots(C, 1, figsize=(10, 1.8 * C + 0.9), sharex=True, squeeze=False)
     for c, axis in enumerate(axes[:, 0]):
@@ -32,15 +36,19 @@ def plot_forecast(history: np.ndarray, truth: np.ndarray, forecast: np.ndarray,
             axis.fill_between(future, quantiles[:, c, low], quantiles[:, c, high],
                               color="tab:red", alpha=0.15 + 0.1 * k, lw=0,
                               label=f"{levels[low]:g}–{levels[high]:g} quantiles")
-        axis.plot(np.arange(L), history[:, c], color="0.35", lw=1, label="input")
-        axis.plot(future, truth[:, c], color="tab:green", lw=1, label="truth")
+        axis.plot(past, history[:, c], color="0.35", lw=1, label="history")
+        if truth is not None:
+            axis.plot(future, truth[:, c], color="tab:green", lw=1, label="truth")
         axis.plot(future, forecast[:, c], color="tab:red", lw=1.2, label="forecast")
-        axis.axvline(L - 0.5, color="0.6", ls=":", lw=1)
+        axis.axvline(past[-1], color="0.6", ls=":", lw=1)
         axis.set_ylabel(columns[c], rotation=0, ha="right", fontsize=8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0), fontsize=8,
                ncol=len(labels), frameon=False)  # above the panels, off the data
-    axes[-1, 0].set_xlabel("step in window")
+    if dates is None:
+        axes[-1, 0].set_xlabel("step in window")
+    else:
+        fig.autofmt_xdate()
     if title:
         fig.suptitle(title, fontsize=10, y=1.04)
     _save(fig, path)
