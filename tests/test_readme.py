@@ -125,12 +125,30 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
 
 
 def test_readme_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
+    """The README's Python blocks: the demo run is a two-update one, the forecaster trains
+    one epoch of a small model on a generated series of ETTh1's length and columns."""
+    import math
+
     code = [body for kind, body in BLOCKS if kind == "python"]
-    assert len(code) == 2
+    assert len(code) == 3
     monkeypatch.chdir(tmp_path)  # runs/demo: a (two-update) demo run
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "demo").symlink_to(demo_run)
+    (tmp_path / "configs").mkdir()
+    config = Path(__file__).parents[1] / "configs" / "forecast_etth1_patch.yaml"
+    (tmp_path / "configs" / config.name).write_text(config.read_text())
+    (tmp_path / "PATH").mkdir()
+    from datetime import datetime, timedelta
+
+    start = datetime(2016, 7, 1)
+    rows = [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{math.sin(i / 4):.4f}"
+            for i in range(14_600)]
+    (tmp_path / "PATH" / "ETTh1.csv").write_text("date,OT\n" + "\n".join(rows) + "\n")
     for body in code:
+        body = body.replace("max_epochs=10", "max_epochs=1, input_length=48, d_model=8, "
+                                              "num_encoder_layers=1, threads=1")
         exec(compile(body, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert "torch.Size" in out and "'three', 'hundred', 'twenty', '-', 'one', '</s>'" in out
+    assert "'date': '2018-03-01 08:00:00', 'OT': " in out and "'OT_q0.9'" in out
+    assert (tmp_path / "next_24_hours.png").is_file()

@@ -140,21 +140,10 @@ def run_plot(args: argparse.Namespace) -> int:
 def _plot_future(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from transduce.data.timeseries import read_series
     from transduce.forecasting.predict import Forecaster
     from transduce.io import check_output_file
-    from transduce.viz.forecast import plot_forecast
 
     out = Path(args.output or Path(args.run_dir) / "forecast_future.png")
     check_output_file(out, "--output")
-    forecaster = Forecaster(args.run_dir)
-    cfg = forecaster.cfg
-    series = read_series(args.csv, cfg.date_column, list(forecaster.columns))
-    dates, values = forecaster.predict(series, args.csv)  # (H, C, 1 + Q)
-    shown = min(len(series.dates), max(cfg.input_length, 2 * cfg.horizon))
-    title = f"{Path(args.csv).name} · {cfg.model} · the {cfg.horizon} steps after its last row"
-    plot_forecast(series.values[-shown:], None, values[..., 0], list(forecaster.columns), out,
-                  title, values[..., 1:] if cfg.quantiles else None, cfg.quantiles,
-                  list(series.dates[-shown:]) + list(dates))
-    print(f"wrote {out}")
+    print(f"wrote {Forecaster(args.run_dir).plot(args.csv, out)}")
     return 0

@@ -20,6 +20,12 @@ from transduce.forecasting.quantiles import column_name
 class Forecaster:
     """A trained forecasting run, ready to forecast (``transduce.load(RUN)`` gives one).
 
+    ::
+
+        model = Forecaster.fit("ETTh1.csv", "runs/etth1", horizon=24, max_epochs=5)
+        rows = model.predict("ETTh1.csv")     # the 24 rows after the file's last
+        model.plot("ETTh1.csv", "next_24.png")
+
     Args:
         path: the run directory (its best checkpoint is used).
     """
@@ -29,6 +35,58 @@ class Forecaster:
         run_dir = path.parent.parent if path.is_file() else path
         self.run_dir = run_dir
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
+
+    @classmethod
+    def fit(cls, data, run_dir: str | Path, config: str | Path | None = None,
+            **settings) -> Forecaster:
+        """Train a run on ``data`` (a CSV path, or a DataFrame, saved as RUN/series.csv) and
+        load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
+        ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
+        Calling it again on the same ``run_dir`` resumes that run."""
+        from transduce.config import apply_mapping, load_config
+        from transduce.forecasting.config import ForecastConfig
+        from transduce.io import write_text
+        from transduce.tasks.forecasting import train_forecaster
+
+        run_dir = Path(run_dir)
+        if hasattr(data, "to_csv"):  # a pandas DataFrame: its index is the date if named
+            csv_path = run_dir / "series.csv"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            write_text(csv_path, data.to_csv(index=getattr(data.index, "name", None)
+                                             is not None))
+        else:
+            csv_path = Path(data)
+        cfg = load_config(ForecastConfig, config)
+        cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
+        train_forecaster(cfg, run_dir)
+        return cls(run_dir)
+
+    def predict(self, data) -> list[dict]:
+        """The rows after the last of ``data`` (a CSV path or a DataFrame), as
+        :meth:`forecast` gives them."""
+        return self.forecast_series(self._series(data), str(data) if not
+                                    hasattr(data, "to_csv") else "<DataFrame>")
+
+    def plot(self, data, path: str | Path) -> Path:
+        """A PNG of the forecast after ``data``'s last row, after its history."""
+        from transduce.viz.forecast import plot_forecast
+
+        series = self._series(data)
+        dates, values = self.predict_arrays(series)
+        shown = min(len(series.dates), max(self.cfg.input_length, 2 * self.cfg.horizon))
+        plot_forecast(series.values[-shown:], None, values[..., 0], list(self.columns), path,
+                      f"{self.cfg.model} · the {self.cfg.horizon} steps after the last row",
+                      values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
+                      list(series.dates[-shown:]) + list(dates))
+        return Path(path)
+
+    def _series(self, data):
+        if hasattr(data, "to_csv"):
+            text = data.to_csv(index=getattr(data.index, "name", None) is not None)
+            return self.read(text, "<DataFrame>")
+        from transduce.data.timeseries import read_series
+
+        return read_series(data, self.cfg.date_column, list(self.columns))
 
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
@@ -42,7 +100,7 @@ class Forecaster:
         return parse_series(csv_text, name, self.cfg.date_column, self.columns)
 
     @torch.no_grad()
-    def predict(self, series, name: str = "<rows>") -> tuple[list, np.ndarray]:
+    def predict_arrays(self, series, name: str = "<rows>") -> tuple[list, np.ndarray]:
         """The ``horizon`` dates after ``series`` (by its calendar) and the forecast there,
         (H, C, 1 + Q) in the original units: the point forecast, then each quantile."""
         cfg = self.cfg
@@ -62,7 +120,7 @@ class Forecaster:
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
         """:meth:`forecast` of rows already read by :meth:`read`."""
         cfg = self.cfg
-        dates, values = self.predict(series, name)
+        dates, values = self.predict_arrays(series, name)
         names = [list(self.columns)] + [[column_name(c, level) for c in self.columns]
                                         for level in cfg.quantiles]
         rows = []

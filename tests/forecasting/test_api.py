@@ -1,0 +1,41 @@
+"""The forecasting Python API: fit on a CSV or a DataFrame, predict, plot."""
+
+from types import SimpleNamespace
+
+import transduce
+from tests.forecasting.test_cli import write_sine
+from transduce.forecasting.predict import Forecaster
+
+TINY = dict(model="patch", input_length=48, horizon=12, patch_len=8, stride=4, d_model=16,
+            d_ff=32, quantiles=[0.1, 0.5, 0.9], max_epochs=1, threads=1)
+
+
+def test_fit_predict_plot_on_a_csv(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv", n=400)
+    model = Forecaster.fit(csv, tmp_path / "run", **TINY)
+    rows = model.predict(csv)
+    assert len(rows) == 12 and rows[0]["date"] == "2021-01-17 16:00:00"  # the hour after
+    assert set(rows[0]) == {"date", "load", "temp", "load_q0.1", "temp_q0.1", "load_q0.5",
+                            "temp_q0.5", "load_q0.9", "temp_q0.9"}
+    assert model.plot(csv, tmp_path / "future.png").stat().st_size > 10_000
+    again = transduce.load(tmp_path / "run")  # the same run, loaded
+    assert again.predict(csv) == rows
+
+
+class FakeFrame:
+    """What fit and predict use of a pandas DataFrame: to_csv and the index's name."""
+
+    def __init__(self, text):
+        self.text, self.index = text, SimpleNamespace(name=None)
+
+    def to_csv(self, index=True):
+        assert index is False  # an unnamed index is pandas' row numbers: left out
+        return self.text
+
+
+def test_fit_and_predict_on_a_dataframe(tmp_path):
+    text = write_sine(tmp_path / "sine.csv", n=400).read_text()
+    frame = FakeFrame(text)
+    model = Forecaster.fit(frame, tmp_path / "run", **TINY)
+    assert (tmp_path / "run" / "series.csv").read_text() == text
+    assert len(model.predict(frame)) == 12
