@@ -40,3 +40,31 @@ def test_positional_encoding_colour_bar_is_labelled(tmp_path, monkeypatch):
         labels.append(k.get("label")), original(self, *a, **k))[1])
     plot_positional_encoding(sinusoidal_table(16, 8), tmp_path / "pe.png")
     assert labels and labels[0] and "encoding value" in labels[0]
+
+
+def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
+        tmp_path, monkeypatch):
+    from datetime import datetime, timedelta
+
+    import matplotlib.axes
+    import numpy as np
+
+    from transduce.viz.forecast import plot_cross_attention
+
+    seen = {}
+    imshow = matplotlib.axes.Axes.imshow
+    titles = []
+    set_title = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "imshow",
+                        lambda self, *a, **k: (seen.update(k), imshow(self, *a, **k))[1])
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda self, t, *a, **k: (titles.append(t), set_title(self, t, *a, **k))[1])
+    L, K, H = 48, 4, 12
+    weights = np.full((K + H, L), 1 / L) + np.random.default_rng(0).normal(0, 1e-4, (K + H, L))
+    dates = [datetime(2021, 1, 1) + timedelta(hours=i) for i in range(L + H)]
+    plot_cross_attention(weights, K, tmp_path / "a.png", "run", heads=4, dates=dates)
+    assert seen["vmin"] == 0 and seen["vmax"] >= 5 / L  # noise around 1/L stays pale
+    assert "mean of 4 heads" in titles[-1]
+    left, right, bottom, top = seen["extent"]  # on the dates of the forecast's time axis
+    import matplotlib.dates as mdates
+    assert left < mdates.date2num(dates[0]) < right and top < bottom

@@ -132,7 +132,8 @@ def run_plot(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")
-        plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap, title)
+        plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap, title,
+                             heads=weights.shape[1], dates=dates)
         print(f"wrote {heatmap}")
     return 0
 

@@ -55,18 +55,42 @@ def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.nd
 
 
 def plot_cross_attention(weights: np.ndarray, label_length: int, path: str | os.PathLike,
-                         title: str = "") -> None:
-    """Heatmap of decoder cross-attention, averaged over heads.
+                         title: str = "", heads: int = 1, dates: list | None = None) -> None:
+    """Heatmap of decoder cross-attention, the mean of ``heads`` heads.
 
     Args: weights (K + H, L): rows are decoder positions (K known, then H forecast steps),
-        columns the input steps.
+        columns the input steps. dates: the L + H dates of the window; with them both axes
+        are dates, so the map lines up with the forecast plot's time axis.
+
+    The colour scale starts at 0 and reaches at least 5 × the uniform weight 1/L, so a map
+    that spreads attention almost evenly looks pale instead of showing its noise as contrast.
     """
-    fig, axis = plt.subplots(figsize=(10, 4))
-    image = axis.imshow(weights, aspect="auto", cmap="viridis", interpolation="nearest")
-    axis.axhline(label_length - 0.5, color="white", lw=0.8, ls="--")
-    axis.set_xlabel("input step (encoder)")
-    axis.set_ylabel("decoder position (known, then forecast)")
-    fig.colorbar(image, ax=axis, label="attention weight")
-    if title:
-        axis.set_title(title, fontsize=10)
+    rows, L = weights.shape
+    top = max(float(weights.max()), 5.0 / L)
+    fig, axis = plt.subplots(figsize=(10, 4.5))
+    extent = None
+    if dates is not None:
+        import matplotlib.dates as mdates
+
+        numbers = mdates.date2num(list(dates))
+        step = numbers[1] - numbers[0]
+        inputs, decoder = numbers[:L], numbers[L - label_length:L + rows - label_length]
+        extent = (inputs[0] - step / 2, inputs[-1] + step / 2,
+                  decoder[-1] + step / 2, decoder[0] - step / 2)
+        axis.xaxis_date()
+        axis.yaxis_date()
+    image = axis.imshow(weights, aspect="auto", cmap="Blues", vmin=0.0, vmax=top,
+                        interpolation="nearest", extent=extent)
+    if dates is not None:
+        axis.axhline(decoder[label_length] - step / 2, color="tab:red", lw=0.8, ls="--")
+        axis.set_xlabel("input step (encoder), by date")
+        axis.set_ylabel("decoder step, by date\n(known, then forecast)")
+        fig.autofmt_xdate()
+    else:
+        axis.axhline(label_length - 0.5, color="tab:red", lw=0.8, ls="--")
+        axis.set_xlabel("input step (encoder)")
+        axis.set_ylabel("decoder position (known, then forecast)")
+    fig.colorbar(image, ax=axis, label=f"attention weight (uniform: 1/{L} = {1 / L:.3f})")
+    what = f"cross-attention, mean of {heads} heads" if heads > 1 else "cross-attention"
+    axis.set_title(f"{title} · {what}" if title else what, fontsize=10)
     _save(fig, path)
