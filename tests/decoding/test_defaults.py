@@ -58,7 +58,7 @@ def test_tune_chooses_on_validation_and_everything_uses_it(run, capsys, caplog):
                                                                   best["lenpen"], 3)
     assert stored["averaged"] == [p.name for p in sorted(
         (run / "checkpoints").glob("step_*.pt"), key=lambda p: int(p.stem[5:]))][-best["last"]:]
-    assert (run / "averaged.pt").is_file() and "chosen: last" in out
+    assert (run / "averaged.pt").is_file() and "chosen on validation (*): the last" in out
     # translate takes the stored decoding, says so, and a given value wins
     source = run / "in.txt"
     source.write_text("five\nsix hundred\n", encoding="utf-8")

@@ -43,5 +43,8 @@ def run(args: argparse.Namespace) -> int:
         bleu = r.get("bleu_tok", r["bleu"]) if args.metric == "bleu_tok" else r["bleu"]
         print(f"{r['last']:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>6.2f} "
               f"{r['chrf']:>6.2f} {100 * r['looping_rate']:>6.1f}%{mark}")
-    print(f"chosen: last {chosen.last}, {chosen.describe()}")
+    block = f", no {chosen.no_repeat_ngram}-gram twice" if chosen.no_repeat_ngram else ""
+    print(f"chosen on validation (*): the last {chosen.last} checkpoints averaged, beam "
+          f"{chosen.beam}, α {chosen.lenpen:g}{block}; wrote {args.run_dir}/averaged.pt and "
+          f"{args.run_dir}/decoding.json")
     return 0
