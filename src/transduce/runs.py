@@ -144,7 +144,8 @@ def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
         if chosen.name == AVERAGED and steps and \
                 steps[-1].stat().st_mtime > chosen.stat().st_mtime:
             log.warning(f"transduce: warning: {chosen} is older than {steps[-1]}; run "
-                        "transduce average again to include the newer checkpoints")
+                        "transduce tune (or average) again to include the newer "
+                        "checkpoints")
     return chosen, run_dir
 
 
