@@ -53,7 +53,9 @@ def test_tune_chooses_on_validation_and_everything_uses_it(run, capsys, caplog):
     stored = json.loads((run / "decoding.json").read_text())
     rows = stored["grid"]
     assert len(rows) == 4 and all(r["bleu"] >= 0 for r in rows)
-    best = max(rows, key=lambda r: r["bleu"])
+    top = max(r["bleu"] for r in rows)
+    best = min((r for r in rows if r["bleu"] >= top - 0.1),
+               key=lambda r: (r["looping_rate"], -r["bleu"]))
     assert (stored["last"], stored["lenpen"], stored["beam"]) == (best["last"],
                                                                   best["lenpen"], 3)
     assert stored["averaged"] == [p.name for p in sorted(
@@ -96,6 +98,16 @@ def test_tune_refuses_bad_settings_before_translating(run, capsys, args, message
     assert main(["tune", str(run), *args]) == 2
     assert message in capsys.readouterr().err
     assert not (run / "decoding.json").exists()
+
+
+def test_tune_prefers_outputs_that_loop_less_when_scores_are_equal():
+    from transduce.decoding.tune import choose
+
+    rows = [{"bleu": 38.48, "looping_rate": 0.006}, {"bleu": 38.47, "looping_rate": 0.0},
+            {"bleu": 30.0, "looping_rate": 0.0}]
+    assert choose(rows, "bleu") is rows[1]  # 0.01 BLEU is noise; 6 looping lines are not
+    rows[1]["bleu"] = 38.2
+    assert choose(rows, "bleu") is rows[0]  # 0.28 BLEU is a real difference
 
 
 def test_tune_refuses_a_demo_run(demo_run, capsys):

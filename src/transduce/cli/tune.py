@@ -9,7 +9,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "tune", help="choose averaging, length penalty and n-gram block on validation data",
         description="Translate the run's validation files (valid_prefix in its config) with "
-                    "every combination of the settings below, keep the one of best BLEU, and "
+                    "every combination of the settings below, keep the one of best BLEU (of "
+                    "those within 0.1 of it, the one whose outputs loop least), and "
                     "store it: the average in RUN_DIR/averaged.pt and the decoding in "
                     "RUN_DIR/decoding.json, which translate, serve, attention, export and "
                     "transduce.load then use unless told otherwise. Test data is never read.")

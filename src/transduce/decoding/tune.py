@@ -25,6 +25,15 @@ from transduce.logs import progress
 
 log = logging.getLogger("transduce")
 METRICS = ("bleu", "bleu_tok", "chrf")
+NOISE = 0.1  # BLEU points: settings this close to the best are equally good on val
+
+
+def choose(rows: list[dict], metric: str) -> dict:
+    """The row of best ``metric``; among those within :data:`NOISE` of it, the one whose
+    outputs loop least (then the better score, then the earlier row)."""
+    top = max(r[metric] for r in rows)
+    close = [r for r in rows if r[metric] >= top - NOISE]
+    return min(close, key=lambda r: (r["looping_rate"], -r[metric]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +120,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                              **{k: v for k, v in scores.items() if "signature" not in k},
                              "looping_rate": round(looping_rate(hyps, sources), 4),
                              "seconds": round(time.perf_counter() - start, 1)})
-    best = max(rows, key=lambda r: r[grid.metric])  # max keeps the first of equals
+    best = choose(rows, grid.metric)
     where = run_dir / defaults.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
                                f"chosen on validation data, {where}")
