@@ -119,15 +119,16 @@ def run_plot(args: argparse.Namespace) -> int:
     x, y, x_time, y_time = (t.unsqueeze(0) for t in windows[args.window])
     with torch.no_grad():
         forecast, weights = model(x, x_time, y_time, need_weights=cfg.model == "transformer")
-    inverse = data.scaler.inverse
+    inverse = data.target_scaler.inverse
     out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
     title = f"{Path(cfg.csv).name} · {cfg.model} · test window {args.window}"
     first = data.windows["test"].start + args.window
     dates = data.series.dates[first:first + cfg.input_length + cfg.horizon]
     outputs = forecast[0].numpy()  # (H, C, 1 + Q)
     bands = inverse(outputs[..., 1:].transpose(2, 0, 1)).transpose(1, 2, 0)  # (H, C, Q)
-    plot_forecast(inverse(x[0].numpy()), inverse(y[0].numpy()), inverse(outputs[..., 0]),
-                  data.series.columns, out, title, bands if cfg.quantiles else None,
+    history = x[0, :, :data.targets or None].numpy()  # the forecast columns' history
+    plot_forecast(inverse(history), inverse(y[0].numpy()), inverse(outputs[..., 0]),
+                  data.target_columns, out, title, bands if cfg.quantiles else None,
                   cfg.quantiles, dates)
     print(f"wrote {out}")
     if weights is not None:

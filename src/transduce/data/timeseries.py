@@ -88,8 +88,10 @@ def read_series(path: str | os.PathLike, date_column: str = "date",
 
 
 def parse_series(text: str, path: str, date_column: str = "date",
-                 columns: list[str] | None = None) -> Series:
-    """:func:`read_series` of CSV text; ``path`` names it in errors."""
+                 columns: list[str] | None = None, blank_tail: tuple[str, ...] = ()) -> Series:
+    """:func:`read_series` of CSV text; ``path`` names it in errors. ``blank_tail``: columns
+    that may be empty (read as NaN) in the last rows, and only there: the future rows whose
+    known covariates are given and whose forecast columns are not."""
     text = text.removeprefix("\ufeff")  # a byte-order mark
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
@@ -117,10 +119,20 @@ def parse_series(text: str, path: str, date_column: str = "date",
             raise UserError(f"{path}:{start}: {len(row)} fields, the header has {len(header)}")
         dates.append(_read_date(path, start, row[d], dates[-1] if dates else None))
         lines.append(start)
-        rows.append([_read_number(path, start, wanted[k], row[i]) for k, i in enumerate(index)])
+        rows.append([math.nan if wanted[k] in blank_tail and not row[i].strip() else
+                     _read_number(path, start, wanted[k], row[i])
+                     for k, i in enumerate(index)])
     if not dates:
         raise UserError(f"{path}: a header but no rows")
     values = np.array(rows, dtype=np.float64).reshape(len(rows), len(wanted))
+    blank = np.isnan(values).any(1)
+    if blank.any():  # only a tail of rows may be blank
+        first = int(np.argmax(blank))
+        if not blank[first:].all():
+            line = lines[first]
+            raise UserError(f"{path}:{line}: a row with blank {', '.join(blank_tail)} comes "
+                            "before rows with values; only the last rows (the future) may be "
+                            "blank")
     return Series(dates, wanted, values.astype(np.float32), str(path), lines)
 
 
@@ -217,14 +229,17 @@ def window_count(start: int, end: int, input_length: int, horizon: int) -> int:
 class Windows(Dataset):
     """Every (input, target) window of rows [start, end), stepping by one row.
 
-    Item i: x = rows [start + i, start + i + L), y = the next H rows, plus their calendar
-    features. Tensors: x (L, C), y (H, C), x_time (L, 4), y_time (H, 4).
+    Item i: x = rows [start + i, start + i + L) of the first ``inputs`` columns, y = the next
+    H rows of the first ``targets`` columns, plus the rows' known features (calendar, and
+    known-future covariates). Tensors: x (L, C), y (H, C'), x_time (L, F), y_time (H, F).
     """
 
     def __init__(self, values: np.ndarray, times: np.ndarray, start: int, end: int,
-                 input_length: int, horizon: int) -> None:
+                 input_length: int, horizon: int, inputs: int | None = None,
+                 targets: int | None = None) -> None:
         self.values, self.times = torch.from_numpy(values), torch.from_numpy(times)
         self.start, self.input_length, self.horizon = start, input_length, horizon
+        self.inputs, self.targets = inputs or values.shape[1], targets or values.shape[1]
         self.count = window_count(start, end, input_length, horizon)
 
     def __len__(self) -> int:
@@ -236,4 +251,5 @@ class Windows(Dataset):
         a = self.start + i
         b = a + self.input_length
         c = b + self.horizon
-        return self.values[a:b], self.values[b:c], self.times[a:b], self.times[b:c]
+        return (self.values[a:b, :self.inputs], self.values[b:c, :self.targets],
+                self.times[a:b], self.times[b:c])

@@ -21,8 +21,10 @@ MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 class ForecastConfig:
     """A forecasting run. YAML files set these keys; ``key=value`` arguments override them.
 
-    Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for all numeric
-    columns) are both input and output. ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
+    Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for every
+    numeric column not named below) are forecast and read; ``inputs`` are past-observed
+    covariates (read, not forecast); ``known`` are known-future covariates (read over the
+    input window and the horizon: ``predict`` wants their future rows). ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
     else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``layers``: the sizes, dropouts,
     activation and residual placement of the encoder (and decoder) layers, as the library's
     TransformerConfig declares them (``norm`` may also be "batch" for the patch model);
@@ -34,6 +36,8 @@ class ForecastConfig:
     csv: str = ""
     date_column: str = "date"
     columns: str = ""
+    inputs: str = ""
+    known: str = ""
     split: str = "auto"
     input_length: int = 336
     horizon: int = 96
@@ -62,8 +66,12 @@ class ForecastConfig:
     HELP = {
         "csv": "the series: a CSV file with a date column",
         "date_column": "name of the date column",
-        "columns": "comma-separated columns to forecast, each also an input (empty: all "
-                   "numeric columns)",
+        "columns": "comma-separated columns to forecast, each also an input (empty: every "
+                   "numeric column not in inputs or known)",
+        "inputs": "transformer: comma-separated past-observed covariates, read but not "
+                  "forecast",
+        "known": "transformer: comma-separated known-future covariates (e.g. a planned "
+                 "price), read over the input and the horizon; predict needs their future rows",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
                  "70/10/20), ett_hour, ett_minute or ratio",
         "input_length": "time steps the model reads",
@@ -109,6 +117,15 @@ class ForecastConfig:
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
         found += at_least(self, 0, "weight_decay")
+        groups = [self.column_list(), self.input_list(), self.known_list()]
+        named = [c for group in groups for c in group]
+        if len(named) != len(set(named)):
+            found.append(("known" if self.known else "inputs",
+                          "a column is named twice among columns, inputs and known"))
+        if (self.inputs or self.known) and self.model != "transformer":
+            found.append(("inputs" if self.inputs else "known",
+                          f"covariates (inputs, known) are for the transformer model, not "
+                          f"{self.model}; set model=transformer"))
         q = self.quantiles
         if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
             found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
@@ -129,7 +146,17 @@ class ForecastConfig:
         raise_problems(self.problems(), origin)
 
     def column_list(self) -> list[str]:
-        return [c.strip() for c in self.columns.split(",") if c.strip()]
+        return _names(self.columns)
+
+    def input_list(self) -> list[str]:
+        return _names(self.inputs)
+
+    def known_list(self) -> list[str]:
+        return _names(self.known)
+
+
+def _names(text: str) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()]
 
 
 # Keys a resumed run may change: how long it trains, and how patiently.
@@ -137,7 +164,10 @@ EXTENDABLE = (*ENGINE_EXTENDABLE, "csv")
 
 
 def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
-    """The model named by ``cfg.model`` for ``channels`` input/output series."""
+    """The model named by ``cfg.model`` for ``channels`` series in all (forecast columns,
+    then ``inputs``, then ``known``)."""
+    known, inputs = len(cfg.known_list()), len(cfg.input_list())
+    channels -= known  # known-future columns ride with the calendar features
     if cfg.model == "repeat":
         return RepeatLast(cfg.horizon)
     if cfg.model == "linear":
@@ -150,7 +180,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                cfg.stride, num_layers=L.num_encoder_layers,
                                head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
                                **layer_args)
-    return SeriesTransformer(channels, cfg.horizon, cfg.label_length,
+    return SeriesTransformer(channels, cfg.horizon, cfg.label_length, targets=channels - inputs,
+                             known=known,
                              num_encoder_layers=L.num_encoder_layers,
                              num_decoder_layers=L.num_decoder_layers, calendar=cfg.calendar,
                              max_len=cfg.input_length + cfg.horizon + 1,

@@ -33,6 +33,16 @@ class ForecastData:
     borders: dict[str, tuple[int, int]]
     windows: dict[str, Windows]
     fingerprint: str = ""
+    targets: int = 0  # the first columns of series are forecast, then inputs, then known
+
+    @property
+    def target_columns(self) -> list[str]:
+        return self.series.columns[:self.targets or len(self.series.columns)]
+
+    @property
+    def target_scaler(self) -> Scaler:
+        n = self.targets or len(self.series.columns)
+        return Scaler(self.scaler.mean[:n], self.scaler.std[:n])
 
     def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
         return DataLoader(self.windows[split], batch_size=batch_size, shuffle=shuffle,
@@ -58,7 +68,11 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
         UserError: bad CSV content (see :func:`read_series`), an unknown column, or a file
             too short for the windows (the message gives the minimum number of rows).
     """
-    series = read_series(cfg.csv, cfg.date_column, cfg.column_list())
+    covariates = cfg.input_list() + cfg.known_list()
+    series = read_series(cfg.csv, cfg.date_column, cfg.column_list() + covariates
+                         if cfg.column_list() else None)
+    targets = cfg.column_list() or [c for c in series.columns if c not in covariates]
+    series = series.select(targets + covariates)
     scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
     n = len(series.dates)
     borders = split_borders(n, cfg.input_length, scheme)
@@ -72,11 +86,15 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     train_start, train_end = borders["train"]
     scaler = Scaler.fit(series.values[train_start:train_end].astype(np.float64))
     values = scaler.transform(series.values)
-    times = calendar_features(series.dates)
-    windows = {s: Windows(values, times, *borders[s], cfg.input_length, cfg.horizon)
-               for s in SPLITS}
+    known = len(cfg.known_list())
+    times = np.concatenate([calendar_features(series.dates),
+                            values[:, values.shape[1] - known:]], 1)  # (N, 4 + known)
+    inputs = len(series.columns) - known
+    windows = {s: Windows(values, times, *borders[s], cfg.input_length, cfg.horizon,
+                          inputs, len(targets)) for s in SPLITS}
     rows = slice(train_start, train_end)
     digest = hashlib.sha256("\x1f".join(series.columns).encode())
     digest.update(np.ascontiguousarray(series.values[rows], dtype=np.float64).tobytes())
     digest.update("\n".join(map(str, series.dates[rows])).encode())
-    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16])
+    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16],
+                        len(targets))

@@ -44,7 +44,7 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     squared, absolute = [], []  # per window, summed over horizon × channels
     pairs = intervals(list(quantiles))
     mean, std = (torch.from_numpy(np.asarray(v, np.float64)) for v in
-                 (data.scaler.mean, data.scaler.std))
+                 (data.target_scaler.mean, data.target_scaler.std))
     risk, scale, inside = np.zeros(len(quantiles)), 0.0, np.zeros(len(pairs))
     for x, y, x_time, y_time in data.loader(split, batch_size):
         forecast, _ = model(x.to(device), x_time.to(device), y_time.to(device))

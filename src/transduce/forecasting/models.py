@@ -48,16 +48,17 @@ class InstanceNorm(nn.Module):
         return x, (mean, std)
 
     def denormalise(self, y: Tensor, stats: tuple[Tensor, Tensor]) -> Tensor:
-        """Args: y (B, H, C), or (B, H, C, K) for K outputs per value. Returns: y in the
-        input's units."""
+        """Args: y (B, H, C'), or (B, H, C', K) for K outputs per value, for the first C' of
+        the C channels (the forecast ones). Returns: y in the input's units."""
         if y.dim() == 4:
             B, H, C, K = y.shape
-            flat = y.permute(0, 3, 1, 2).reshape(B, K * H, C)  # (B, K·H, C)
+            flat = y.permute(0, 3, 1, 2).reshape(B, K * H, C)  # (B, K·H, C')
             return self.denormalise(flat, stats).view(B, K, H, C).permute(0, 2, 3, 1)
+        C = y.shape[-1]
         if self.weight is not None:
-            y = (y - self.bias) / (self.weight + self.eps * self.eps)
+            y = (y - self.bias[:C]) / (self.weight[:C] + self.eps * self.eps)
         mean, std = stats
-        return y * std + mean
+        return y * std[..., :C] + mean[..., :C]
 
 
 class PostBatchNorm(nn.Module):
@@ -148,23 +149,28 @@ class PatchForecaster(nn.Module):
 class SeriesTransformer(nn.Module):
     """The paper's encoder–decoder applied to series (as in Wu et al. 2020 and Informer).
 
-    Encoder input: a linear embedding of each step's C values, plus sinusoidal positions and,
-    optionally, a linear embedding of calendar features. Decoder input: the last K known steps
-    followed by H zero placeholders, embedded the same way, read under the causal mask; the
-    last H decoder states are projected to C values, so the whole horizon comes at once.
+    Encoder input: a linear embedding of each step's C values, plus sinusoidal positions and
+    a linear embedding of its known features (calendar features, optionally, then ``known``
+    known-future covariates). Decoder input: the last K known steps followed by H zero
+    placeholders, embedded the same way (the placeholders with their known features), read
+    under the causal mask; the last H decoder states are projected to the first ``targets``
+    channels' values (the rest are past-observed covariates), the whole horizon at once.
     """
 
     def __init__(self, channels: int, horizon: int, label_length: int, d_model: int,
                  num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
                  max_len: int = 4096, activation: str = "relu",
-                 quantiles: tuple[float, ...] = ()) -> None:
+                 quantiles: tuple[float, ...] = (), targets: int | None = None,
+                 known: int = 0) -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
-        self.outputs = 1 + len(quantiles)
+        self.outputs, self.targets = 1 + len(quantiles), targets or channels
+        self.calendar = calendar
         self.revin = InstanceNorm(channels) if revin else None
         self.value_embed = nn.Linear(channels, d_model)
-        self.time_embed = nn.Linear(4, d_model, bias=False) if calendar else None
+        features = (4 if calendar else 0) + known
+        self.time_embed = nn.Linear(features, d_model, bias=False) if features else None
         self.positions = PositionalEncoding(d_model, dropout, max_len)
         residual = RESIDUALS[norm]
         final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
@@ -172,16 +178,18 @@ class SeriesTransformer(nn.Module):
                      residual=residual, activation=activation)
         self.encoder = Encoder([EncoderLayer(**layer) for _ in range(num_encoder_layers)], final())
         self.decoder = Decoder([DecoderLayer(**layer) for _ in range(num_decoder_layers)], final())
-        self.project = nn.Linear(d_model, channels * self.outputs)
+        self.project = nn.Linear(d_model, self.targets * self.outputs)
 
     def embed(self, values: Tensor, times: Tensor | None) -> Tensor:
+        """values (B, T, C); times (B, T, 4 + known): calendar features, then covariates."""
         h = self.value_embed(values)  # (B, T, D)
         if self.time_embed is not None and times is not None:
-            h = h + self.time_embed(times)
+            h = h + self.time_embed(times if self.calendar else times[..., 4:])
         return self.positions(h)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        """Args: x (B, L, C); x_time (B, L, 4); y_time (B, H, 4). Returns: (B, H, C, 1 + Q)
+        """Args: x (B, L, C); x_time (B, L, 4 + known); y_time (B, H, 4 + known). Returns:
+        (B, H, targets, 1 + Q)
         and, if asked, the last decoder layer's cross-attention weights (B, heads, K + H, L)."""
         stats = None
         if self.revin is not None:

@@ -11,7 +11,7 @@ import torch
 
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
-from transduce.data.timeseries import calendar_features, parse_series
+from transduce.data.timeseries import Scaler, calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
 from transduce.forecasting.quantiles import column_name
@@ -35,6 +35,9 @@ class Forecaster:
         run_dir = path.parent.parent if path.is_file() else path
         self.run_dir = run_dir
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
+        self.known = len(self.cfg.known_list())
+        self.inputs = len(self.columns) - self.known  # forecast columns, then past covariates
+        self.targets = list(self.columns[:self.inputs - len(self.cfg.input_list())])
 
     @classmethod
     def fit(cls, data, run_dir: str | Path, config: str | Path | None = None,
@@ -73,11 +76,13 @@ class Forecaster:
 
         series = self._series(data)
         dates, values = self.predict_arrays(series)
-        shown = min(len(series.dates), max(self.cfg.input_length, 2 * self.cfg.horizon))
-        plot_forecast(series.values[-shown:], None, values[..., 0], list(self.columns), path,
+        n = len(series.dates) - int(np.isnan(series.values).any(1).sum())  # observed rows
+        shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
+        history = series.values[n - shown:n, :len(self.targets)]
+        plot_forecast(history, None, values[..., 0], self.targets, path,
                       f"{self.cfg.model} · the {self.cfg.horizon} steps after the last row",
                       values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
-                      list(series.dates[-shown:]) + list(dates))
+                      list(series.dates[n - shown:n]) + list(dates))
         return Path(path)
 
     def _series(self, data):
@@ -86,7 +91,13 @@ class Forecaster:
             return self.read(text, "<DataFrame>")
         from transduce.data.timeseries import read_series
 
-        return read_series(data, self.cfg.date_column, list(self.columns))
+        from transduce.data.text import decode_utf8
+
+        try:
+            text = Path(data).read_bytes()
+        except OSError as error:
+            raise UserError(f"{data}: cannot read ({error.strerror})") from None
+        return self.read(decode_utf8(text, str(data)), str(data))
 
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
@@ -97,32 +108,54 @@ class Forecaster:
 
     def read(self, csv_text: str, name: str = "<rows>"):
         """The run's columns of CSV text, as a :class:`~transduce.data.timeseries.Series`."""
-        return parse_series(csv_text, name, self.cfg.date_column, self.columns)
+        return parse_series(csv_text, name, self.cfg.date_column, self.columns,
+                            self._blank_tail())
+
+    def _blank_tail(self) -> tuple[str, ...]:
+        """With known-future covariates, the file's last rows give their future values and
+        leave the other columns blank."""
+        return tuple(self.columns[:self.inputs]) if self.known else ()
 
     @torch.no_grad()
     def predict_arrays(self, series, name: str = "<rows>") -> tuple[list, np.ndarray]:
-        """The ``horizon`` dates after ``series`` (by its calendar) and the forecast there,
-        (H, C, 1 + Q) in the original units: the point forecast, then each quantile."""
-        cfg = self.cfg
-        if len(series.dates) < cfg.input_length:
-            raise UserError(f"{name}: {len(series.dates)} rows; the model reads the last "
+        """The ``horizon`` dates after ``series`` (by its calendar, or the rows that give the
+        known covariates' future) and the forecast there, (H, C, 1 + Q) in the original units
+        of the forecast columns: the point forecast, then each quantile."""
+        cfg, H = self.cfg, self.cfg.horizon
+        scaled = self.scaler.transform(series.values)  # (N, all columns)
+        future = int(np.isnan(series.values).any(1).sum())  # blank rows: the future
+        n = len(series.dates) - future
+        if self.known and future < H:
+            raise UserError(f"{name}: {future} rows after the last observed one give the known "
+                            f"covariates ({', '.join(self.cfg.known_list())}); the forecast "
+                            f"needs {H}, with the other columns left blank")
+        if n < cfg.input_length:
+            raise UserError(f"{name}: {n} rows; the model reads the last "
                             f"{cfg.input_length}, so it needs at least that many")
-        last = series.values[-cfg.input_length:]
-        x = torch.from_numpy(self.scaler.transform(last)).unsqueeze(0)  # (1, L, C)
-        frequency = infer_frequency(series.dates, name, series.lines)
-        dates = next_dates(series.dates, cfg.horizon, frequency)
-        x_time = torch.from_numpy(calendar_features(series.dates[-cfg.input_length:]))
-        y_time = torch.from_numpy(calendar_features(dates))
-        forecast, _ = self.model(x, x_time.unsqueeze(0), y_time.unsqueeze(0))  # (1, H, C, 1+Q)
+        history = slice(n - cfg.input_length, n)
+        x = torch.from_numpy(scaled[history, :self.inputs]).unsqueeze(0)  # (1, L, C)
+        if self.known:
+            dates = series.dates[n:n + H]
+        else:
+            dates = next_dates(series.dates, H, infer_frequency(series.dates, name,
+                                                                series.lines))
+        known = scaled[:, self.inputs:]  # (N, known)
+        future_known = known[n:n + H] if self.known else np.zeros((H, 0), np.float32)
+        x_time = np.concatenate([calendar_features(series.dates[history]), known[history]], 1)
+        y_time = np.concatenate([calendar_features(dates), future_known], 1)
+        forecast, _ = self.model(x, torch.from_numpy(x_time).unsqueeze(0),
+                                 torch.from_numpy(y_time).unsqueeze(0))  # (1, H, C, 1 + Q)
         outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
-        return dates, self.scaler.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        T = len(self.targets)
+        target = Scaler(self.scaler.mean[:T], self.scaler.std[:T])
+        return dates, target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
 
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
         """:meth:`forecast` of rows already read by :meth:`read`."""
         cfg = self.cfg
         dates, values = self.predict_arrays(series, name)
-        names = [list(self.columns)] + [[column_name(c, level) for c in self.columns]
-                                        for level in cfg.quantiles]
+        names = [self.targets] + [[column_name(c, level) for c in self.targets]
+                                  for level in cfg.quantiles]
         rows = []
         for date, row in zip(format_dates(dates), values):  # row (C, 1 + Q)
             fields = {cfg.date_column: date}

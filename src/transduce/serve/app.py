@@ -168,11 +168,16 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 
 
 def _history(series, cfg) -> list[dict]:
-    """The last ``input_length`` rows of ``series``: what the model read."""
-    n = cfg.input_length
+    """The last ``input_length`` observed rows of ``series``: what the model read (rows
+    after them only give known-future covariates)."""
+    import numpy as np
+
+    observed = ~np.isnan(series.values).any(1)
+    dates = [d for d, o in zip(series.dates, observed) if o][-cfg.input_length:]
+    values = series.values[observed][-cfg.input_length:]
     return [{cfg.date_column: d.isoformat(sep=" "),
              **{c: float(v) for c, v in zip(series.columns, row)}}
-            for d, row in zip(series.dates[-n:], series.values[-n:])]
+            for d, row in zip(dates, values)]
 
 
 def describe(path: str, model) -> dict:

@@ -1,0 +1,80 @@
+"""Covariates: forecast columns apart from past-observed inputs and known-future inputs."""
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from transduce.cli.main import main
+from transduce.forecasting.predict import Forecaster
+
+START = datetime(2021, 1, 1)
+
+
+def write_shifted(path, n=1500, seed=0):
+    """y copies the known covariate k one hour late; a and b are past-observed noise."""
+    rng = np.random.default_rng(seed)
+    k = rng.normal(size=n + 1)
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    # y at row i is k[i], the known column at row i is k[i + 1]: y copies k one hour late
+    body = [f"{START + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{k[i]:.4f},{a[i]:.4f},"
+            f"{b[i]:.4f},{k[i + 1]:.4f}" for i in range(n)]
+    path.write_text("\n".join(["date,y,a,b,k"] + body) + "\n")
+    return path, k
+
+
+TINY = ["model=transformer", "input_length=24", "horizon=8", "label_length=4", "d_model=32",
+        "d_ff=64", "num_heads=4", "num_encoder_layers=1", "num_decoder_layers=1",
+        "dropout=0.0", "lr=0.003", "batch_size=32", "max_epochs=8", "threads=1", "seed=3"]
+
+
+def test_a_known_future_covariate_is_used(tmp_path, capsys):
+    csv, _ = write_shifted(tmp_path / "shifted.csv")
+    scores = {}
+    for name, extra in (("with", ["known=k"]), ("without", [])):
+        run = tmp_path / name
+        assert main(["forecast", "train", f"csv={csv}", "columns=y", *extra, *TINY,
+                     "--run-dir", str(run)]) == 0
+        assert main(["forecast", "test", str(run)]) == 0
+        scores[name] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
+    assert scores["with"] < 0.2 * scores["without"], scores  # k makes y predictable
+
+
+def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, capsys):
+    csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "columns=y", "inputs=a,b", "known=k",
+                 "quantiles=0.1,0.9", *TINY[:-2], "max_epochs=1", "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    model = Forecaster(run)
+    assert model.targets == ["y"] and model.model.project.out_features == 1 * 3
+    lines = csv.read_text().splitlines()
+    future = [f"{START + timedelta(hours=600 + h):%Y-%m-%d %H:%M:%S},,,,{0.1 * h:.4f}"
+              for h in range(8)]
+    with_future = tmp_path / "with_future.csv"
+    with_future.write_text("\n".join(lines + future) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(with_future)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "date,y,y_q0.1,y_q0.9" and len(out) == 9
+    assert out[1].startswith("2021-01-26 00:00:00,")  # the first blank row's date
+    # without its future rows the known covariate is missing: one line saying so
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
+    assert "0 rows after the last observed one give the known covariates (k)" in \
+        capsys.readouterr().err
+    gap = tmp_path / "gap.csv"
+    gap.write_text("\n".join(lines[:300] + [lines[300].split(",")[0] + ",,,,0.1"] +
+                             lines[301:] + future) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(gap)]) == 2
+    assert f"{gap}:301: a row with blank y, a, b comes before rows with values" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("items, message", [
+    (["model=patch", "known=k"], "covariates (inputs, known) are for the transformer model"),
+    (["model=transformer", "columns=y", "inputs=y"], "a column is named twice"),
+])
+def test_covariate_settings_are_checked(tmp_path, capsys, items, message):
+    csv, _ = write_shifted(tmp_path / "s.csv", n=200)
+    assert main(["forecast", "train", f"csv={csv}", *items, "--run-dir",
+                 str(tmp_path / "r")]) == 2
+    assert message in capsys.readouterr().err
