@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from peers import MarianTranslator, TorchTransformerMT
+from plot import machine, plot
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -287,89 +288,6 @@ def summarise(results: dict) -> str:
                      f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
                      f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |")
     return "\n".join(lines) + "\n"
-
-
-def machine() -> str:
-    """The CPU model, its cores and the threads used, for the figure and results.json."""
-    import platform
-
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores, torch {torch_version()}"
-
-
-def torch_version() -> str:
-    import torch
-
-    return torch.__version__
-
-
-LABELS = {"torch": "PyTorch nn.Transformer", "marian": "Hugging Face Marian",
-          "transduce-unfused": "transduce, plain output layer + loss",
-          "transduce-separate-qkv": "transduce, separate Q/K/V projections",
-          "marian-generate": "Hugging Face Marian generate()",
-          "ct2-float32": "CTranslate2 float32", "ct2-int8": "CTranslate2 int8"}
-
-
-def plot(results: dict, path: Path) -> None:
-    """Top: every system of the README's tables at their batch size, as bars; bottom:
-    throughput against batch size for the systems measured at several sizes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    settings = results["settings"]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), height_ratios=(1.1, 1))
-    panels = (("training", "tokens_per_s", 4096, "target tokens/s",
-               "training, 4096-token batches", "batch (target tokens)"),
-              ("translation", "sentences_per_s", settings["translate_tokens"],
-               "sentences/s", f"translation, beam {settings['beam']}, "
-                              f"{settings['translate_tokens']} source tokens × beam per batch",
-               "batch (source tokens × beam)"))
-    for column, (kind, rate, size, unit, title, xlabel) in enumerate(panels):
-        rows = [r for r in results[kind] if r["max_tokens"] == size]
-        bars, curves = axes[0, column], axes[1, column]
-        names = [LABELS.get(r["system"], r["system"])
-                 + (f" ({r['precision']})" if "precision" in r else "") for r in rows]
-        values = [r[rate] for r in rows]
-        colours = ["tab:blue" if r["system"].startswith("transduce") else "tab:gray"
-                   for r in rows]
-        bars.barh(range(len(rows)), values, color=colours)
-        bars.set_yticks(range(len(rows)), names, fontsize=9)
-        bars.invert_yaxis()
-        for i, v in enumerate(values):
-            bars.text(v, i, f" {v:,.0f}" if v >= 100 else f" {v:.1f}", va="center", fontsize=8)
-        bars.set(xlabel=unit, title=title)
-        bars.set_xlim(right=max(values) * 1.15)
-        bars.grid(axis="x", alpha=0.3)
-        sizes = sorted({r["max_tokens"] for r in results[kind]})
-        for system in sorted({r["system"] for r in results[kind]}):
-            points = sorted((r["max_tokens"], r[rate]) for r in results[kind]
-                            if r["system"] == system)
-            if len(points) > 1:
-                curves.plot(*zip(*points), marker="o", label=LABELS.get(system, system))
-        curves.set(xscale="log", xlabel=xlabel, ylabel=unit,
-                   title=f"{kind} throughput against batch size")
-        curves.xaxis.set_major_locator(FixedLocator(sizes))
-        curves.xaxis.set_minor_locator(NullLocator())
-        curves.set_xticks(sizes, [f"{n:,}" for n in sizes])
-        curves.set_ylim(bottom=0)
-        curves.grid(alpha=0.3)
-        curves.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    where = results.get("machine") or "machine not recorded"
-    fig.suptitle(f"Multi30k En→De, 3+3 layers, d_model 256 · {where} · "
-                 f"{settings['threads']} threads", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def main() -> None:
