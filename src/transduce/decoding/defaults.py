@@ -88,8 +88,6 @@ def resolve(default: Decoding, beam: int | None = None, lenpen: float | None = N
                                ("no_repeat_ngram", no_repeat_ngram)) if v is not None}
     if not given:
         return default
-    merged = {**default.values(), **given}
-    source = default.source if len(given) < 3 else "given"
-    if len(given) < 3:
-        source = f"{', '.join(f'{k} given' for k in given)}; the rest: {default.source}"
-    return Decoding(**merged, source=source)
+    source = "given" if len(given) == 3 else \
+        f"{', '.join(f'{k} given' for k in given)}; the rest: {default.source}"
+    return Decoding(**{**default.values(), **given}, source=source)
