@@ -70,8 +70,9 @@ class ForecastConfig:
                    "numeric column not in inputs or known)",
         "inputs": "transformer: comma-separated past-observed covariates, read but not "
                   "forecast",
-        "known": "transformer: comma-separated known-future covariates (e.g. a planned "
-                 "price), read over the input and the horizon; predict needs their future rows",
+        "known": "transformer and patch: comma-separated known-future covariates (e.g. a "
+                 "planned price), read over the input and the horizon; predict needs their "
+                 "future rows",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
                  "70/10/20), ett_hour, ett_minute or ratio",
         "input_length": "time steps the model reads",
@@ -85,7 +86,8 @@ class ForecastConfig:
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch model: dropout before the forecasting head",
         "label_length": "transformer: known time steps the decoder starts from",
-        "calendar": "transformer: add hour, weekday, day and month features",
+        "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
+                    "with known covariates)",
         "batch_size": "windows per batch",
         "lr": "AdamW's learning rate (constant)",
         "weight_decay": "AdamW's weight decay",
@@ -122,10 +124,13 @@ class ForecastConfig:
         if len(named) != len(set(named)):
             found.append(("known" if self.known else "inputs",
                           "a column is named twice among columns, inputs and known"))
-        if (self.inputs or self.known) and self.model != "transformer":
-            found.append(("inputs" if self.inputs else "known",
-                          f"covariates (inputs, known) are for the transformer model, not "
-                          f"{self.model}; set model=transformer"))
+        if self.inputs and self.model != "transformer":
+            found.append(("inputs", f"past-observed covariates (inputs) are for the "
+                                    f"transformer model, not {self.model} (the patch model "
+                                    "reads each channel on its own); set model=transformer"))
+        if self.known and self.model not in ("transformer", "patch"):
+            found.append(("known", f"known-future covariates are for the transformer and "
+                                   f"patch models, not {self.model}"))
         q = self.quantiles
         if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
             found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
@@ -179,7 +184,9 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,
                                head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
-                               **layer_args)
+                               future_features=((4 if cfg.calendar else 0) + known
+                                                if known else 0),
+                               calendar=cfg.calendar, **layer_args)
     return SeriesTransformer(channels, cfg.horizon, cfg.label_length, targets=channels - inputs,
                              known=known,
                              num_encoder_layers=L.num_encoder_layers,

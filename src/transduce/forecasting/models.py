@@ -108,14 +108,17 @@ class PatchForecaster(nn.Module):
     Each channel's window is cut into N patches of ``patch_len`` steps every ``stride`` steps
     (the end padded by repeating the last value), each patch is embedded linearly with a
     learned position, the encoder runs over the N patches, and a linear head maps all N·D
-    features to the horizon. Reversible instance normalisation surrounds it.
+    features to the horizon. Reversible instance normalisation surrounds it. With
+    ``future_features`` F > 0 (known-future covariates, and the calendar), one linear map,
+    shared by the channels, adds their effect from the horizon's H × F features.
     """
 
     def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
                  stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
                  revin: bool = True, activation: str = "relu",
-                 quantiles: tuple[float, ...] = ()) -> None:
+                 quantiles: tuple[float, ...] = (), future_features: int = 0,
+                 calendar: bool = True) -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
@@ -130,6 +133,9 @@ class PatchForecaster(nn.Module):
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon * self.outputs))
+        self.calendar = calendar
+        self.future = (nn.Linear(horizon * future_features, horizon * self.outputs)
+                       if future_features else None)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         B, L, C = x.shape
@@ -143,6 +149,9 @@ class PatchForecaster(nn.Module):
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
         h, _ = self.encoder(h, None)
         y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
+        if self.future is not None:
+            features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
+            y = y + self.future(features.flatten(1)).view(B, -1, 1, self.outputs)
         return _finish(ordered(y), self.revin, stats), None
 
 
