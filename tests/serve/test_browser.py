@@ -97,3 +97,33 @@ def test_the_page_translates_and_draws_attention(server, browser):
     target = os.environ.get("TRANSDUCE_SCREENSHOT")
     if target:
         browser.save_screenshot(target)
+
+
+def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser):
+    """A probabilistic forecaster: each column gets its history, its forecast and the
+    band between its lowest and highest quantile."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.forecasting.test_cli import write_sine
+    from transduce.cli.main import main
+
+    csv = write_sine(tmp_path / "sine.csv", n=400)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "model=patch", "input_length=48",
+                 "horizon=12", "patch_len=8", "stride=4", "d_model=16", "d_ff=32",
+                 "quantiles=0.1,0.5,0.9", "max_epochs=1", "threads=1",
+                 "--run-dir", str(run)]) == 0
+    with serve(run) as url:
+        wait = WebDriverWait(browser, 60)
+        browser.get(url)
+        wait.until(ready.visibility_of_element_located((By.ID, "predict")))
+        browser.find_element(By.ID, "predict").click()
+        wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "svg.forecast")) == 2)
+        charts = browser.find_elements(By.CSS_SELECTOR, "svg.forecast")
+        for chart in charts:
+            assert chart.find_elements(By.CSS_SELECTOR, "polygon.band")
+            for line in chart.find_elements(By.CSS_SELECTOR, "polyline"):
+                assert "NaN" not in line.get_attribute("points")
+        assert browser.find_element(By.ID, "forecast-error").text == ""

@@ -60,10 +60,15 @@
 
   function chart(history, forecast, dateKey) {  // one SVG line chart per column
     var host = $("chart"); host.innerHTML = "";
-    var columns = Object.keys(forecast[0]).filter(function (k) { return k !== dateKey; });
+    var keys = Object.keys(forecast[0]);
+    var isQuantile = function (k) { return /_q[0-9.]+$/.test(k); };
+    var columns = keys.filter(function (k) { return k !== dateKey && !isQuantile(k); });
     columns.forEach(function (col) {
       var all = history.concat(forecast), W = 760, H = 200, P = 40;
+      var levels = keys.filter(function (k) { return isQuantile(k) && k.indexOf(col + "_q") === 0; })
+        .sort(function (a, b) { return parseFloat(a.split("_q").pop()) - parseFloat(b.split("_q").pop()); });
       var ys = all.map(function (r) { return r[col]; });
+      levels.forEach(function (k) { forecast.forEach(function (r) { ys.push(r[k]); }); });
       var lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys);
       if (hi === lo) { hi += 1; lo -= 1; }
       var x = function (i) { return P + (W - 2 * P) * i / Math.max(all.length - 1, 1); };
@@ -80,6 +85,13 @@
         Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
         if (text) el.textContent = text;
         svg.appendChild(el); return el;
+      }
+      if (levels.length >= 2) {  // the band between the lowest and highest quantile
+        var low = levels[0], high = levels[levels.length - 1], n = history.length;
+        var upper = forecast.map(function (r, i) { return x(i + n) + "," + y(r[high]); });
+        var lower = forecast.map(function (r, i) { return x(i + n) + "," + y(r[low]); }).reverse();
+        add("polygon", {points: upper.concat(lower).join(" "), fill: "#d9480f",
+                        "fill-opacity": 0.18, stroke: "none", "class": "band"});
       }
       add("polyline", {points: line(history, 0), fill: "none", stroke: "#5b6475",
                        "stroke-width": 1.5, "class": "history"});
