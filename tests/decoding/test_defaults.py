@@ -113,3 +113,16 @@ def test_tune_prefers_outputs_that_loop_less_when_scores_are_equal():
 def test_tune_refuses_a_demo_run(demo_run, capsys):
     assert main(["tune", str(demo_run)]) == 2
     assert "tune chooses the decoding of translation runs" in capsys.readouterr().err
+
+
+def test_tune_refuses_a_run_it_cannot_write_before_translating(run, capsys, monkeypatch):
+    import os
+
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: False if str(p) == str(run)
+                        else real(p, mode, *a, **k))
+    monkeypatch.setattr("transduce.decoding.tune.Translator.search",
+                        lambda *a, **k: pytest.fail("translated before checking the run"))
+    assert main(["tune", str(run), "--last", "1", "--lenpen", "0.6",
+                 "--no-repeat-ngram", "0"]) == 2
+    assert str(run) in capsys.readouterr().err

@@ -21,6 +21,7 @@ from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
 from transduce.evaluation import corpus_scores, looping_rate
+from transduce.io import check_writable
 from transduce.logs import progress
 
 log = logging.getLogger("transduce")
@@ -84,11 +85,13 @@ def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[
 
 def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
          precision: str = "auto", write: bool = True) -> tuple[defaults.Decoding, list[dict]]:
-    """Translate the run's validation data with every setting of ``grid``; returns the best
-    setting (ties: the earlier one in the grid) and a row of scores per setting. With
-    ``write``, stores the choice in ``decoding.json`` and its average in ``averaged.pt``."""
+    """Translate the run's validation data with every setting of ``grid``; returns the
+    setting :func:`choose` picks and a row of scores per setting. With ``write``, stores the
+    choice in ``decoding.json`` and its average in ``averaged.pt``."""
     grid.check()
     run_dir = Path(run_dir)
+    if write:  # before minutes of translating, not after
+        check_writable(run_dir, "the run directory")
     steps = runs.step_checkpoints(run_dir)
     if not steps:
         raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
@@ -124,7 +127,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
     where = run_dir / defaults.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
                                f"chosen on validation data, {where}")
-    if write:
+    if write:  # averaged again rather than holding every average in memory meanwhile
         runs.average_run(run_dir, best["last"])
         defaults.write(run_dir, chosen, {
             "chosen_by": f"transduce tune: best {grid.metric} on {len(sources)} lines of "
