@@ -214,6 +214,10 @@ class Scaler:
     def inverse(self, values: np.ndarray) -> np.ndarray:
         return values * self.std + self.mean
 
+    def head(self, n: int) -> Scaler:
+        """The scaler of the first ``n`` columns (the forecast ones)."""
+        return Scaler(self.mean[:n], self.std[:n])
+
 
 def calendar_features(dates: list[datetime]) -> np.ndarray:
     """(N, 4) hour of day, day of week, day of month, day of year, each in [-0.5, 0.5]."""

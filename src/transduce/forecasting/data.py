@@ -41,8 +41,7 @@ class ForecastData:
 
     @property
     def target_scaler(self) -> Scaler:
-        n = self.targets or len(self.series.columns)
-        return Scaler(self.scaler.mean[:n], self.scaler.std[:n])
+        return self.scaler.head(self.targets or len(self.series.columns))
 
     def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
         return DataLoader(self.windows[split], batch_size=batch_size, shuffle=shuffle,

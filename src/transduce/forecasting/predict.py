@@ -11,7 +11,7 @@ import torch
 
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
-from transduce.data.timeseries import Scaler, calendar_features, parse_series
+from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
 from transduce.forecasting.quantiles import column_name
@@ -52,11 +52,10 @@ class Forecaster:
         from transduce.tasks.forecasting import train_forecaster
 
         run_dir = Path(run_dir)
-        if hasattr(data, "to_csv"):  # a pandas DataFrame: its index is the date if named
+        if hasattr(data, "to_csv"):
             csv_path = run_dir / "series.csv"
             run_dir.mkdir(parents=True, exist_ok=True)
-            write_text(csv_path, data.to_csv(index=getattr(data.index, "name", None)
-                                             is not None))
+            write_text(csv_path, _frame_text(data))
         else:
             csv_path = Path(data)
         cfg = load_config(ForecastConfig, config)
@@ -76,7 +75,7 @@ class Forecaster:
 
         series = self._series(data)
         dates, values = self.predict_arrays(series)
-        n = len(series.dates) - int(np.isnan(series.values).any(1).sum())  # observed rows
+        n = _observed(series)
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
         history = series.values[n - shown:n, :len(self.targets)]
         plot_forecast(history, None, values[..., 0], self.targets, path,
@@ -87,12 +86,7 @@ class Forecaster:
 
     def _series(self, data):
         if hasattr(data, "to_csv"):
-            text = data.to_csv(index=getattr(data.index, "name", None) is not None)
-            return self.read(text, "<DataFrame>")
-        from transduce.data.timeseries import read_series
-
-        from transduce.data.text import decode_utf8
-
+            return self.read(_frame_text(data), "<DataFrame>")
         try:
             text = Path(data).read_bytes()
         except OSError as error:
@@ -123,8 +117,8 @@ class Forecaster:
         of the forecast columns: the point forecast, then each quantile."""
         cfg, H = self.cfg, self.cfg.horizon
         scaled = self.scaler.transform(series.values)  # (N, all columns)
-        future = int(np.isnan(series.values).any(1).sum())  # blank rows: the future
-        n = len(series.dates) - future
+        n = _observed(series)
+        future = len(series.dates) - n  # blank rows: the known covariates' future
         if self.known and future < H:
             raise UserError(f"{name}: {future} rows after the last observed one give the known "
                             f"covariates ({', '.join(self.cfg.known_list())}); the forecast "
@@ -146,8 +140,7 @@ class Forecaster:
         forecast, _ = self.model(x, torch.from_numpy(x_time).unsqueeze(0),
                                  torch.from_numpy(y_time).unsqueeze(0))  # (1, H, C, 1 + Q)
         outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
-        T = len(self.targets)
-        target = Scaler(self.scaler.mean[:T], self.scaler.std[:T])
+        target = self.scaler.head(len(self.targets))
         return dates, target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
 
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
@@ -165,15 +158,20 @@ class Forecaster:
         return rows
 
 
+def _frame_text(frame) -> str:
+    """CSV text of a pandas DataFrame; its index is written only when named (the date)."""
+    return frame.to_csv(index=getattr(frame.index, "name", None) is not None)
+
+
+def _observed(series) -> int:
+    """Rows with every value: those before the blank tail of known-future rows."""
+    return len(series.dates) - int(np.isnan(series.values).any(1).sum())
+
+
 def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:
     """The forecast of the ``horizon`` rows after the file's last row, as CSV text with the
     file's date column and the run's columns, in the original units."""
-    forecaster = Forecaster(run_dir)
-    try:
-        text = Path(csv_path).read_bytes()
-    except OSError as error:
-        raise UserError(f"{csv_path}: cannot read ({error.strerror})") from None
-    rows = forecaster.forecast(decode_utf8(text, str(csv_path)), str(csv_path))
+    rows = Forecaster(run_dir).predict(csv_path)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(list(rows[0]))
