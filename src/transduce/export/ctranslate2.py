@@ -8,6 +8,7 @@ before all cosines, whereas ours interleaves them (paper §3.5), so we export ou
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -74,6 +75,11 @@ def _feed_forward(spec, ffn, norm: torch.nn.LayerNorm) -> None:
     _norm(spec.layer_norm, norm)
 
 
+def _positions(model: Transformer) -> int:
+    """Rows of the exported position table: the model's, or EXPORT_POSITIONS if more."""
+    return max(model.positions.table.shape[0], EXPORT_POSITIONS)
+
+
 def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
     """A CTranslate2 ``TransformerSpec`` holding ``model``'s weights and vocabulary."""
     _require_ctranslate2()
@@ -85,8 +91,7 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
         (len(enc_layers), len(dec_layers)), enc_layers[0].self_attn.num_heads,
         pre_norm=pre_norm, activation=common_spec.Activation.RELU)
     eps = enc_layers[0].residuals[0].norm.eps
-    rows = max(model.positions.table.shape[0], EXPORT_POSITIONS)
-    table = _array(sinusoidal_table(rows, model.positions.table.shape[1]))
+    table = _array(sinusoidal_table(_positions(model), model.positions.table.shape[1]))
     for side, embed in ((spec.encoder, model.src_embed), (spec.decoder, model.tgt_embed)):
         embeddings = side.embeddings[0] if isinstance(side.embeddings, list) else side.embeddings
         embeddings.weight = _array(embed.weight)
@@ -156,9 +161,8 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
         shutil.copyfile(tokenizer.path, tmp / TOKENIZER)
         info = {"checkpoint": str(checkpoint), "quantization": quantization,
                 "max_positions": int(state["model_config"]["max_len"]),
-                "encoded_positions": max(int(state["model_config"]["max_len"]),
-                                         EXPORT_POSITIONS),
-                "decoding": {**decoding.values(), "source": decoding.source}}
+                "encoded_positions": _positions(loaded.model),
+                "decoding": dataclasses.asdict(decoding)}
         (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
         (tmp / README).write_text(_readme(checkpoint, info, decoding), encoding="utf-8")
     return out_dir

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -193,7 +194,7 @@ def describe(path: str, model) -> dict:
                                f"reads {cfg.input_length} rows, forecasts {cfg.horizon}",
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
         return info
-    decoding = {**model.decoding.values(), "source": model.decoding.source}
+    decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
         return {"kind": "ctranslate2", "export": str(path),
                 "description": f"CTranslate2 export {path}", "scores": {}, "example": "",
