@@ -64,17 +64,26 @@ def test_patch_model_learns_a_noisy_sine_well_below_repeating(sine, tmp_path, ca
 
 def test_resumed_training_equals_an_uninterrupted_run(sine, tmp_path):
     whole, split = tmp_path / "whole", tmp_path / "split"
-    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
-                 "--run-dir", str(whole)]) == 0
-    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
-                 "max_epochs=2", "--run-dir", str(split)]) == 0
-    assert main(["forecast", "train", str(sine), "model=transformer", "dropout=0.1",
-                 "--run-dir", str(split)]) == 0
+    settings = ["model=transformer", "dropout=0.1", "lr_decay=0.7", "lr_decay_after=1"]
+    assert main(["forecast", "train", str(sine), *settings, "--run-dir", str(whole)]) == 0
+    assert main(["forecast", "train", str(sine), *settings, "max_epochs=2", "--run-dir",
+                 str(split)]) == 0
+    assert main(["forecast", "train", str(sine), *settings, "--run-dir", str(split)]) == 0
     a = load_checkpoint(step_checkpoints(whole)[-1])
     b = load_checkpoint(step_checkpoints(split)[-1])
     assert a["epoch"] == b["epoch"] == 4
     for key in a["model"]:
         torch.testing.assert_close(a["model"][key], b["model"][key], rtol=0, atol=0)
+
+
+def test_lr_decay_multiplies_the_rate_after_each_epoch_past_lr_decay_after(sine, tmp_path):
+    run = tmp_path / "decay"
+    assert main(["forecast", "train", str(sine), "lr_decay=0.5", "lr_decay_after=2",
+                 "keep_last=10", "--run-dir", str(run)]) == 0
+    # a checkpoint holds the rate of the next update: epochs 1-2 at 0.003, then halved
+    rates = {(c := load_checkpoint(path))["epoch"]: c["optimizer"]["param_groups"][0]["lr"]
+             for path in step_checkpoints(run)}
+    assert rates == pytest.approx({1: 0.003, 2: 0.0015, 3: 0.00075, 4: 0.000375})
 
 
 def test_predict_and_plot(sine, tmp_path, capsys):

@@ -56,9 +56,13 @@ class ForecastConfig:
     # transformer
     label_length: int = 48
     calendar: bool = True
-    # training: AdamW at a constant rate; budgets, validation and the rest in ``engine``
+    # training: AdamW, its rate constant for lr_decay_after epochs, then multiplied by
+    # lr_decay after each epoch (PatchTST's schedule: 0.9 after 3); budgets, validation and
+    # the rest in ``engine``
     batch_size: int = 128
     lr: float = 1e-4
+    lr_decay: float = 1.0
+    lr_decay_after: int = 3
     weight_decay: float = 0.0
     engine: EngineConfig = EngineConfig(max_epochs=100, patience=10, seed=2021)
 
@@ -89,7 +93,10 @@ class ForecastConfig:
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates)",
         "batch_size": "windows per batch",
-        "lr": "AdamW's learning rate (constant)",
+        "lr": "AdamW's learning rate (the first lr_decay_after epochs)",
+        "lr_decay": "multiply lr by this after each epoch past lr_decay_after (PatchTST: "
+                    "0.9; 1: constant)",
+        "lr_decay_after": "epochs trained at the full lr before lr_decay applies",
         "weight_decay": "AdamW's weight decay",
         "layers.src_vocab_size": "unused by forecasting",
         "layers.tgt_vocab_size": "unused by forecasting",
@@ -118,7 +125,10 @@ class ForecastConfig:
         found += in_range(self, "head_dropout", 0, 1)
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
-        found += at_least(self, 0, "weight_decay")
+        found += at_least(self, 0, "weight_decay", "lr_decay_after")
+        if not 0 < self.lr_decay <= 1:
+            found.append(("lr_decay", f"lr_decay must be in (0, 1] (1 keeps lr constant), "
+                                      f"not {self.lr_decay}"))
         groups = [self.column_list(), self.input_list(), self.known_list()]
         named = [c for group in groups for c in group]
         if len(named) != len(set(named)):

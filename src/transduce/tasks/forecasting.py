@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import torch
 from torch import Tensor
+from torch.optim.lr_scheduler import LambdaLR
 
 from transduce.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
 from transduce.forecasting.data import ForecastData, load_forecast_data
@@ -18,7 +20,8 @@ from transduce.training.engine import train_task
 
 class ForecastTask:
     """Shuffled batches of training windows, the summed squared error of the point forecast
-    (plus the pinball loss of the quantiles, if any), AdamW at a constant rate, validation
+    (plus the pinball loss of the quantiles, if any), AdamW (its rate decayed per epoch if
+    ``lr_decay`` < 1), validation
     MSE/MAE on the validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
@@ -32,8 +35,17 @@ class ForecastTask:
 
     def build_optimizer(self, model):
         trainable = [p for p in model.parameters() if p.requires_grad]
-        return torch.optim.AdamW(trainable, lr=self.cfg.lr,
-                                 weight_decay=self.cfg.weight_decay), None
+        optimizer = torch.optim.AdamW(trainable, lr=self.cfg.lr,
+                                      weight_decay=self.cfg.weight_decay)
+        if self.cfg.lr_decay == 1:
+            return optimizer, None
+        return optimizer, LambdaLR(optimizer, epoch_decay(
+            self.updates_per_epoch(), self.cfg.lr_decay, self.cfg.lr_decay_after))
+
+    def updates_per_epoch(self) -> int:
+        """Optimiser steps per epoch: the engine groups accumulate × processes batches."""
+        batches = math.ceil(len(self.windows) / self.cfg.batch_size)
+        return max(1, math.ceil(batches / (self.cfg.engine.accumulate * self.session.world)))
 
     def batches(self, epoch: int) -> list[Tensor]:
         """Window indices in an order that depends on seed and epoch only."""
@@ -58,6 +70,15 @@ class ForecastTask:
     def record(self) -> dict:
         return {"model_config": dataclasses.asdict(self.cfg), "data": self.data.fingerprint,
                 "extra": {"scaler": scaler_state(self.data)}}
+
+
+def epoch_decay(updates_per_epoch: int, decay: float, after: int):
+    """The rate multiplier after k updates: 1 for the first ``after`` epochs, then
+    ``decay``**(epoch − after) in each later epoch (epochs counted from 1)."""
+    def factor(k: int) -> float:
+        epoch = k // updates_per_epoch + 1  # the epoch of update k + 1
+        return decay ** max(0, epoch - after)
+    return factor
 
 
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
