@@ -67,6 +67,8 @@ def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     start = time.perf_counter()
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []
+    if model in ("repeat", "linear"):  # the baselines forecast a point only
+        extra.append("quantiles=")
     argv = ["forecast", "train", str(config), f"csv={data / file}", f"model={model}",
             f"horizon={horizon}", f"max_minutes={minutes}", *extra, *overrides, "--run-dir",
             str(run_dir)]

@@ -114,3 +114,20 @@ def test_batch_norm_is_refused_for_the_encoder_decoder():
                         ).validate("run.yaml")
     apply_overrides(ForecastConfig(csv="x.csv"), ["model=patch", "norm=batch"]
                     ).validate("run.yaml")
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_patch_calendar_makes_the_forecast_depend_on_the_horizon_dates(on):
+    """patch_calendar=true: the horizon's calendar features reach the forecast; false (the
+    default, so runs trained before the setting load as they were): they do not."""
+    cfg = ForecastConfig(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
+                         patch_calendar=on)
+    cfg.validate("test")
+    model = randomised(build_forecaster(cfg, channels=2))
+    assert (model.future is not None) == on
+    x, x_time = torch.randn(3, 24, 2), torch.rand(3, 24, 4) - 0.5
+    y_time = torch.rand(3, 6, 4) - 0.5
+    with torch.no_grad():
+        y, _ = model(x, x_time, y_time)
+        moved, _ = model(x, x_time, y_time.roll(1, dims=1))
+    assert torch.allclose(y, moved) != on

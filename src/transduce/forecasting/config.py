@@ -53,6 +53,7 @@ class ForecastConfig:
     patch_len: int = 16
     stride: int = 8
     head_dropout: float = 0.0
+    patch_calendar: bool = False
     # transformer
     label_length: int = 48
     calendar: bool = True
@@ -89,9 +90,11 @@ class ForecastConfig:
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch model: dropout before the forecasting head",
+        "patch_calendar": "patch model: add a linear map of the horizon's calendar features "
+                          "to the forecast (with known covariates it is always on)",
         "label_length": "transformer: known time steps the decoder starts from",
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
-                    "with known covariates)",
+                    "with known covariates or patch_calendar)",
         "batch_size": "windows per batch",
         "lr": "AdamW's learning rate (the first lr_decay_after epochs)",
         "lr_decay": "multiply lr by this after each epoch past lr_decay_after (PatchTST: "
@@ -141,6 +144,9 @@ class ForecastConfig:
         if self.known and self.model not in ("transformer", "patch"):
             found.append(("known", f"known-future covariates are for the transformer and "
                                    f"patch models, not {self.model}"))
+        if self.patch_calendar and (self.model != "patch" or not self.calendar):
+            found.append(("patch_calendar", "patch_calendar is for the patch model with "
+                                            "calendar=true; set patch_calendar=false"))
         q = self.quantiles
         if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
             found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
@@ -195,7 +201,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                cfg.stride, num_layers=L.num_encoder_layers,
                                head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
                                future_features=((4 if cfg.calendar else 0) + known
-                                                if known else 0),
+                                                if known or cfg.patch_calendar else 0),
                                calendar=cfg.calendar, **layer_args)
     return SeriesTransformer(channels, cfg.horizon, cfg.label_length, targets=channels - inputs,
                              known=known,
