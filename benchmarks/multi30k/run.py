@@ -28,9 +28,11 @@ ROOT = HERE.parents[1]
 
 
 def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, beam: int,
-        lenpen: float, also_at: list[float], tune: tuple[list[int], list[float]] | None) -> dict:
+        lenpen: float, also_at: list[float], tune: tuple[list[int], list[float]] | None,
+        config: Path | None = None) -> dict:
     src, tgt = pair.split("-")
-    config = ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
+    config = config or ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
+    overrides = [f"src_lang={src}", f"tgt_lang={tgt}", *overrides]  # a config of another pair
     start = time.perf_counter()
     if transduce(["train", str(config), f"data_dir={data}", *overrides,
                   "--run-dir", str(run_dir)]) != 0:
@@ -126,6 +128,9 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="config key=value")
     parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
     parser.add_argument("--run-dir", help="default runs/bench/PAIR[-NAME]")
+    parser.add_argument("--config", type=Path,
+                        help="default configs/multi30k_SRC_TGT.yaml; another pair's config "
+                             "trains this pair (e.g. the 2-hour recipe for De→En)")
     parser.add_argument("--name", help="results key suffix, e.g. 2h (default: none)")
     parser.add_argument("--last", type=int, default=5, help="checkpoints to average")
     parser.add_argument("--beam", type=int, default=5)
@@ -145,7 +150,7 @@ def main() -> None:
     tune = ([int(n) for n in args.tune_last.split(",")],
             [float(a) for a in args.tune_lenpen.split(",")]) if args.tune else None
     result = run(args.pair, args.data, args.overrides, run_dir, args.last, args.beam,
-                 args.lenpen, args.also_at, tune)
+                 args.lenpen, args.also_at, tune, args.config)
     path = Path(args.results)
     table = json.loads(path.read_text()) if path.exists() else {}
     table[args.pair + ("-" + args.name if args.name else "")] = result
