@@ -97,8 +97,8 @@ def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     run_dir = ROOT / "runs" / "bench" / "forecast" / name
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []
-    if model in ("repeat", "linear"):  # the baselines forecast a point only
-        extra.append("quantiles=")
+    if model in ("repeat", "linear"):  # the baselines: a point forecast from the values
+        extra += ["quantiles=", "patch_calendar=false"]
     if input_length:
         extra.append(f"input_length={input_length}")
     argv = ["forecast", "train", str(config), f"csv={data / file}", f"model={model}",
