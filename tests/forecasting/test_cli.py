@@ -103,6 +103,24 @@ def test_predict_and_plot(sine, tmp_path, capsys):
     assert main(["forecast", "plot", str(run), "--window", "100000"]) == 2
 
 
+def test_patch_calendar_reads_the_dates_of_the_forecast(sine, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["forecast", "train", str(sine), "patch_calendar=true", "max_epochs=1",
+                 "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    forecasts = []
+    for name, start in (("recent", datetime(2021, 1, 1)), ("later", datetime(2021, 6, 3, 5))):
+        rows = write_sine(tmp_path / f"{name}.csv", n=60, seed=1).read_text().splitlines()
+        moved = [rows[0]] + [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},"
+                             + row.split(",", 1)[1] for i, row in enumerate(rows[1:])]
+        (tmp_path / f"{name}.csv").write_text("\n".join(moved) + "\n")
+        assert main(["forecast", "predict", str(run), "--csv", str(tmp_path / f"{name}.csv")]) == 0
+        lines = capsys.readouterr().out.strip().splitlines()[1:]
+        assert len(lines) == 12
+        forecasts.append([line.split(",", 1)[1] for line in lines])
+    assert forecasts[0] != forecasts[1]  # the same values, other dates: another forecast
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda rows: rows[:5] + ["2021-01-01 05:00:00,,1"] + rows[6:], "sine.csv:7: column 'load'"),
     (lambda rows: rows[:5] + ["2021-01-01 05:00:00,abc,1"] + rows[6:], "holds 'abc'"),
