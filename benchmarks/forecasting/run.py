@@ -195,6 +195,8 @@ def main() -> None:
                         help="training-time cap per (dataset, horizon, model) run")
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--horizons", type=lambda text: [int(n) for n in text.split(",")],
+                        help="only these horizons (default: the dataset's four)")
     parser.add_argument("--input-lengths", type=lambda text: [int(n) for n in text.split(",")],
                         help="train each run with each of these input lengths and keep the "
                              "one of lowest validation MSE (default: the config's)")
@@ -202,20 +204,19 @@ def main() -> None:
                         help="only rewrite results.md from results.json")
     parser.add_argument("overrides", nargs="*", help="config key=value for every run")
     args = parser.parse_intermixed_args()
-    saved = load_saved()
     if args.render:
-        return write_markdown(saved)
+        return write_markdown(load_saved())
     start = time.perf_counter()
     results = []
     for dataset in args.datasets.split(","):
-        for horizon in DATASETS[dataset][2]:
+        for horizon in args.horizons or DATASETS[dataset][2]:
             for model in args.models.split(","):
                 results.append(run_one(args.data, dataset, horizon, model, args.minutes,
                                        args.overrides, args.input_lengths))
                 print(json.dumps(results[-1]), flush=True)
     # A run of some datasets or models replaces their rows and keeps the others' (with the
     # command that made them), so the benchmark can be run a part at a time.
-    done = {key(r) for r in results}
+    done, saved = {key(r) for r in results}, load_saved()  # read now: another may have written
     saved["results"] = [r for r in saved["results"] if key(r) not in done] + results
     saved["runs"].append({"command": "python benchmarks/forecasting/run.py "
                                      + " ".join(sys.argv[1:]),
