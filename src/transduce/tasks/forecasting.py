@@ -21,8 +21,7 @@ from transduce.training.engine import train_task
 class ForecastTask:
     """Shuffled batches of training windows, the summed squared error of the point forecast
     (plus the pinball loss of the quantiles, if any), AdamW (its rate decayed per epoch if
-    ``lr_decay`` < 1), validation
-    MSE/MAE on the validation windows (lowest MSE is best)."""
+    ``lr_decay`` < 1), validation MSE/MAE on the validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
 
@@ -44,8 +43,8 @@ class ForecastTask:
 
     def updates_per_epoch(self) -> int:
         """Optimiser steps per epoch: the engine groups accumulate × processes batches."""
-        batches = math.ceil(len(self.windows) / self.cfg.batch_size)
-        return max(1, math.ceil(batches / (self.cfg.engine.accumulate * self.session.world)))
+        per_update = self.cfg.engine.accumulate * self.session.world
+        return max(1, math.ceil(len(self.batches(0)) / per_update))
 
     def batches(self, epoch: int) -> list[Tensor]:
         """Window indices in an order that depends on seed and epoch only."""
