@@ -14,13 +14,15 @@ def randomised(model):
     return model.eval()
 
 
+@pytest.mark.parametrize("center", ["mean", "last"])
 @pytest.mark.parametrize("norm", ["pre", "post", "batch"])
-def test_patch_forecast_follows_an_affine_change_of_one_channel(norm):
+def test_patch_forecast_follows_an_affine_change_of_one_channel(norm, center):
     """Reversible normalisation: a·x + b in (one channel) gives a·ŷ + b out on that channel
     and leaves the others unchanged (channel independence)."""
     model = randomised(PatchForecaster(channels=3, input_length=48, horizon=12, patch_len=8,
                                        stride=4, d_model=16, num_heads=4, d_ff=32,
-                                       num_layers=2, dropout=0.1, norm=norm))
+                                       num_layers=2, dropout=0.1, norm=norm,
+                                       revin_center=center))
     x = torch.randn(2, 48, 3)
     changed = x.clone()
     changed[..., 1] = 3.5 * x[..., 1] - 7.0
@@ -53,11 +55,36 @@ def test_quantiles_never_cross_and_follow_an_affine_change(model):
     torch.testing.assert_close(moved, 2.0 * y + 3.0, atol=1e-4, rtol=1e-4)
 
 
-def test_instance_norm_round_trips():
-    norm = randomised(InstanceNorm(4))
+@pytest.mark.parametrize("center", ["mean", "last"])
+def test_instance_norm_round_trips(center):
+    norm = randomised(InstanceNorm(4, center=center))
     x = torch.randn(3, 20, 4) * 5 + 2
     z, stats = norm.normalise(x)
     torch.testing.assert_close(norm.denormalise(z, stats), x, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("center", ["mean", "last"])
+def test_a_silent_head_forecasts_the_centre_revin_subtracted(center):
+    """revin_center=last: a forecast of zero change repeats each channel's last value (the
+    random-walk forecast); mean: it repeats the window's mean."""
+    cfg = ForecastConfig(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
+                         revin_center=center)
+    cfg.validate("test")
+    model = build_forecaster(cfg, channels=2).eval()
+    with torch.no_grad():
+        model.head[-1].weight.zero_()
+        model.head[-1].bias.zero_()
+        x = torch.randn(3, 24, 2) * 4 + 1
+        y, _ = model(x)
+    centre = x[:, -1:] if center == "last" else x.mean(1, keepdim=True)
+    torch.testing.assert_close(y[..., 0], centre.expand(-1, 6, -1), atol=1e-5, rtol=1e-5)
+
+
+def test_an_unknown_revin_center_is_refused():
+    from transduce.errors import UserError
+
+    with pytest.raises(UserError, match="revin_center must be one of mean, last, not 'median'"):
+        ForecastConfig(csv="x.csv", revin_center="median").validate("run.yaml")
 
 
 def test_series_transformer_shapes_and_causal_decoder():

@@ -10,7 +10,7 @@ from torch import nn
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.models import (LinearForecaster, PatchForecaster, RepeatLast,
+from transduce.forecasting.models import (CENTERS, LinearForecaster, PatchForecaster, RepeatLast,
                                           SeriesTransformer)
 
 MODELS = ("transformer", "patch", "linear", "repeat")
@@ -47,6 +47,7 @@ class ForecastConfig:
         d_model=16, num_heads=4, d_ff=128, num_encoder_layers=3, num_decoder_layers=1,
         dropout=0.3, norm="pre")
     revin: bool = True
+    revin_center: str = "mean"
     # transformer and patch: quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
     # patch
@@ -85,6 +86,9 @@ class ForecastConfig:
         "model": "patch (PatchTST), transformer (encoder–decoder), linear or repeat "
                  "(baselines)",
         "revin": "normalise each input window by its own mean and deviation (RevIN)",
+        "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
+                        "value, so that zero change repeats it: for series near a random "
+                        "walk)",
         "quantiles": "transformer and patch: quantile levels to forecast beside the point "
                      "forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
         "patch_len": "patch model: time steps per patch",
@@ -111,7 +115,7 @@ class ForecastConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        found = one_of(self, "model", MODELS)
+        found = one_of(self, "model", MODELS) + one_of(self, "revin_center", CENTERS)
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         L = self.layers
@@ -195,7 +199,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return LinearForecaster(cfg.input_length, cfg.horizon)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
-                      norm=L.norm, revin=cfg.revin, activation=L.activation)
+                      norm=L.norm, revin=cfg.revin, revin_center=cfg.revin_center,
+                      activation=L.activation)
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,

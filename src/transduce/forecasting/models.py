@@ -22,6 +22,9 @@ from transduce.nn.positional import PositionalEncoding
 from transduce.nn.transformer import Decoder, Encoder
 
 
+CENTERS = ("mean", "last")
+
+
 class InstanceNorm(nn.Module):
     """Reversible instance normalisation (Kim et al. 2022, RevIN): each window and channel is
     standardised by its own mean and std, and the forecast is mapped back with the same ones.
@@ -30,17 +33,24 @@ class InstanceNorm(nn.Module):
     Args:
         channels: C, for the learnable per-channel affine map.
         affine: learn a scale and shift applied after standardising.
+        center: "mean" subtracts the window's mean; "last" its last value (PatchTST's
+            ``subtract_last``), so that a forecast of zeros repeats the last value, which
+            suits series close to a random walk.
     """
 
-    def __init__(self, channels: int, affine: bool = True, eps: float = 1e-5) -> None:
+    def __init__(self, channels: int, affine: bool = True, eps: float = 1e-5,
+                 center: str = "mean") -> None:
         super().__init__()
-        self.eps = eps
+        if center not in CENTERS:
+            raise ValueError(f"center must be one of {CENTERS}, not {center!r}")
+        self.eps, self.center = eps, center
         self.weight = nn.Parameter(torch.ones(channels)) if affine else None
         self.bias = nn.Parameter(torch.zeros(channels)) if affine else None
 
     def normalise(self, x: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """Args: x (B, L, C). Returns: normalised x and the (mean, std) to undo it."""
-        mean = x.mean(1, keepdim=True).detach()  # (B, 1, C)
+        """Args: x (B, L, C). Returns: normalised x and the (centre, std) to undo it: the
+        centre (B, 1, C) is the mean or the last value."""
+        mean = (x.mean(1, keepdim=True) if self.center == "mean" else x[:, -1:]).detach()
         std = (x.var(1, keepdim=True, unbiased=False) + self.eps).sqrt().detach()  # (B, 1, C)
         x = (x - mean) / std
         if self.weight is not None:
@@ -118,13 +128,13 @@ class PatchForecaster(nn.Module):
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
                  revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), future_features: int = 0,
-                 calendar: bool = True) -> None:
+                 calendar: bool = True, revin_center: str = "mean") -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
         self.patch_len, self.stride, self.outputs = patch_len, stride, 1 + len(quantiles)
         self.num_patches = (input_length - patch_len) // stride + 2
-        self.revin = InstanceNorm(channels) if revin else None
+        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = nn.Dropout(dropout)
@@ -171,12 +181,12 @@ class SeriesTransformer(nn.Module):
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
                  max_len: int = 4096, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 known: int = 0) -> None:
+                 known: int = 0, revin_center: str = "mean") -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
         self.calendar = calendar
-        self.revin = InstanceNorm(channels) if revin else None
+        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         self.value_embed = nn.Linear(channels, d_model)
         features = (4 if calendar else 0) + known
         self.time_embed = nn.Linear(features, d_model, bias=False) if features else None
