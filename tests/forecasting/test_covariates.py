@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from transduce.cli.main import main
+from transduce.forecasting.calibration import Calibrated
 from transduce.forecasting.predict import Forecaster
 
 START = datetime(2021, 1, 1)
@@ -52,7 +53,8 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
                  "quantiles=0.1,0.9", *TINY[:-2], "max_epochs=1", "--run-dir", str(run)]) == 0
     capsys.readouterr()
     model = Forecaster(run)
-    assert model.targets == ["y"] and model.model.project.out_features == 1 * 3
+    assert isinstance(model.model, Calibrated)  # its 0.1-0.9 band fitted to validation
+    assert model.targets == ["y"] and model.model.model.project.out_features == 1 * 3
     lines = csv.read_text().splitlines()
     future = [f"{START + timedelta(hours=600 + h):%Y-%m-%d %H:%M:%S},,,,{0.1 * h:.4f}"
               for h in range(8)]

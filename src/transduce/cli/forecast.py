@@ -8,7 +8,7 @@ import sys
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "forecast", help="forecast time series (train, test, predict, plot)",
+        "forecast", help="forecast time series (train, test, calibrate, predict, plot)",
         description="Long-horizon forecasting under the standard protocol (fixed split "
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
@@ -34,6 +34,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                            "reference implementations do (test loader with drop_last=True and "
                            "batch size B), to compare with their published figures; repeatable")
     test.set_defaults(run=run_test)
+    calibrate = sub.add_parser(
+        "calibrate", help="fit the quantile levels to the validation split",
+        description="Move each quantile level of the run's best checkpoint by what the "
+                    "validation split says it needs (split-conformal, scaled by each "
+                    "window's spread) and write RUN_DIR/calibration.json, which test, "
+                    "predict and plot then apply. forecast train does this itself when "
+                    "calibrate=true (the default); this command is for runs trained "
+                    "without it, or to fit again.")
+    calibrate.add_argument("run_dir", help="a forecasting run directory with quantiles")
+    calibrate.set_defaults(run=run_calibrate)
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
@@ -79,10 +89,23 @@ def run_test(args: argparse.Namespace) -> int:
     if result.get("rho_risk"):
         risks = " ".join(f"R{rho} {r:.4f}" for rho, r in result["rho_risk"].items())
         covered = " ".join(f"{band} {100 * c:.1f}%" for band, c in result["coverage"].items())
-        print(f"  quantiles: {risks}; coverage {covered}")
+        print(f"  quantiles{' (calibrated on validation)' if result['calibrated'] else ''}: "
+              f"{risks}; coverage {covered}")
     for batch, scores in result.get("drop_last", {}).items():
         print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
               f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from transduce.forecasting.calibration import calibrate_run
+
+    record = calibrate_run(args.run_dir)
+    for band, before in record["coverage_before"].items():
+        print(f"validation {band} band held {100 * before:.1f}% of values, "
+              f"{100 * record['coverage_after'][band]:.1f}% calibrated "
+              f"({record['windows']} windows)")
+    print(f"wrote {record['path']}")
     return 0
 
 

@@ -50,6 +50,7 @@ class ForecastConfig:
     revin_center: str = "mean"
     # transformer and patch: quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
+    calibrate: bool = True
     # patch
     patch_len: int = 16
     stride: int = 8
@@ -91,6 +92,9 @@ class ForecastConfig:
                         "walk)",
         "quantiles": "transformer and patch: quantile levels to forecast beside the point "
                      "forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
+        "calibrate": "with quantiles: after training, move each quantile level by what the "
+                     "validation split says it needs (split-conformal; written to "
+                     "calibration.json, used by test, predict and plot)",
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch model: dropout before the forecasting head",

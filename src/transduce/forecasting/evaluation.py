@@ -80,8 +80,12 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     return result
 
 
-def load_model(run_dir: str | Path, checkpoint: str = runs.BEST):
-    """The config, model (eval mode) and training-row scaler of a trained run."""
+def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: bool = True):
+    """The config, model (eval mode) and training-row scaler of a trained run; with
+    ``calibrated``, its quantiles moved by the run's calibration.json when one was fitted
+    to this checkpoint (see :mod:`transduce.forecasting.calibration`)."""
+    from transduce.forecasting.calibration import apply_saved
+
     path = runs.checkpoint_dir(run_dir) / checkpoint
     state = runs.load_checkpoint(path, "forecast")
     try:
@@ -92,13 +96,16 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST):
         raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
                         f"{error} in its record)") from None
     model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
+    if calibrated:
+        model = apply_saved(run_dir, model, int(state.get("step", -1)), cfg.quantiles,
+                            cfg.horizon)
     return cfg, model.eval(), Scaler(scaler["mean"].numpy(), scaler["std"].numpy()), \
         scaler["columns"]
 
 
-def load_run(run_dir: str | Path):
+def load_run(run_dir: str | Path, calibrated: bool = True):
     """:func:`load_model` plus the run's data, checked to be what it was trained on."""
-    cfg, model, scaler, columns = load_model(run_dir)
+    cfg, model, scaler, columns = load_model(run_dir, calibrated=calibrated)
     data = load_forecast_data(cfg)
     if columns != data.series.columns or not np.allclose(scaler.mean, data.scaler.mean):
         raise UserError(f"{cfg.csv}: its training rows differ from those {run_dir} was "
@@ -109,10 +116,17 @@ def load_run(run_dir: str | Path):
 def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
     """Test-split MSE/MAE of the best checkpoint (and of the reference code's windows, and
     the ρ-risks and interval coverage of a probabilistic run, see :func:`evaluate`); also
-    written to RUN_DIR/test_results.json."""
+    written to RUN_DIR/test_results.json. A calibrated run's quantiles are scored as
+    calibrated, and also as trained (under ``"uncalibrated"``)."""
+    from transduce.forecasting.calibration import Calibrated
+
     cfg, model, data = load_run(run_dir)
     result = {"csv": cfg.csv, "model": cfg.model, "input_length": cfg.input_length,
               "horizon": cfg.horizon, "quantiles": list(cfg.quantiles),
               **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles)}
+    result["calibrated"] = isinstance(model, Calibrated)
+    if result["calibrated"]:
+        raw = evaluate(model.model, data, "test", quantiles=cfg.quantiles)
+        result["uncalibrated"] = {"rho_risk": raw["rho_risk"], "coverage": raw["coverage"]}
     write_text(Path(run_dir) / "test_results.json", json.dumps(result, indent=2) + "\n")
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from transduce.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
 from transduce.forecasting.data import ForecastData, load_forecast_data
 from transduce.forecasting.evaluation import evaluate, scaler_state
-from transduce.forecasting.quantiles import pinball
+from transduce.forecasting.quantiles import intervals, pinball
 from transduce.training.distributed import Session
 from transduce.training.engine import train_task
 
@@ -86,4 +87,15 @@ def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     data = load_forecast_data(cfg)  # bad input fails here, before anything is written
     engine, metrics = train_task(lambda session, log: ForecastTask(cfg, data, session), cfg,
                                  run_dir, EXTENDABLE)
+    if intervals(list(cfg.quantiles)) and cfg.calibrate and engine.session.is_main:
+        from transduce.forecasting.calibration import calibrate_run
+
+        record = calibrate_run(run_dir)
+        logging.getLogger("transduce.train").info(
+            "quantiles calibrated on validation: " + _coverage_change(record))
     return {**metrics, "best_val_mse": engine.best}
+
+
+def _coverage_change(record: dict) -> str:
+    return ", ".join(f"{band} held {100 * before:.1f}% → {100 * record['coverage_after'][band]:.1f}%"
+                     for band, before in record["coverage_before"].items())

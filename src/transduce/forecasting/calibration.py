@@ -1,0 +1,142 @@
+"""Calibrating the quantile bands on the validation split (conformalized quantile regression).
+
+Quantile heads can come out of training too narrow or too wide for the period they forecast:
+on a series close to a random walk, a few epochs at a small learning rate leave the 0.1-0.9
+band around a fraction of the values it should hold. Calibration widens (or narrows) each
+central band by what the validation split says it needs, as conformalized quantile
+regression does (Romano et al. 2019), per horizon step and with each window's own spread:
+
+    E = max(q̂_low − y, y − q̂_high) / σ   for every validation window, channel and step h,
+    w[h] = the (high − low)-quantile of E over the windows and channels at step h,
+
+σ being the standard deviation of that channel over that window's input (at least
+``MIN_SPREAD`` on the normalised scale, so that a flat window does not blow the score up).
+The calibrated band is [q̂_low − w[h]·σ, q̂_high + w[h]·σ], so that it holds its nominal
+share of the validation values. Only the width moves: the point forecast and a level without
+a partner (the median) stay where they were, since a shift of location fitted to one period
+is a bet that the next drifts the same way. The shifts (Q, H) are written to
+RUN_DIR/calibration.json with the step of the checkpoint they were fitted to, and every
+loader of the run applies them (a file fitted to another checkpoint is ignored, with a
+warning). The validation split must resemble what is forecast: on a short split of a
+drifting series the calibrated band can still miss.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from transduce.errors import UserError
+from transduce.forecasting.quantiles import intervals
+from transduce.io import write_text
+
+FILE = "calibration.json"
+MIN_SPREAD = 1e-2  # normalised units: a window flatter than this counts as this flat
+log = logging.getLogger("transduce.calibration")
+
+
+def spread(x: Tensor, channels: int) -> Tensor:
+    """σ of each of the first ``channels`` channels over each input window. x (B, L, C)
+    → (B, 1, channels)."""
+    return x[..., :channels].std(1, keepdim=True, unbiased=False).clamp_min(MIN_SPREAD)
+
+
+class Calibrated(nn.Module):
+    """A forecaster whose quantiles are moved by fitted shifts (Q, H) times each window's σ
+    (channel by channel), then sorted so that they cannot cross."""
+
+    def __init__(self, model: nn.Module, shifts: Tensor) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("shifts", shifts)  # (Q, H)
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        y, weights = self.model(x, x_time, y_time, need_weights)  # (B, H, C, 1 + Q)
+        sigma = spread(x, y.shape[2]).unsqueeze(-1)  # (B, 1, C, 1)
+        moved = y[..., 1:] + self.shifts.T[None, :, None, :].to(y.dtype) * sigma  # (B, H, C, Q)
+        return torch.cat([y[..., :1], moved.sort(-1).values], -1), weights
+
+
+@torch.no_grad()
+def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "val",
+               batch_size: int = 256) -> np.ndarray:
+    """The shifts (Q, H), in units of each window's σ, that make every central band of
+    ``levels`` hold its nominal share of ``split``'s values: −w for its lower level, +w for
+    its upper one, 0 for a level in no band."""
+    model.eval()
+    pairs = intervals(list(levels))
+    scores = []  # per batch: (H, P, B·C) for the P bands
+    for x, y, x_time, y_time in data.loader(split, batch_size):
+        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q)
+        sigma = spread(x, forecast.shape[2])  # (B, 1, C)
+        q = forecast[..., 1:]
+        band = torch.stack([torch.maximum(q[..., lo] - y, y - q[..., hi]) / sigma
+                            for lo, hi in pairs], -1)  # (B, H, C, P)
+        scores.append(band.permute(1, 3, 0, 2).flatten(2).double().numpy())
+    if not scores:
+        raise UserError(f"no {split} windows to calibrate the quantiles on; lower "
+                        "input_length or horizon, or give a longer series")
+    pooled = np.concatenate(scores, -1)  # (H, P, N)
+    shifts = np.zeros((len(levels), pooled.shape[0]))
+    for p, (lo, hi) in enumerate(pairs):
+        share = min(1.0, (levels[hi] - levels[lo]) * (pooled.shape[-1] + 1) / pooled.shape[-1])
+        width = np.quantile(pooled[:, p], share, axis=-1)  # (H,)
+        shifts[lo], shifts[hi] = -width, width
+    return shifts
+def calibrate_run(run_dir: str | Path) -> dict:
+    """Fit the shifts of a run's best checkpoint on its validation split and write them to
+    RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
+    after."""
+    from transduce.forecasting.evaluation import evaluate, load_run
+
+    cfg, model, data = load_run(run_dir, calibrated=False)
+    if not intervals(list(cfg.quantiles)):
+        raise UserError(f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
+                        "central band (such as 0.1 with 0.9); there is nothing to calibrate")
+    shifts = fit_shifts(model, data, cfg.quantiles)
+    before = evaluate(model, data, "val", quantiles=cfg.quantiles)
+    after = evaluate(Calibrated(model, torch.from_numpy(shifts).float()), data, "val",
+                     quantiles=cfg.quantiles)
+    record = {"step": model_step(run_dir), "split": "val", "levels": list(cfg.quantiles),
+              "windows": before["windows"],
+              "coverage_before": before["coverage"], "coverage_after": after["coverage"],
+              "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
+    path = Path(run_dir) / FILE
+    write_text(path, json.dumps(record, indent=1) + "\n")
+    return {**record, "path": str(path)}
+
+
+def model_step(run_dir: str | Path) -> int:
+    from transduce import runs
+
+    return int(runs.load_checkpoint(runs.checkpoint_dir(run_dir) / runs.BEST,
+                                    "forecast").get("step", -1))
+
+
+def apply_saved(run_dir: str | Path, model: nn.Module, step: int,
+                levels: tuple[float, ...], horizon: int) -> nn.Module:
+    """``model`` wrapped in its run's calibration, if the run has one fitted to ``step``."""
+    path = Path(run_dir) / FILE
+    if not levels or not path.is_file():
+        return model
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        shifts = torch.tensor(record["shifts"], dtype=torch.float32)
+        fitted_to, saved_levels = int(record["step"]), tuple(record["levels"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{path}: not a calibration transduce wrote ({error}); delete it or "
+                        "run transduce forecast calibrate again") from None
+    if fitted_to != step or saved_levels != tuple(levels):
+        log.warning(f"transduce: warning: {path} was fitted to step {fitted_to}, not to the "
+                    f"best checkpoint (step {step}); its quantiles are left uncalibrated. "
+                    f"Run transduce forecast calibrate {run_dir}")
+        return model
+    if tuple(shifts.shape) != (len(levels), horizon):
+        raise UserError(f"{path}: its shifts do not match the run's {len(levels)} quantile "
+                        f"levels × horizon {horizon}; run transduce forecast calibrate again")
+    return Calibrated(model, shifts).eval()
