@@ -66,7 +66,7 @@ def test_training_calibrates_and_every_loader_applies_it_to_its_checkpoint(tmp_p
     record = json.loads((run / "calibration.json").read_text())
     assert record["levels"] == list(LEVELS) and len(record["shifts"]) == 3
     assert record["coverage_after"]["0.1-0.9"] == pytest.approx(0.8, abs=0.02)
-    assert "quantiles calibrated on validation: 0.1-0.9 held" in capsys.readouterr().err
+    assert "validation 0.1-0.9 band held" in capsys.readouterr().err
     assert main(["forecast", "test", str(run)]) == 0
     assert "quantiles (calibrated on validation)" in capsys.readouterr().out
     result = json.loads((run / "test_results.json").read_text())

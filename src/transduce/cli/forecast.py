@@ -98,13 +98,10 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from transduce.forecasting.calibration import calibrate_run
+    from transduce.forecasting.calibration import calibrate_run, describe
 
     record = calibrate_run(args.run_dir)
-    for band, before in record["coverage_before"].items():
-        print(f"validation {band} band held {100 * before:.1f}% of values, "
-              f"{100 * record['coverage_after'][band]:.1f}% calibrated "
-              f"({record['windows']} windows)")
+    print(describe(record))
     print(f"wrote {record['path']}")
     return 0
 

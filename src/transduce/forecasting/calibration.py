@@ -88,13 +88,18 @@ def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "
         width = np.quantile(pooled[:, p], share, axis=-1)  # (H,)
         shifts[lo], shifts[hi] = -width, width
     return shifts
-def calibrate_run(run_dir: str | Path) -> dict:
+
+
+def calibrate_run(run_dir: str | Path, data=None) -> dict:
     """Fit the shifts of a run's best checkpoint on its validation split and write them to
     RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
-    after."""
-    from transduce.forecasting.evaluation import evaluate, load_run
+    after. ``data``: the run's ForecastData when the caller has it loaded already."""
+    from transduce.forecasting.evaluation import evaluate, load_model, load_run
 
-    cfg, model, data = load_run(run_dir, calibrated=False)
+    if data is None:
+        cfg, model, data = load_run(run_dir, calibrated=False)
+    else:
+        cfg, model, _, _ = load_model(run_dir, calibrated=False)
     if not intervals(list(cfg.quantiles)):
         raise UserError(f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
                         "central band (such as 0.1 with 0.9); there is nothing to calibrate")
@@ -109,6 +114,14 @@ def calibrate_run(run_dir: str | Path) -> dict:
     path = Path(run_dir) / FILE
     write_text(path, json.dumps(record, indent=1) + "\n")
     return {**record, "path": str(path)}
+
+
+def describe(record: dict) -> str:
+    """One line: the validation share each band held, as trained and as calibrated."""
+    return "; ".join(f"validation {band} band held {100 * before:.1f}% of values, "
+                     f"{100 * record['coverage_after'][band]:.1f}% calibrated "
+                     f"({record['windows']} windows)"
+                     for band, before in record["coverage_before"].items())
 
 
 def model_step(run_dir: str | Path) -> int:

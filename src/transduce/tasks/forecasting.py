@@ -88,14 +88,7 @@ def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     engine, metrics = train_task(lambda session, log: ForecastTask(cfg, data, session), cfg,
                                  run_dir, EXTENDABLE)
     if intervals(list(cfg.quantiles)) and cfg.calibrate and engine.session.is_main:
-        from transduce.forecasting.calibration import calibrate_run
+        from transduce.forecasting.calibration import calibrate_run, describe
 
-        record = calibrate_run(run_dir)
-        logging.getLogger("transduce.train").info(
-            "quantiles calibrated on validation: " + _coverage_change(record))
+        logging.getLogger("transduce.train").info(describe(calibrate_run(run_dir, data)))
     return {**metrics, "best_val_mse": engine.best}
-
-
-def _coverage_change(record: dict) -> str:
-    return ", ".join(f"{band} held {100 * before:.1f}% → {100 * record['coverage_after'][band]:.1f}%"
-                     for band, before in record["coverage_before"].items())
