@@ -57,31 +57,48 @@ class Calibrated(nn.Module):
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         y, weights = self.model(x, x_time, y_time, need_weights)  # (B, H, C, 1 + Q)
-        sigma = spread(x, y.shape[2]).unsqueeze(-1)  # (B, 1, C, 1)
-        moved = y[..., 1:] + self.shifts.T[None, :, None, :].to(y.dtype) * sigma  # (B, H, C, Q)
-        return torch.cat([y[..., :1], moved.sort(-1).values], -1), weights
+        moved = move(y[..., 1:], self.shifts, spread(x, y.shape[2]))
+        return torch.cat([y[..., :1], moved], -1), weights
+
+
+def move(quantiles: Tensor, shifts: Tensor, sigma: Tensor) -> Tensor:
+    """Quantiles (B, H, C, Q) moved by shifts (Q, H) times σ (B, 1, C), then sorted."""
+    moved = quantiles + shifts.T[None, :, None, :].to(quantiles.dtype) * sigma.unsqueeze(-1)
+    return moved.sort(-1).values
 
 
 @torch.no_grad()
+def outputs(model: nn.Module, data, split: str = "val",
+            batch_size: int = 256) -> tuple[Tensor, Tensor, Tensor]:
+    """One pass of ``model`` over ``split``: its quantiles (N, H, C, Q), the true values
+    (N, H, C) and each window's σ (N, 1, C), on the normalised scale."""
+    model.eval()
+    levels, truths, sigmas = [], [], []
+    for x, y, x_time, y_time in data.loader(split, batch_size):
+        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q)
+        levels.append(forecast[..., 1:].float())
+        truths.append(y.float())
+        sigmas.append(spread(x, forecast.shape[2]))
+    if not levels:
+        raise UserError(f"no {split} windows to calibrate the quantiles on; lower "
+                        "input_length or horizon, or give a longer series")
+    return torch.cat(levels), torch.cat(truths), torch.cat(sigmas)
+
+
 def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "val",
                batch_size: int = 256) -> np.ndarray:
     """The shifts (Q, H), in units of each window's σ, that make every central band of
     ``levels`` hold its nominal share of ``split``'s values: −w for its lower level, +w for
     its upper one, 0 for a level in no band."""
-    model.eval()
+    return shifts_for(*outputs(model, data, split, batch_size), levels)
+
+
+def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -> np.ndarray:
+    """:func:`fit_shifts` from one pass's :func:`outputs`."""
     pairs = intervals(list(levels))
-    scores = []  # per batch: (H, P, B·C) for the P bands
-    for x, y, x_time, y_time in data.loader(split, batch_size):
-        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q)
-        sigma = spread(x, forecast.shape[2])  # (B, 1, C)
-        q = forecast[..., 1:]
-        band = torch.stack([torch.maximum(q[..., lo] - y, y - q[..., hi]) / sigma
-                            for lo, hi in pairs], -1)  # (B, H, C, P)
-        scores.append(band.permute(1, 3, 0, 2).flatten(2).double().numpy())
-    if not scores:
-        raise UserError(f"no {split} windows to calibrate the quantiles on; lower "
-                        "input_length or horizon, or give a longer series")
-    pooled = np.concatenate(scores, -1)  # (H, P, N)
+    band = torch.stack([torch.maximum(q[..., lo] - y, y - q[..., hi]) / sigma
+                        for lo, hi in pairs], -1)  # (N, H, C, P)
+    pooled = band.permute(1, 3, 0, 2).flatten(2).double().numpy()  # (H, P, N·C)
     shifts = np.zeros((len(levels), pooled.shape[0]))
     for p, (lo, hi) in enumerate(pairs):
         share = min(1.0, (levels[hi] - levels[lo]) * (pooled.shape[-1] + 1) / pooled.shape[-1])
@@ -90,26 +107,31 @@ def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "
     return shifts
 
 
+def coverage(q: Tensor, y: Tensor, levels: tuple[float, ...]) -> dict[str, float]:
+    """The share of true values y (N, H, C) inside each central band of quantiles q."""
+    return {f"{levels[lo]:g}-{levels[hi]:g}":
+            float(((y >= q[..., lo]) & (y <= q[..., hi])).double().mean())
+            for lo, hi in intervals(list(levels))}
+
+
 def calibrate_run(run_dir: str | Path, data=None) -> dict:
     """Fit the shifts of a run's best checkpoint on its validation split and write them to
     RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
     after. ``data``: the run's ForecastData when the caller has it loaded already."""
-    from transduce.forecasting.evaluation import evaluate, load_model, load_run
+    from transduce.forecasting.evaluation import load_checkpoint_model, run_data
 
+    cfg, model, scaler, columns, step = load_checkpoint_model(run_dir, calibrated=False)
     if data is None:
-        cfg, model, data = load_run(run_dir, calibrated=False)
-    else:
-        cfg, model, _, _ = load_model(run_dir, calibrated=False)
+        data = run_data(run_dir, cfg, scaler, columns)
     if not intervals(list(cfg.quantiles)):
         raise UserError(f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
                         "central band (such as 0.1 with 0.9); there is nothing to calibrate")
-    shifts = fit_shifts(model, data, cfg.quantiles)
-    before = evaluate(model, data, "val", quantiles=cfg.quantiles)
-    after = evaluate(Calibrated(model, torch.from_numpy(shifts).float()), data, "val",
-                     quantiles=cfg.quantiles)
-    record = {"step": model_step(run_dir), "split": "val", "levels": list(cfg.quantiles),
-              "windows": before["windows"],
-              "coverage_before": before["coverage"], "coverage_after": after["coverage"],
+    q, y, sigma = outputs(model, data)  # one pass over the validation windows
+    shifts = shifts_for(q, y, sigma, cfg.quantiles)
+    moved = move(q, torch.from_numpy(shifts).float(), sigma)
+    record = {"step": step, "split": "val", "levels": list(cfg.quantiles),
+              "windows": len(y), "coverage_before": coverage(q, y, cfg.quantiles),
+              "coverage_after": coverage(moved, y, cfg.quantiles),
               "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
     path = Path(run_dir) / FILE
     write_text(path, json.dumps(record, indent=1) + "\n")
@@ -122,13 +144,6 @@ def describe(record: dict) -> str:
                      f"{100 * record['coverage_after'][band]:.1f}% calibrated "
                      f"({record['windows']} windows)"
                      for band, before in record["coverage_before"].items())
-
-
-def model_step(run_dir: str | Path) -> int:
-    from transduce import runs
-
-    return int(runs.load_checkpoint(runs.checkpoint_dir(run_dir) / runs.BEST,
-                                    "forecast").get("step", -1))
 
 
 def apply_saved(run_dir: str | Path, model: nn.Module, step: int,

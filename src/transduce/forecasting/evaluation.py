@@ -84,6 +84,12 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: boo
     """The config, model (eval mode) and training-row scaler of a trained run; with
     ``calibrated``, its quantiles moved by the run's calibration.json when one was fitted
     to this checkpoint (see :mod:`transduce.forecasting.calibration`)."""
+    return load_checkpoint_model(run_dir, checkpoint, calibrated)[:4]
+
+
+def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
+                          calibrated: bool = True):
+    """:func:`load_model`'s config, model, scaler and columns, and the checkpoint's step."""
     from transduce.forecasting.calibration import apply_saved
 
     path = runs.checkpoint_dir(run_dir) / checkpoint
@@ -96,21 +102,27 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: boo
         raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
                         f"{error} in its record)") from None
     model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
+    step = int(state.get("step", -1))
     if calibrated:
-        model = apply_saved(run_dir, model, int(state.get("step", -1)), cfg.quantiles,
-                            cfg.horizon)
+        model = apply_saved(run_dir, model, step, cfg.quantiles, cfg.horizon)
     return cfg, model.eval(), Scaler(scaler["mean"].numpy(), scaler["std"].numpy()), \
-        scaler["columns"]
+        scaler["columns"], step
 
 
 def load_run(run_dir: str | Path, calibrated: bool = True):
     """:func:`load_model` plus the run's data, checked to be what it was trained on."""
     cfg, model, scaler, columns = load_model(run_dir, calibrated=calibrated)
+    return cfg, model, run_data(run_dir, cfg, scaler, columns)
+
+
+def run_data(run_dir: str | Path, cfg: ForecastConfig, scaler: Scaler, columns) -> ForecastData:
+    """The data of ``cfg``, checked to be the rows the run was trained on (same columns and
+    training-row scaler)."""
     data = load_forecast_data(cfg)
     if columns != data.series.columns or not np.allclose(scaler.mean, data.scaler.mean):
         raise UserError(f"{cfg.csv}: its training rows differ from those {run_dir} was "
                         "trained on; give the same CSV")
-    return cfg, model, data
+    return data
 
 
 def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
