@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -10,8 +11,8 @@ from torch import nn
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.models import (CENTERS, LinearForecaster, PatchForecaster, RepeatLast,
-                                          SeriesTransformer)
+from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
+                                          RepeatLast, SeriesTransformer)
 
 MODELS = ("transformer", "patch", "linear", "repeat")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
@@ -51,6 +52,8 @@ class ForecastConfig:
     # transformer and patch: quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
     calibrate: bool = True
+    # transformer and patch: models trained side by side, forecasting their mean
+    members: int = 1
     # patch
     patch_len: int = 16
     stride: int = 8
@@ -95,6 +98,9 @@ class ForecastConfig:
         "calibrate": "with quantiles: after training, move each quantile level by what the "
                      "validation split says it needs (split-conformal; written to "
                      "calibration.json, used by test, predict and plot)",
+        "members": "transformer and patch: train this many copies from different initial "
+                   "weights side by side and forecast their mean (a deep ensemble: steadier "
+                   "across seeds; each step costs members × as much)",
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch model: dropout before the forecasting head",
@@ -128,7 +134,10 @@ class ForecastConfig:
             found.append(("norm", "norm=batch is for the patch model; use post or pre"))
         found += L.problems(decoder=self.model == "transformer")
         found += at_least(self, 1, "input_length", "horizon", "batch_size", "patch_len",
-                          "stride")
+                          "stride", "members")
+        if self.members > 1 and self.model not in ("transformer", "patch"):
+            found.append(("members", f"members is for the transformer and patch models, not "
+                                     f"{self.model}; set members=1"))
         for key in ("input_length", "horizon"):
             if getattr(self, key) > MAX_LENGTH:
                 found.append((key, f"{key} must be at most {MAX_LENGTH:,} time steps, not "
@@ -205,6 +214,9 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
                       norm=L.norm, revin=cfg.revin, revin_center=cfg.revin_center,
                       activation=L.activation)
+    if cfg.members > 1:
+        return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
+                         for _ in range(cfg.members)])
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,

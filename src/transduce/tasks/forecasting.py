@@ -21,7 +21,8 @@ from transduce.training.engine import train_task
 
 class ForecastTask:
     """Shuffled batches of training windows, the summed squared error of the point forecast
-    (plus the pinball loss of the quantiles, if any), AdamW (its rate decayed per epoch if
+    (plus the pinball loss of the quantiles, if any; for an ensemble, the mean of the
+    members' losses, each on its own forecast), AdamW (its rate decayed per epoch if
     ``lr_decay`` < 1), validation MSE/MAE on the validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
@@ -56,12 +57,14 @@ class ForecastTask:
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
         x, y, x_time, y_time = (torch.stack(t).to(self.session.device) for t in
                                 zip(*(self.windows[int(i)] for i in batch)))
-        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q)
+        forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q); M·B rows for M members
         forecast = forecast.float()
-        loss = ((forecast[..., 0] - y) ** 2).sum()
+        members = forecast.shape[0] // y.shape[0]
+        target = y.repeat(members, *(1,) * (y.dim() - 1))  # each member learns on its own
+        loss = ((forecast[..., 0] - target) ** 2).sum()
         if self.cfg.quantiles:
-            loss = loss + pinball(forecast[..., 1:], y, self.cfg.quantiles)
-        return loss, y.numel()
+            loss = loss + pinball(forecast[..., 1:], target, self.cfg.quantiles)
+        return loss / members, y.numel()  # the members' mean loss, comparable with one
 
     def validate(self, model) -> dict:
         scores = evaluate(model, self.data, "val")
