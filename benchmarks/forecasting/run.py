@@ -60,18 +60,27 @@ EVERY_WINDOW = {
 
 
 def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
-            overrides: list[str], input_lengths: list[int] | None = None) -> dict:
-    """Train (or resume) one run per input length, keep the one of lowest validation MSE
-    (the test split is read only for the kept one), score it on every test window."""
+            overrides: list[str], input_lengths: list[int] | None = None,
+            members: list[int] | None = None) -> dict:
+    """Train (or resume) one run per input length and ensemble size, keep the one of lowest
+    validation MSE (the test split is read only for the kept one), score it on every test
+    window."""
     start = time.perf_counter()
-    trained = {length: train(data, dataset, horizon, model, minutes, overrides, length)
-               for length in input_lengths or [None]}
-    best = min(trained, key=lambda length: trained[length][1])
+    if model not in ("patch", "transformer"):
+        members = None  # the baselines are one model each
+    trained = {(length, size): train(data, dataset, horizon, model, minutes, overrides, length,
+                                     size)
+               for length in input_lengths or [None] for size in members or [None]}
+    best = min(trained, key=lambda choice: trained[choice][1])
     run_dir = trained[best][0]
     return {"dataset": dataset, "model": model, "horizon": horizon,
             **score(run_dir, dataset), "epochs": trained[best][2],
-            **({"val_mse_by_input_length": {n: round(v[1], 4) for n, v in trained.items()}}
+            "val_mse": round(trained[best][1], 4),
+            **({"val_mse_by_input_length": {n: round(v[1], 4) for (n, _), v in trained.items()}}
                if input_lengths else {}),
+            **({"members": best[1],
+                "val_mse_by_members": {m: round(v[1], 4) for (_, m), v in trained.items()}}
+               if members else {}),
             "wall_seconds": round(time.perf_counter() - start, 1)}
 
 
@@ -96,29 +105,35 @@ def score(run_dir: Path, dataset: str) -> dict:
                           for b, r in result.get("drop_last", {}).items()}}
 
 
-def run_path(dataset: str, model: str, horizon: int, input_length: int | None) -> Path:
-    name = f"{dataset}_{model}_{horizon}" + (f"_in{input_length}" if input_length else "")
+def run_path(dataset: str, model: str, horizon: int, input_length: int | None,
+             members: int | None = None) -> Path:
+    name = (f"{dataset}_{model}_{horizon}" + (f"_in{input_length}" if input_length else "")
+            + (f"_m{members}" if members and members > 1 else ""))
     return ROOT / "runs" / "bench" / "forecast" / name
 
 
 def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
-          overrides: list[str], input_length: int | None) -> tuple[Path, float, int]:
-    """One training run: its directory, its best validation MSE and its epochs."""
+          overrides: list[str], input_length: int | None,
+          members: int | None = None) -> tuple[Path, float, int]:
+    """One training run: its directory, its best validation MSE and its epochs. An
+    ensemble of M members trains M times as long as one model may."""
     file, stem, _ = DATASETS[dataset]
     kind = "transformer" if model == "transformer" else "patch"
     config = ROOT / "configs" / f"forecast_{stem}_{kind}.yaml"
     if not config.exists():  # a dataset without its own config for this model: ETTh1's
         config = ROOT / "configs" / f"forecast_etth1_{kind}.yaml"
-    run_dir = run_path(dataset, model, horizon, input_length)
+    run_dir = run_path(dataset, model, horizon, input_length, members)
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []
     if model in ("repeat", "linear"):  # the baselines: a point forecast from the values
         extra += ["quantiles=", "patch_calendar=false"]
     if input_length:
         extra.append(f"input_length={input_length}")
+    if members:
+        extra.append(f"members={members}")
     argv = ["forecast", "train", str(config), f"csv={data / file}", f"model={model}",
-            f"horizon={horizon}", f"max_minutes={minutes}", *extra, *overrides, "--run-dir",
-            str(run_dir)]
+            f"horizon={horizon}", f"max_minutes={minutes * (members or 1)}", *extra,
+            *overrides, "--run-dir", str(run_dir)]
     if transduce(argv) != 0:
         raise SystemExit(f"{dataset} {model} {horizon} failed")
     scores = [json.loads(line)["val_mse"] for line in (run_dir / "metrics.jsonl").open()
@@ -136,7 +151,7 @@ def rescore(datasets: list[str], models: list[str], horizons: list[int] | None) 
             continue
         searched = "val_mse_by_input_length" in row
         run_dir = run_path(row["dataset"], row["model"], row["horizon"],
-                           row["input_length"] if searched else None)
+                           row["input_length"] if searched else None, row.get("members"))
         if "rho_risk" in row or row["model"] in ("patch", "transformer"):
             if transduce(["forecast", "calibrate", str(run_dir)]) != 0:
                 raise SystemExit(f"calibrating {run_dir} failed")
@@ -168,6 +183,11 @@ def table(results: list[dict]) -> str:
                                                    for r in found.values()):
                 lines.append(f"| transduce {model}: input length chosen on validation | "
                              + " | ".join(str(found[h]["input_length"]) for h in horizons)
+                             + " | |")
+            if len(found) == len(horizons) and any("val_mse_by_members" in r
+                                                   for r in found.values()):
+                lines.append(f"| transduce {model}: ensemble members chosen on validation | "
+                             + " | ".join(str(found[h].get("members", 1)) for h in horizons)
                              + " | |")
         for name, mean in EVERY_WINDOW.get(dataset, {}).items():
             lines.append(f"| {name} (published, every window, DUET's Table 3) | "
@@ -241,6 +261,10 @@ def main() -> None:
     parser.add_argument("--input-lengths", type=lambda text: [int(n) for n in text.split(",")],
                         help="train each run with each of these input lengths and keep the "
                              "one of lowest validation MSE (default: the config's)")
+    parser.add_argument("--members", type=lambda text: [int(n) for n in text.split(",")],
+                        help="patch and transformer: train each run as an ensemble of each of "
+                             "these sizes (members=N, N times the minutes) and keep the one of "
+                             "lowest validation MSE (default: the config's)")
     parser.add_argument("--rescore", action="store_true",
                         help="train nothing: calibrate the quantiles of, and score again, the "
                              "runs behind the saved rows of these datasets, models and "
@@ -267,7 +291,7 @@ def main() -> None:
         for horizon in args.horizons or DATASETS[dataset][2]:
             for model in args.models.split(","):
                 results.append(run_one(args.data, dataset, horizon, model, args.minutes,
-                                       args.overrides, args.input_lengths))
+                                       args.overrides, args.input_lengths, args.members))
                 print(json.dumps(results[-1]), flush=True)
     # A run of some datasets or models replaces their rows and keeps the others' (with the
     # command that made them), so the benchmark can be run a part at a time.
