@@ -92,8 +92,12 @@ def test_training_calibrates_and_every_loader_applies_it_to_its_checkpoint(tmp_p
 
 
 def test_calibrate_false_writes_none_and_a_run_without_a_band_is_refused(tmp_path, capsys):
-    _, run, _ = train(tmp_path, "max_epochs=1", "calibrate=false")
+    _, run, argv = train(tmp_path, "max_epochs=1", "calibrate=false")
     assert not (run / "calibration.json").exists()
+    # calibrate may change on resume (it acts once training ends): now it calibrates
+    assert main([a if a != "calibrate=false" else "calibrate=true" for a in argv]) == 0
+    assert (run / "calibration.json").exists()
+    (run / "calibration.json").unlink()
     assert main(["forecast", "test", str(run)]) == 0
     assert "calibrated" not in capsys.readouterr().out
     assert json.loads((run / "test_results.json").read_text())["calibrated"] is False

@@ -197,8 +197,9 @@ def _names(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
 
-# Keys a resumed run may change: how long it trains, and how patiently.
-EXTENDABLE = (*ENGINE_EXTENDABLE, "csv")
+# Keys a resumed run may change: how long it trains, how patiently, and whether its bands
+# are calibrated once it has trained.
+EXTENDABLE = (*ENGINE_EXTENDABLE, "csv", "calibrate")
 
 
 def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
