@@ -16,26 +16,13 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-from torch import nn
-
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from run import DATASETS, ROOT  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.forecasting.evaluation import evaluate, load_model, load_run  # noqa: E402
-
-
-class MeanOf(nn.Module):
-    """The mean forecast of trained runs."""
-
-    def __init__(self, models: list[nn.Module]) -> None:
-        super().__init__()
-        self.models = nn.ModuleList(models)
-
-    def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        return torch.stack([m(x, x_time, y_time)[0] for m in self.models]).mean(0), None
+from transduce.forecasting.models import Ensemble  # noqa: E402
 
 
 def main() -> None:
@@ -68,7 +55,7 @@ def main() -> None:
         models = [load_model(r, calibrated=False)[1] for r in runs]
         alone = [{split: round(evaluate(m, data, split)["mse"], 4) for split in ("val", "test")}
                  for m in models]
-        mean = MeanOf(models).eval()
+        mean = Ensemble(models).eval()  # the mean of their forecasts
         rows.append({"horizon": horizon, "seeds": dict(zip(map(str, args.seeds), alone)),
                      "mean_of_seeds": {split: round(evaluate(mean, data, split)["mse"], 4)
                                        for split in ("val", "test")}})

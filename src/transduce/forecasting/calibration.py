@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from transduce.errors import UserError
-from transduce.forecasting.quantiles import intervals
+from transduce.forecasting.quantiles import coverage, intervals
 from transduce.io import write_text
 
 FILE = "calibration.json"
@@ -107,10 +107,10 @@ def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -
     return shifts
 
 
-def coverage(q: Tensor, y: Tensor, levels: tuple[float, ...]) -> dict[str, float]:
+def band_coverage(q: Tensor, y: Tensor, levels: tuple[float, ...]) -> dict[str, float]:
     """The share of true values y (N, H, C) inside each central band of quantiles q."""
-    return {f"{levels[lo]:g}-{levels[hi]:g}":
-            float(((y >= q[..., lo]) & (y <= q[..., hi])).double().mean())
+    return {f"{levels[lo]:g}-{levels[hi]:g}": coverage(q[..., lo].numpy(), q[..., hi].numpy(),
+                                                       y.numpy())
             for lo, hi in intervals(list(levels))}
 
 
@@ -130,8 +130,8 @@ def calibrate_run(run_dir: str | Path, data=None) -> dict:
     shifts = shifts_for(q, y, sigma, cfg.quantiles)
     moved = move(q, torch.from_numpy(shifts).float(), sigma)
     record = {"step": step, "split": "val", "levels": list(cfg.quantiles),
-              "windows": len(y), "coverage_before": coverage(q, y, cfg.quantiles),
-              "coverage_after": coverage(moved, y, cfg.quantiles),
+              "windows": len(y), "coverage_before": band_coverage(q, y, cfg.quantiles),
+              "coverage_after": band_coverage(moved, y, cfg.quantiles),
               "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
     path = Path(run_dir) / FILE
     write_text(path, json.dumps(record, indent=1) + "\n")
