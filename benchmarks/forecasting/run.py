@@ -112,16 +112,22 @@ def run_path(dataset: str, model: str, horizon: int, input_length: int | None,
     return ROOT / "runs" / "bench" / "forecast" / name
 
 
+def config_path(dataset: str, model: str) -> Path:
+    """The config a dataset's runs of ``model`` start from (the baselines: the patch one)."""
+    kind = "transformer" if model == "transformer" else "patch"
+    config = ROOT / "configs" / f"forecast_{DATASETS[dataset][1]}_{kind}.yaml"
+    if not config.exists():  # a dataset without its own config for this model: ETTh1's
+        config = ROOT / "configs" / f"forecast_etth1_{kind}.yaml"
+    return config
+
+
 def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
           overrides: list[str], input_length: int | None,
           members: int | None = None) -> tuple[Path, float, int]:
     """One training run: its directory, its best validation MSE and its epochs. An
     ensemble of M members trains M times as long as one model may."""
-    file, stem, _ = DATASETS[dataset]
-    kind = "transformer" if model == "transformer" else "patch"
-    config = ROOT / "configs" / f"forecast_{stem}_{kind}.yaml"
-    if not config.exists():  # a dataset without its own config for this model: ETTh1's
-        config = ROOT / "configs" / f"forecast_etth1_{kind}.yaml"
+    file = DATASETS[dataset][0]
+    config = config_path(dataset, model)
     run_dir = run_path(dataset, model, horizon, input_length, members)
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from run import DATASETS, ROOT  # noqa: E402
+from run import DATASETS, ROOT, config_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.forecasting.evaluation import evaluate, load_model, load_run  # noqa: E402
@@ -35,10 +35,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=2.0, help="training-time cap per run")
     parser.add_argument("--horizons", type=lambda text: [int(n) for n in text.split(",")])
     args = parser.parse_args()
-    file, stem, horizons = DATASETS[args.dataset]
-    config = ROOT / "configs" / f"forecast_{stem}_{args.model}.yaml"
-    if not config.exists():
-        config = ROOT / "configs" / f"forecast_etth1_{args.model}.yaml"
+    file, _, horizons = DATASETS[args.dataset]
+    config = config_path(args.dataset, args.model)
     rows = []
     for horizon in args.horizons or horizons:
         runs = []
