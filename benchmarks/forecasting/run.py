@@ -2,24 +2,34 @@
 every horizon, the two Transformers and the two baselines; results beside published figures.
 
     python benchmarks/forecasting/run.py --data DIR_WITH_CSVS [--minutes 2.5]
+    python benchmarks/forecasting/run.py --data DIR_WITH_CSVS --plan benchmarks/forecasting/plan.yaml --jobs 2
 
 Each (dataset, horizon, model) trains in runs/bench/forecast/NAME (resumable: finished runs
-are scored again, not retrained), then is scored on the test split. Results:
-benchmarks/forecasting/results.json and results.md.
+are scored again, not retrained), then is scored on the test split. A plan gives each
+dataset and model its own minutes, ensemble members and input length (plan.yaml: the
+settings the searches chose on validation); ``--jobs N`` trains N rows at a time, each in
+its own process with cores / N threads. Results: benchmarks/forecasting/results.json (saved
+after every row) and results.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
+import os
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from transduce.cli.main import main as transduce
+from transduce.config import read_yaml
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
+RUNS = ROOT / "runs" / "bench" / "forecast"
 DATASETS = {  # file, config stem, horizons
     "ETTh1": ("ETTh1.csv", "etth1", [96, 192, 336, 720]),
     "ILI": ("national_illness.csv", "ili", [24, 36, 48, 60]),
@@ -61,7 +71,7 @@ EVERY_WINDOW = {
 
 def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
             overrides: list[str], input_lengths: list[int] | None = None,
-            members: list[int] | None = None) -> dict:
+            members: list[int] | None = None, runs: Path = RUNS) -> dict:
     """Train (or resume) one run per input length and ensemble size, keep the one of lowest
     validation MSE (the test split is read only for the kept one), score it on every test
     window."""
@@ -69,7 +79,7 @@ def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     if model not in ("patch", "transformer"):
         members = None  # the baselines are one model each
     trained = {(length, size): train(data, dataset, horizon, model, minutes, overrides, length,
-                                     size)
+                                     size, runs)
                for length in input_lengths or [None] for size in members or [None]}
     best = min(trained, key=lambda choice: trained[choice][1])
     run_dir = trained[best][0]
@@ -106,10 +116,10 @@ def score(run_dir: Path, dataset: str) -> dict:
 
 
 def run_path(dataset: str, model: str, horizon: int, input_length: int | None,
-             members: int | None = None) -> Path:
+             members: int | None = None, runs: Path = RUNS) -> Path:
     name = (f"{dataset}_{model}_{horizon}" + (f"_in{input_length}" if input_length else "")
             + (f"_m{members}" if members and members > 1 else ""))
-    return ROOT / "runs" / "bench" / "forecast" / name
+    return runs / name
 
 
 def config_path(dataset: str, model: str) -> Path:
@@ -123,12 +133,12 @@ def config_path(dataset: str, model: str) -> Path:
 
 def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
           overrides: list[str], input_length: int | None,
-          members: int | None = None) -> tuple[Path, float, int]:
+          members: int | None = None, runs: Path = RUNS) -> tuple[Path, float, int]:
     """One training run: its directory, its best validation MSE and its epochs. An
     ensemble of M members trains M times as long as one model may."""
     file = DATASETS[dataset][0]
     config = config_path(dataset, model)
-    run_dir = run_path(dataset, model, horizon, input_length, members)
+    run_dir = run_path(dataset, model, horizon, input_length, members, runs)
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []
     if model in ("repeat", "linear"):  # the baselines: a point forecast from the values
@@ -147,11 +157,12 @@ def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     return run_dir, min(scores), len(scores)
 
 
-def rescore(datasets: list[str], models: list[str], horizons: list[int] | None) -> list[dict]:
+def rescore(datasets: list[str], models: list[str], horizons: list[int] | None,
+            out: Path = HERE) -> list[dict]:
     """Calibrate (where the run has quantiles) and score again the runs behind the saved
     rows chosen; their training figures (epochs, wall time, input-length search) stay."""
     rows = []
-    for row in load_saved()["results"]:
+    for row in load_saved(out)["results"]:
         if row["dataset"] not in datasets or row["model"] not in models or \
                 (horizons and row["horizon"] not in horizons):
             continue
@@ -260,8 +271,8 @@ def main() -> None:
     parser.add_argument("--data", required=True, type=Path, help="folder with the CSV files")
     parser.add_argument("--minutes", type=float, default=2.5,
                         help="training-time cap per (dataset, horizon, model) run")
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--datasets", help="default: every dataset (of the plan)")
+    parser.add_argument("--models", help="default: every model (of the plan)")
     parser.add_argument("--horizons", type=lambda text: [int(n) for n in text.split(",")],
                         help="only these horizons (default: the dataset's four)")
     parser.add_argument("--input-lengths", type=lambda text: [int(n) for n in text.split(",")],
@@ -271,6 +282,17 @@ def main() -> None:
                         help="patch and transformer: train each run as an ensemble of each of "
                              "these sizes (members=N, N times the minutes) and keep the one of "
                              "lowest validation MSE (default: the config's)")
+    parser.add_argument("--plan", type=Path,
+                        help="YAML of minutes, members and input_length per dataset and model "
+                             "(replaces --minutes, --members and --input-lengths), e.g. "
+                             "benchmarks/forecasting/plan.yaml")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="rows trained at a time, each in its own process with "
+                             "cores / jobs threads (default 1)")
+    parser.add_argument("--runs", type=Path, default=RUNS,
+                        help=f"folder of the run directories (default {RUNS.relative_to(ROOT)})")
+    parser.add_argument("--out", type=Path, default=HERE,
+                        help="folder of results.json and results.md (default: this script's)")
     parser.add_argument("--rescore", action="store_true",
                         help="train nothing: calibrate the quantiles of, and score again, the "
                              "runs behind the saved rows of these datasets, models and "
@@ -279,45 +301,182 @@ def main() -> None:
                         help="only rewrite results.md from results.json")
     parser.add_argument("overrides", nargs="*", help="config key=value for every run")
     args = parser.parse_intermixed_args()
+    out = args.out
     if args.render:
-        return write_markdown(load_saved())
+        return write_markdown(load_saved(out), out)
     start = time.perf_counter()
     command = "python benchmarks/forecasting/run.py " + " ".join(sys.argv[1:])
     if args.rescore:
-        results = rescore(args.datasets.split(","), args.models.split(","), args.horizons)
-        done, saved = {key(r) for r in results}, load_saved()
+        datasets = args.datasets.split(",") if args.datasets else list(DATASETS)
+        models = args.models.split(",") if args.models else list(MODELS)
+        results = rescore(datasets, models, args.horizons, out)
+        done, saved = {key(r) for r in results}, load_saved(out)
         saved["results"] = [r for r in saved["results"] if key(r) not in done] + results
         saved.setdefault("rescored", []).append(
             {"command": command, "total_seconds": round(time.perf_counter() - start),
              "rows": len(results)})
-        (HERE / "results.json").write_text(json.dumps(saved, indent=2) + "\n")
-        return write_markdown(saved)
-    results = []
-    for dataset in args.datasets.split(","):
-        for horizon in args.horizons or DATASETS[dataset][2]:
-            for model in args.models.split(","):
-                results.append(run_one(args.data, dataset, horizon, model, args.minutes,
-                                       args.overrides, args.input_lengths, args.members))
-                print(json.dumps(results[-1]), flush=True)
-    # A run of some datasets or models replaces their rows and keeps the others' (with the
-    # command that made them), so the benchmark can be run a part at a time.
-    done, saved = {key(r) for r in results}, load_saved()  # read now: another may have written
-    saved["results"] = [r for r in saved["results"] if key(r) not in done] + results
-    saved["runs"].append({"command": command,
-                          "total_seconds": round(time.perf_counter() - start),
-                          "minutes": args.minutes, "rows": len(results)})
-    (HERE / "results.json").write_text(json.dumps(saved, indent=2) + "\n")
-    write_markdown(saved)
+        (out / "results.json").write_text(json.dumps(saved, indent=2) + "\n")
+        return write_markdown(saved, out)
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs={args.jobs}: give 1 or more")
+    tasks = (plan_tasks(args.plan, args.datasets, args.models, args.horizons) if args.plan
+             else [{"dataset": dataset, "horizon": horizon, "model": model,
+                    "minutes": args.minutes, "input_lengths": args.input_lengths,
+                    "members": args.members}
+                   for dataset in (args.datasets or ",".join(DATASETS)).split(",")
+                   for horizon in args.horizons or DATASETS[_known(dataset)][2]
+                   for model in (args.models or ",".join(MODELS)).split(",")])
+    overrides = list(args.overrides)
+    if args.jobs > 1 and not any(o.startswith("threads=") for o in overrides):
+        overrides.append(f"threads={max(1, (os.cpu_count() or 1) // args.jobs)}")
+    args.runs.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    entry = {"command": command, "total_seconds": 0,
+             **({"minutes": args.minutes} if not args.plan else {}), "rows": 0}
+    results: list[dict] = []
+
+    def finished(row: dict) -> None:
+        # Saved after every row, so a benchmark that dies keeps what it finished. A run of
+        # some datasets or models replaces their rows and keeps the others' (with the command
+        # that made them), so the benchmark can be run a part at a time.
+        results.append(row)
+        entry.update(total_seconds=round(time.perf_counter() - start), rows=len(results))
+        print(f"[{len(results)}/{len(tasks)}] " + json.dumps(row), flush=True)
+        save(out, results, entry)
+
+    execute(tasks, args.jobs, args.data, overrides, args.runs, finished)
+    write_markdown(load_saved(out), out)
+
+
+def _known(dataset: str) -> str:
+    if dataset not in DATASETS:
+        raise SystemExit(f"unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
+    return dataset
+
+
+def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
+               horizons: list[int] | None) -> list[dict]:
+    """The rows a plan asks for (of these datasets, models and horizons only, if given),
+    each with its minutes, members and input length; the plan is checked whole first."""
+    try:
+        plan = read_yaml(plan_file)
+    except Exception as error:  # noqa: BLE001 - a missing or malformed file: say which
+        raise SystemExit(f"--plan {plan_file}: {error}") from None
+    tasks = []
+    for dataset, by_model in plan.items():
+        if dataset not in DATASETS:
+            raise SystemExit(f"{plan_file}: unknown dataset {dataset!r}; known: "
+                             f"{', '.join(DATASETS)}")
+        if not isinstance(by_model, dict):
+            raise SystemExit(f"{plan_file}: {dataset} must map models to settings")
+        for model, settings in by_model.items():
+            where = f"{plan_file}: {dataset}.{model}"
+            if model not in MODELS:
+                raise SystemExit(f"{where}: unknown model; known: {', '.join(MODELS)}")
+            settings = settings or {}
+            unknown = set(settings) - {"minutes", "members", "input_length"}
+            if unknown:
+                raise SystemExit(f"{where}: unknown setting {sorted(unknown)[0]!r}; known: "
+                                 "minutes, members, input_length")
+            minutes = settings.get("minutes")
+            if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0:
+                raise SystemExit(f"{where}: minutes must be a positive number, not {minutes!r}")
+            for horizon in DATASETS[dataset][2]:
+                members = _per_horizon(settings.get("members"), horizon, where, "members")
+                length = _per_horizon(settings.get("input_length"), horizon, where,
+                                      "input_length")
+                tasks.append({"dataset": dataset, "horizon": horizon, "model": model,
+                              "minutes": float(minutes),
+                              "input_lengths": [length] if length else None,
+                              "members": [members] if members else None})
+    wanted = [(datasets or "").split(",") if datasets else None,
+              (models or "").split(",") if models else None, horizons]
+    for name, chosen in zip(("dataset", "model", "horizon"), wanted):
+        if chosen:
+            missing = set(chosen) - {t[name] for t in tasks}
+            if missing:
+                raise SystemExit(f"{plan_file} has no {name} {sorted(map(str, missing))[0]}")
+            tasks = [t for t in tasks if t[name] in chosen]
+    return tasks
+
+
+def _per_horizon(value, horizon: int, where: str, name: str) -> int | None:
+    """A plan setting given once for every horizon, or per horizon ({96: 2, 720: 1})."""
+    if isinstance(value, dict):
+        if horizon not in value:
+            raise SystemExit(f"{where}: {name} names no value for horizon {horizon}")
+        value = value[horizon]
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or value < 1):
+        raise SystemExit(f"{where}: {name} must be a whole number of 1 or more, not {value!r}")
+    return value
+
+
+def execute(tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs: Path,
+            finished) -> None:
+    """Run every task, ``jobs`` at a time (the longest first, so the processes end
+    together), calling ``finished(row)`` in this process as each ends."""
+    if jobs == 1:
+        for task in tasks:
+            finished(run_task(task, data, overrides, runs, quiet=False))
+        return
+    order = sorted(tasks, key=lambda t: -t["minutes"] * max(t["members"] or [1])
+                   * len(t["members"] or [1]) * len(t["input_lengths"] or [1])
+                   * (t["model"] in ("patch", "transformer")))
+    print(f"{len(tasks)} rows, {jobs} at a time; each one's output goes to "
+          f"{runs}/NAME.out", flush=True)
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        pending = {pool.submit(run_task, task, data, overrides, runs, True) for task in order}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                finished(future.result())  # a failed row raises here and stops the rest
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bool) -> dict:
+    """One row; with ``quiet`` its training output goes to runs/NAME.out, not the terminal
+    that the other processes share."""
+    args = (data, task["dataset"], task["horizon"], task["model"], task["minutes"], overrides,
+            task["input_lengths"], task["members"], runs)
+    if not quiet:
+        return run_one(*args)
+    log = runs / f"{task['dataset']}_{task['model']}_{task['horizon']}.out"
+    with open(log, "a", encoding="utf-8") as stream, contextlib.redirect_stdout(stream), \
+            contextlib.redirect_stderr(stream):
+        return run_one(*args)
+
+
+def save(out: Path, results: list[dict], entry: dict) -> None:
+    """Merge this command's rows so far into results.json (replacing the rows of the same
+    dataset, model and horizon); commands none of whose rows remain are dropped."""
+    done, saved = {key(r) for r in results}, load_saved(out)  # read now: another may have written
+    kept = [r for r in saved["results"] if key(r) not in done]
+    runs = [r for r in saved["runs"] if r["command"] != entry["command"]]
+    if not kept:  # this command made every row: the others' figures are gone
+        runs, saved["rescored"] = [], []
+    saved.update(results=kept + results, runs=[*runs, dict(entry)])
+    if not saved.get("rescored"):
+        saved.pop("rescored", None)
+    _write_atomic(out / "results.json", json.dumps(saved, indent=2) + "\n")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text)
+    os.replace(staging, path)
 
 
 def key(result: dict) -> tuple:
     return result["dataset"], result["model"], result["horizon"]
 
 
-def load_saved() -> dict:
+def load_saved(out: Path = HERE) -> dict:
     """results.json as {"runs": [...], "results": [...]}, or empty; the file's first form
     (one "command" for every row) becomes one entry of "runs"."""
-    path = HERE / "results.json"
+    path = out / "results.json"
     if not path.exists():
         return {"runs": [], "results": []}
     saved = json.loads(path.read_text())
@@ -328,7 +487,7 @@ def load_saved() -> dict:
     return saved
 
 
-def write_markdown(saved: dict) -> None:
+def write_markdown(saved: dict, out: Path = HERE) -> None:
     header = "".join(f"- `{r['command']}`: {r['total_seconds'] / 60:.1f} min on this machine, "
                      f"{r['rows']} rows\n" for r in saved["runs"])
     if saved.get("rescored"):
@@ -336,9 +495,9 @@ def write_markdown(saved: dict) -> None:
                    "a later one replacing the scores of the rows it covers:\n\n"
                    + "".join(f"- `{r['command']}`: {r['total_seconds'] / 60:.1f} min, "
                              f"{r['rows']} rows\n" for r in saved["rescored"]))
-    (HERE / "results.md").write_text("Commands (a later one replaces the rows it ran):\n\n"
+    _write_atomic(out / "results.md", "Commands (a later one replaces the rows it ran):\n\n"
                                      + header + table(saved["results"]))
-    print((HERE / "results.md").read_text())
+    print((out / "results.md").read_text())
 
 if __name__ == "__main__":
     main()
