@@ -1,0 +1,88 @@
+"""The forecasting benchmark's plan (benchmarks/forecasting/plan.yaml) and its saving of rows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+SCRIPT = ROOT / "benchmarks" / "forecasting" / "run.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("forecast_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shipped_plan_covers_every_row_once(bench):
+    tasks = bench.plan_tasks(ROOT / "benchmarks" / "forecasting" / "plan.yaml", None, None, None)
+    keys = [(t["dataset"], t["model"], t["horizon"]) for t in tasks]
+    expected = {(d, m, h) for d, (_, _, horizons) in bench.DATASETS.items()
+                for m in bench.MODELS for h in horizons}
+    assert len(keys) == len(set(keys)) and set(keys) == expected
+    by_key = {(t["dataset"], t["model"], t["horizon"]): t for t in tasks}
+    # members per horizon, given once for every horizon, and an input length
+    assert by_key["ETTh1", "patch", 96]["members"] == [2]
+    assert by_key["ETTh1", "patch", 720]["members"] == [1]
+    assert by_key["ETTh2", "patch", 336]["members"] == [3]
+    assert by_key["exchange_rate", "patch", 96]["input_lengths"] == [96]
+    assert by_key["ETTh1", "patch", 96]["minutes"] == 9.0
+    assert by_key["ILI", "linear", 24]["members"] is None
+
+
+def test_plan_filters(bench, tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("ILI:\n  patch: {minutes: 1, members: 2}\n  linear: {minutes: 1}\n"
+                    "ETTh1:\n  patch: {minutes: 3}\n")
+    tasks = bench.plan_tasks(plan, "ILI", "patch", [24, 60])
+    assert [(t["dataset"], t["model"], t["horizon"]) for t in tasks] == [
+        ("ILI", "patch", 24), ("ILI", "patch", 60)]
+    with pytest.raises(SystemExit, match="has no model transformer"):
+        bench.plan_tasks(plan, None, "transformer", None)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ILX: {patch: {minutes: 1}}", "unknown dataset 'ILX'"),
+    ("ILI: {lstm: {minutes: 1}}", "ILI.lstm: unknown model"),
+    ("ILI: {patch: {minutes: 0}}", "minutes must be a positive number, not 0"),
+    ("ILI: {patch: {}}", "minutes must be a positive number, not None"),
+    ("ILI: {patch: {minutes: 1, members: {24: 2}}}", "members names no value for horizon 36"),
+    ("ILI: {patch: {minutes: 1, members: 0}}", "members must be a whole number"),
+    ("ILI: {patch: {minutes: 1, input_length: 1.5}}", "input_length must be a whole number"),
+    ("ILI: {patch: {minutes: 1, seed: 3}}", "unknown setting 'seed'"),
+    ("ILI: [1", "not valid YAML"),
+])
+def test_bad_plan_is_named(bench, tmp_path, text, message):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text)
+    with pytest.raises(SystemExit, match=message) as error:
+        bench.plan_tasks(plan, None, None, None)
+    assert str(plan) in str(error.value)
+
+
+def _row(dataset, model, horizon, mse):
+    return {"dataset": dataset, "model": model, "horizon": horizon, "mse": mse}
+
+
+def test_save_replaces_rows_and_drops_commands_left_without_rows(bench, tmp_path):
+    old = {"runs": [{"command": "old", "total_seconds": 60, "rows": 2}],
+           "rescored": [{"command": "rescore", "total_seconds": 6, "rows": 2}],
+           "results": [_row("ILI", "patch", 24, 2.0), _row("ILI", "patch", 36, 2.0)]}
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    entry = {"command": "new", "total_seconds": 30, "rows": 1}
+    bench.save(tmp_path, [_row("ILI", "patch", 24, 1.0)], entry)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [c["command"] for c in saved["runs"]] == ["old", "new"]  # "old" still has a row
+    assert sorted((r["horizon"], r["mse"]) for r in saved["results"]) == [(24, 1.0), (36, 2.0)]
+    entry.update(rows=2, total_seconds=50)  # the same command goes on: one entry, updated
+    bench.save(tmp_path, [_row("ILI", "patch", 24, 1.0), _row("ILI", "patch", 36, 1.5)], entry)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["runs"] == [entry] and "rescored" not in saved
+    assert sorted((r["horizon"], r["mse"]) for r in saved["results"]) == [(24, 1.0), (36, 1.5)]
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no staging file left
