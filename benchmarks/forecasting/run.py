@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import sys
 import time
+import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
@@ -446,7 +447,12 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
     log = runs / f"{task['dataset']}_{task['model']}_{task['horizon']}.out"
     with open(log, "a", encoding="utf-8") as stream, contextlib.redirect_stdout(stream), \
             contextlib.redirect_stderr(stream):
-        return run_one(*args)
+        try:
+            return run_one(*args)
+        except BaseException as error:  # noqa: BLE001 - said here, then raised in the parent
+            traceback.print_exc(file=stream)
+            raise SystemExit(f"{log.stem} failed ({type(error).__name__}: {error}); "
+                             f"its output: {log}") from None
 
 
 def save(out: Path, results: list[dict], entry: dict) -> None:

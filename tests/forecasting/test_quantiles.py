@@ -9,7 +9,7 @@ import torch
 
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
-from transduce.forecasting.quantiles import coverage, intervals, pinball, rho_risk
+from transduce.forecasting.quantiles import band_coverage, coverage, intervals, pinball, rho_risk
 
 
 def test_rho_risk_equals_a_hand_computation():
@@ -37,6 +37,40 @@ def test_intervals_and_coverage():
     assert intervals([0.05, 0.1, 0.5, 0.9, 0.95]) == [(0, 4), (1, 3)]
     assert intervals([0.5, 0.9]) == []
     assert coverage(np.zeros(4), np.ones(4), np.array([0.5, 1.0, 1.5, -0.1])) == 0.5
+    # quantiles (2 windows, H 2, C 1, Q 5): the outer band is [-2, 2], the inner [-1, 1]
+    q = torch.tensor([-2.0, -1.0, 0.0, 1.0, 2.0]).expand(2, 2, 1, 5)
+    y = torch.tensor([0.5, 1.5, -3.0, 2.0]).view(2, 2, 1)
+    assert band_coverage(q, y, [0.05, 0.1, 0.5, 0.9, 0.95]) == {"0.05-0.95": 0.75,
+                                                                "0.1-0.9": 0.25}
+
+
+def test_evaluate_counts_coverage_over_every_window_whatever_the_batches():
+    """Coverage summed batch by batch (the last batch smaller) equals one count over all."""
+    from transduce.forecasting.evaluation import evaluate
+
+    class Data:  # five windows of H 3, C 1, in batches of 2, 2 and 1; the scaler is the identity
+        target_scaler = type("S", (), {"mean": np.zeros(1), "std": np.ones(1)})()
+        y = torch.tensor([[0.0, 3.0, 0.2], [0.0, 0.0, 0.0], [5.0, 5.0, 5.0], [0.1, -0.1, 0.9],
+                          [4.0, 4.0, 0.0]]).view(5, 3, 1)
+        windows = {"test": [(None, y[0])]}
+
+        def loader(self, split, batch_size):
+            for start in range(0, 5, batch_size):
+                y = self.y[start:start + batch_size]
+                yield torch.zeros(len(y), 4, 1), y, torch.zeros(len(y), 4, 0), \
+                    torch.zeros(len(y), 3, 0)
+
+    class Band(torch.nn.Module):  # point 0, band [-1, 1]
+        def __init__(self):
+            super().__init__()
+            self.p = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, x, x_time, y_time):
+            return torch.tensor([0.0, -1.0, 0.0, 1.0]).expand(len(x), 3, 1, 4), None
+
+    result = evaluate(Band(), Data(), "test", batch_size=2, quantiles=(0.1, 0.5, 0.9))
+    # inside: 2 + 3 + 0 + 3 + 1 of 15 (the mean of the batches' shares would be 0.556)
+    assert result["coverage"]["0.1-0.9"] == pytest.approx(9 / 15)
 
 
 def test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated(tmp_path,

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from transduce.errors import UserError
-from transduce.forecasting.quantiles import coverage, intervals
+from transduce.forecasting.quantiles import band_coverage, intervals
 from transduce.io import write_text
 
 FILE = "calibration.json"
@@ -105,13 +105,6 @@ def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -
         width = np.quantile(pooled[:, p], share, axis=-1)  # (H,)
         shifts[lo], shifts[hi] = -width, width
     return shifts
-
-
-def band_coverage(q: Tensor, y: Tensor, levels: tuple[float, ...]) -> dict[str, float]:
-    """The share of true values y (N, H, C) inside each central band of quantiles q."""
-    return {f"{levels[lo]:g}-{levels[hi]:g}": coverage(q[..., lo].numpy(), q[..., hi].numpy(),
-                                                       y.numpy())
-            for lo, hi in intervals(list(levels))}
 
 
 def calibrate_run(run_dir: str | Path, data=None) -> dict:

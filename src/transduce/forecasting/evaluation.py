@@ -18,7 +18,7 @@ from transduce.data.timeseries import Scaler
 from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig, build_forecaster
 from transduce.forecasting.data import ForecastData, load_forecast_data
-from transduce.forecasting.quantiles import intervals, rho_loss
+from transduce.forecasting.quantiles import band_coverage, rho_loss
 from transduce.io import write_text
 
 
@@ -42,10 +42,9 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
     squared, absolute = [], []  # per window, summed over horizon × channels
-    pairs = intervals(list(quantiles))
     mean, std = (torch.from_numpy(np.asarray(v, np.float64)) for v in
                  (data.target_scaler.mean, data.target_scaler.std))
-    risk, scale, inside = np.zeros(len(quantiles)), 0.0, np.zeros(len(pairs))
+    risk, scale, inside = np.zeros(len(quantiles)), 0.0, {}  # inside: band → values in it
     for x, y, x_time, y_time in data.loader(split, batch_size):
         forecast, _ = model(x.to(device), x_time.to(device), y_time.to(device))
         forecast = forecast.cpu().double()  # (B, H, C, 1 + Q)
@@ -58,9 +57,8 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
             scale += float(truth.abs().sum())
             for k, rho in enumerate(quantiles):
                 risk[k] += rho_loss(levels[..., k].numpy(), truth.numpy(), rho)
-            for k, (low, high) in enumerate(pairs):
-                inside[k] += float(((truth >= levels[..., low]) &
-                                    (truth <= levels[..., high])).sum())
+            for band, share in band_coverage(levels, truth, quantiles).items():
+                inside[band] = inside.get(band, 0.0) + share * truth.numel()
     squared, absolute = torch.cat(squared), torch.cat(absolute)
     per_window = data.windows[split][0][1].numel()  # H · C values
 
@@ -71,9 +69,8 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     result = scores(len(squared))
     if quantiles:
         result["rho_risk"] = {f"{rho:g}": 2 * r / scale for rho, r in zip(quantiles, risk)}
-        result["coverage"] = {f"{quantiles[lo]:g}-{quantiles[hi]:g}": c / (len(squared) *
-                                                                           per_window)
-                              for (lo, hi), c in zip(pairs, inside)}
+        result["coverage"] = {band: c / (len(squared) * per_window)
+                              for band, c in inside.items()}
     if drop_last:
         result["drop_last"] = {b: scores(len(squared) // b * b) for b in drop_last
                                if len(squared) >= b}

@@ -54,6 +54,14 @@ def coverage(lower: np.ndarray, upper: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean((truth >= lower) & (truth <= upper)))
 
 
+def band_coverage(q, y, levels: Sequence[float]) -> dict[str, float]:
+    """The share of true values y (..., H, C) inside each central band (e.g. "0.1-0.9") of
+    the quantiles q (..., H, C, Q) at ``levels``; tensors or arrays."""
+    q, y = np.asarray(q), np.asarray(y)
+    return {f"{levels[lo]:g}-{levels[hi]:g}": coverage(q[..., lo], q[..., hi], y)
+            for lo, hi in intervals(list(levels))}
+
+
 def intervals(levels: Sequence[float]) -> list[tuple[int, int]]:
     """Index pairs (low, high) of levels that bound a central interval (0.1 with 0.9)."""
     pairs = []
