@@ -328,7 +328,8 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
         try:
             return run_one(*args)
         except BaseException as error:  # noqa: BLE001 - said here, then raised in the parent
-            traceback.print_exc(file=stream)
+            if not isinstance(error, SystemExit):  # a failed command has said why already
+                traceback.print_exc(file=stream)
             raise SystemExit(f"{log.stem} failed ({type(error).__name__}: {error}); "
                              f"its output: {log}") from None
 
