@@ -299,9 +299,8 @@ def execute(tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs
         for task in tasks:
             finished(run_task(task, data, overrides, runs, quiet=False))
         return
-    order = sorted(tasks, key=lambda t: -t["minutes"] * max(t["members"] or [1])
-                   * len(t["members"] or [1]) * len(t["input_lengths"] or [1])
-                   * (t["model"] in ("patch", "transformer")))
+    order = sorted(tasks, key=lambda t: -t["minutes"] * sum(t["members"] or [1])
+                   * len(t["input_lengths"] or [1]) * (t["model"] in ("patch", "transformer")))
     print(f"{len(tasks)} rows, {jobs} at a time; each one's output goes to "
           f"{runs}/NAME.out", flush=True)
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
