@@ -86,3 +86,38 @@ def test_save_replaces_rows_and_drops_commands_left_without_rows(bench, tmp_path
     assert saved["runs"] == [entry] and "rescored" not in saved
     assert sorted((r["horizon"], r["mse"]) for r in saved["results"]) == [(24, 1.0), (36, 1.5)]
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no staging file left
+
+
+TASK = {"dataset": "ILI", "horizon": 24, "model": "patch", "minutes": 1.0,
+        "input_lengths": None, "members": None}
+
+
+def test_failed_row_keeps_the_commands_error_without_a_traceback(bench, tmp_path, monkeypatch):
+    def fails(*args):
+        print("forecast train: dropout=2: give a number in [0, 1)")  # what the CLI says
+        raise SystemExit("training failed")
+
+    monkeypatch.setattr(bench, "run_one", fails)
+    with pytest.raises(SystemExit) as raised:
+        bench.run_task(TASK, tmp_path, [], tmp_path, quiet=True)
+    log = tmp_path / "ILI_patch_24.out"
+    assert str(log) in str(raised.value) and "training failed" in str(raised.value)
+    text = log.read_text()
+    assert "dropout=2" in text and "Traceback" not in text
+
+
+def test_unexpected_error_in_a_row_leaves_its_traceback(bench, tmp_path, monkeypatch):
+    def breaks(*args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(bench, "run_one", breaks)
+    with pytest.raises(SystemExit, match="ValueError: a bug"):
+        bench.run_task(TASK, tmp_path, [], tmp_path, quiet=True)
+    text = (tmp_path / "ILI_patch_24.out").read_text()
+    assert "Traceback" in text and "breaks" in text
+
+
+def test_row_output_goes_to_its_file_and_the_row_is_returned(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "run_one", lambda *args: print("epoch 1") or {"mse": 0.5})
+    assert bench.run_task(TASK, tmp_path, [], tmp_path, quiet=True) == {"mse": 0.5}
+    assert (tmp_path / "ILI_patch_24.out").read_text() == "epoch 1\n"
