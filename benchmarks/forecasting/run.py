@@ -189,8 +189,8 @@ def main() -> None:
         datasets = args.datasets.split(",") if args.datasets else list(DATASETS)
         models = args.models.split(",") if args.models else list(MODELS)
         results = rescore(datasets, models, args.horizons, out)
-        done, saved = {key(r) for r in results}, load_saved(out)
-        saved["results"] = [r for r in saved["results"] if key(r) not in done] + results
+        saved = load_saved(out)
+        saved["results"] = others(saved, results) + results
         saved.setdefault("rescored", []).append(
             {"command": command, "total_seconds": round(time.perf_counter() - start),
              "rows": len(results)})
@@ -336,8 +336,8 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
 def save(out: Path, results: list[dict], entry: dict) -> None:
     """Merge this command's rows so far into results.json (replacing the rows of the same
     dataset, model and horizon); commands none of whose rows remain are dropped."""
-    done, saved = {key(r) for r in results}, load_saved(out)  # read now: another may have written
-    kept = [r for r in saved["results"] if key(r) not in done]
+    saved = load_saved(out)  # read now: another may have written
+    kept = others(saved, results)
     runs = [r for r in saved["runs"] if r["command"] != entry["command"]]
     if not kept:  # this command made every row: the others' figures are gone
         runs, saved["rescored"] = [], []
@@ -345,6 +345,12 @@ def save(out: Path, results: list[dict], entry: dict) -> None:
     if not saved.get("rescored"):
         saved.pop("rescored", None)
     write_text(out / "results.json", json.dumps(saved, indent=2) + "\n")
+
+
+def others(saved: dict, results: list[dict]) -> list[dict]:
+    """The saved rows that none of ``results`` replaces (same dataset, model and horizon)."""
+    done = {key(r) for r in results}
+    return [r for r in saved["results"] if key(r) not in done]
 
 
 def key(result: dict) -> tuple:
