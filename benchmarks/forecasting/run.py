@@ -335,7 +335,8 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
 
 def save(out: Path, results: list[dict], entry: dict) -> None:
     """Merge this command's rows so far into results.json (replacing the rows of the same
-    dataset, model and horizon); commands none of whose rows remain are dropped."""
+    dataset, model and horizon). Rows do not record the command that made them, so the
+    earlier commands (and re-scorings) are dropped only once this one has replaced every row."""
     saved = load_saved(out)  # read now: another may have written
     kept = others(saved, results)
     runs = [r for r in saved["runs"] if r["command"] != entry["command"]]
