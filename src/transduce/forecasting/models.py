@@ -16,6 +16,7 @@ from torch import Tensor, nn
 
 from transduce.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
+from transduce.nn.dropout import Dropout
 from transduce.nn.layers import DecoderLayer, EncoderLayer
 from transduce.nn.masks import subsequent_mask
 from transduce.nn.positional import PositionalEncoding
@@ -79,7 +80,7 @@ class PostBatchNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float) -> None:
         super().__init__()
         self.norm = nn.BatchNorm1d(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer):
         y, extra = sublayer(x)
@@ -137,11 +138,11 @@ class PatchForecaster(nn.Module):
         self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
                                activation=activation) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
-        self.head = nn.Sequential(nn.Flatten(-2), nn.Dropout(head_dropout),
+        self.head = nn.Sequential(nn.Flatten(-2), Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon * self.outputs))
         self.calendar = calendar
         self.future = (nn.Linear(horizon * future_features, horizon * self.outputs)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from transduce.nn.dropout import Dropout, dropout
 
 
 def lengths_to_mask(valid_lens: Tensor, num_keys: int) -> Tensor:
@@ -85,7 +86,7 @@ def scaled_dot_product_attention(
     """
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., Q, K)
     weights = masked_softmax(scores, mask=mask)
-    dropped = F.dropout(weights, dropout_p, training) if dropout_p > 0 else weights
+    dropped = dropout(weights, dropout_p, training)
     return dropped @ value, weights  # (..., Q, d_v), (..., Q, K)
 
 
@@ -136,7 +137,7 @@ class AdditiveAttention(nn.Module):
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(
         self,

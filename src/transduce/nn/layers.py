@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transduce.nn.cache import LayerCache
+from transduce.nn.dropout import Dropout
 from transduce.nn.multi_head_attention import MultiHeadAttention
 
 Sublayer = Callable[[Tensor], tuple[Tensor, Any]]
@@ -37,7 +38,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.activation = ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
@@ -51,7 +52,7 @@ class PostNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: Sublayer) -> tuple[Tensor, Any]:
         """Returns the new x and whatever else the sub-layer returned (weights, cache)."""
@@ -65,7 +66,7 @@ class PreNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: Sublayer) -> tuple[Tensor, Any]:
         """Returns the new x and whatever else the sub-layer returned (weights, cache)."""

@@ -1,0 +1,87 @@
+"""The CPU dropout's mask: its rate, its scale, its independence across the four 16-bit
+numbers cut from each 64-bit draw, and its repeatability under a seed."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transduce.nn.dropout import Dropout, dropout, keep_mask
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_drop_rate_matches_p(p):
+    torch.manual_seed(0)
+    n = 1 << 20
+    keep, q = keep_mask((n,), p)
+    assert abs(q - p) <= 2 ** -17  # p rounded to a multiple of 2⁻¹⁶
+    sigma = math.sqrt(p * (1 - p) / n)
+    assert abs((1 - keep.float().mean().item()) - p) < 5 * sigma
+
+
+def test_every_lane_of_a_draw_is_uniform():
+    # each 64-bit draw gives four 16-bit numbers; a generator that left a bit fixed (e.g.
+    # the sign of the top one, as random_() on int64 does) would skew one lane
+    torch.manual_seed(1)
+    n = 1 << 20
+    keep, _ = keep_mask((n,), 0.5)
+    lanes = keep.view(-1, 4).float().mean(0)  # keep rate of each lane
+    sigma = math.sqrt(0.25 / (n // 4))
+    assert torch.all((lanes - 0.5).abs() < 5 * sigma), lanes
+
+
+def test_odd_sizes_and_shapes():
+    keep, _ = keep_mask((3, 5, 7), 0.2)  # 105 elements: not a multiple of four
+    assert keep.shape == (3, 5, 7) and keep.dtype == torch.bool
+
+
+def test_expectation_kept_and_gradient_is_the_mask():
+    torch.manual_seed(2)
+    x = torch.ones(1 << 20, requires_grad=True)
+    y = dropout(x, 0.3)
+    kept = y != 0
+    assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / (1 - 0.3)), rtol=1e-4)
+    assert abs(y.mean().item() - 1) < 5 * math.sqrt(0.3 / 0.7 / x.numel())
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())  # d(sum y)/dx = mask · scale = y for x = 1
+
+
+def test_repeatable_under_a_seed_and_different_across_seeds():
+    x = torch.randn(64, 33)
+    torch.manual_seed(5)
+    a = dropout(x, 0.4)
+    torch.manual_seed(5)
+    b = dropout(x, 0.4)
+    torch.manual_seed(6)
+    c = dropout(x, 0.4)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_identity_when_not_training_or_p_zero_and_dtype_kept():
+    x = torch.randn(8, 16, dtype=torch.bfloat16)
+    assert dropout(x, 0.5, training=False) is x
+    assert dropout(x, 0.0) is x
+    assert dropout(x, 0.5).dtype == torch.bfloat16
+    assert torch.equal(dropout(x, 1.0), torch.zeros_like(x))  # PyTorch's own p = 1
+
+
+def test_module_follows_train_and_eval_and_rejects_bad_p():
+    layer = Dropout(0.5)
+    x = torch.randn(32, 32)
+    assert not torch.equal(layer(x), x)
+    layer.eval()
+    assert layer(x) is x
+    with pytest.raises(ValueError, match="dropout probability"):
+        Dropout(1.5)
+    with pytest.raises(ValueError):
+        dropout(x, -0.1)  # F.dropout's own error
+
+
+def test_matches_f_dropout_in_distribution():
+    # same rate and scale as PyTorch's dropout: their sums over many elements agree
+    torch.manual_seed(3)
+    x = torch.rand(1 << 18) + 1
+    ours, theirs = dropout(x, 0.1), F.dropout(x, 0.1)
+    assert (ours == 0).float().mean().item() == pytest.approx((theirs == 0).float().mean().item(), abs=0.005)
+    assert ours.sum().item() == pytest.approx(theirs.sum().item(), rel=0.01)
