@@ -1,11 +1,12 @@
 """Speed of transduce against the toolkits people use, side by side on this machine.
 
-    python benchmarks/speed/run.py --data data/multi30k --run-dir runs/bench/en-de
+    python benchmarks/speed/run.py --data data/multi30k --run-dir runs/bench/en-de-2h
 
 Every measurement runs in its own subprocess (so peak RSS is its own), one after another,
 on the same batches, with the same thread count. The run directory supplies the trained
-weights (for translation) and the tokenizer; training speed uses fresh models of the shipped
-Multi30k En→De config. Results go to benchmarks/speed/results.json, results.md, results.png.
+weights (for translation) and the tokenizer; training speed uses fresh models of
+``--config`` (by default the best En→De recipe, configs/multi30k_en_de_2h.yaml, dropout
+included: it costs time on a CPU). Results go to benchmarks/speed/results.json, results.md, results.png.
 
 Training (target tokens/s, median over steps after warm-up):
   transduce      our model and training step (bf16 autocast where fast)
@@ -35,10 +36,11 @@ from plot import machine, plot
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-CONFIG = ROOT / "configs" / "multi30k_en_de.yaml"
+CONFIG = ROOT / "configs" / "multi30k_en_de_2h.yaml"
 TRAIN_SYSTEMS = ("transduce", "torch", "marian")
-# Ablation: our model with the plain output layer + loss over every position.
-ABLATIONS = ("transduce-unfused",)
+# Ablations: our model with the plain output layer + loss over every position, and with
+# PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
+ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
                      "ct2-int8")
 
@@ -52,7 +54,7 @@ def load_setup(args):
     from transduce.data.tokenizer import SubwordTokenizer
     from transduce.training.config import TrainConfig
 
-    cfg = load_config(TrainConfig, CONFIG, [f"data_dir={args.data}"])
+    cfg = load_config(TrainConfig, args.config, [f"data_dir={args.data}"])
     tokenizer = SubwordTokenizer(Path(args.run_dir) / "spm.model")
     src_text, tgt_text = read_parallel(Path(args.data) / "train.en", Path(args.data) / "train.de")
     src, tgt = tokenizer.encode(src_text), tokenizer.encode(tgt_text)
@@ -104,7 +106,7 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     from transduce.training.loss import LabelSmoothedCrossEntropy
     from transduce.tasks.translation import summed_loss
 
-    if system == "transduce":
+    if system in ("transduce", "transduce-torch-dropout"):
         return summed_loss(model, src, tgt, pad_id, epsilon)
     if system == "transduce-unfused":
         logits = model(src, tgt[:, :-1], padding_mask(src, pad_id))
@@ -117,6 +119,19 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
                        decoder_attention_mask=tgt[:, :-1] != pad_id).logits
     return F.cross_entropy(logits.flatten(0, 1).float(), tgt[:, 1:].flatten(),
                            ignore_index=pad_id, label_smoothing=epsilon, reduction="sum")
+
+
+def use_torch_dropout() -> None:
+    """Route transduce's dropout through F.dropout (the ablation of its CPU mask)."""
+    import torch.nn.functional as F
+
+    import transduce.nn.attention
+    import transduce.nn.dropout
+
+    def torch_dropout(x, p, training=True):
+        return F.dropout(x, p, training) if p > 0 else x
+
+    transduce.nn.dropout.dropout = transduce.nn.attention.dropout = torch_dropout
 
 
 def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
@@ -157,6 +172,8 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
     from transduce.training.schedule import paper_adam
 
     cfg, tokenizer, src, tgt = load_setup(args)
+    if system == "transduce-torch-dropout":
+        use_torch_dropout()
     device = torch.device("cpu")
     precision = resolve_precision(args.precision, device)
     batches = training_batches(src, tgt, tokenizer, max_tokens, args.warmup_steps + args.steps)
@@ -248,7 +265,8 @@ def child(args) -> None:
 
 def run_child(args, job: str) -> dict:
     command = [sys.executable, __file__, "--child", job, "--data", args.data,
-               "--run-dir", args.run_dir, "--threads", str(args.threads),
+               "--run-dir", args.run_dir, "--config", args.config,
+               "--threads", str(args.threads),
                "--steps", str(args.steps), "--warmup-steps", str(args.warmup_steps),
                "--beam", str(args.beam), "--lenpen", str(args.lenpen),
                "--precision", args.precision, "--translate-tokens", str(args.translate_tokens),
@@ -294,6 +312,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="folder with the Multi30k raw files (required to measure)")
     parser.add_argument("--run-dir", help="a trained Multi30k En→De run (required to measure)")
+    parser.add_argument("--config", default=str(CONFIG),
+                        help="the training config whose model and dropout are measured")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=12, help="measured training steps")
     parser.add_argument("--warmup-steps", type=int, default=3)
