@@ -58,7 +58,7 @@ class MarianTranslator:
         self.tokenizer = ours.tokenizer
         self.model = to_marian(ours.model, ours.tokenizer)
 
-    def translate(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
+    def search(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
                   progress=None, lenpen_style="power"):
         assert lenpen_style == "power", "generate divides by length^alpha only"
         import torch
