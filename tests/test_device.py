@@ -1,3 +1,5 @@
+import warnings
+
 import pytest
 import torch
 
@@ -33,3 +35,17 @@ def test_precision_choices():
         resolve_precision("fp16", cpu)
     with pytest.raises(UserError, match="precision must be one of"):
         resolve_precision("fp8", cpu)
+
+
+def test_bf16_on_a_cpu_without_native_bfloat16_warns(monkeypatch):
+    import transduce.device as device
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(device, "bf16_is_fast", lambda dev: False)
+    with pytest.warns(UserWarning, match="precision=bf16: this CPU has no native bfloat16"):
+        assert resolve_precision("bf16", cpu) == "bf16"
+    monkeypatch.setattr(device, "bf16_is_fast", lambda dev: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_precision("bf16", cpu) == "bf16"
+        assert resolve_precision("auto", cpu) == "bf16"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import warnings
 
 import torch
 
@@ -63,6 +64,11 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         if bf16_is_fast(device):
             return "bf16"
         return "fp16" if device.type in ("cuda", "mps") else "fp32"
+    if precision == "bf16" and device.type == "cpu" and not bf16_is_fast(device):
+        # measured on a 2-core Zen 3 (AVX2): beam search 13.4 sentences/s in bf16, 57.2 in fp32
+        warnings.warn("precision=bf16: this CPU has no native bfloat16 (AVX-512 BF16 or AMX), "
+                      "so bf16 is emulated and several times slower than fp32 here; use "
+                      "precision=auto", stacklevel=2)
     return precision
 
 
