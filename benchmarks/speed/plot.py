@@ -29,6 +29,7 @@ def torch_version() -> str:
 
 LABELS = {"torch": "PyTorch nn.Transformer", "marian": "Hugging Face Marian",
           "transduce-unfused": "transduce, plain output layer + loss",
+          "transduce-torch-dropout": "transduce, with F.dropout",
           "transduce-separate-qkv": "transduce, separate Q/K/V projections",
           "marian-generate": "Hugging Face Marian generate()",
           "ct2-float32": "CTranslate2 float32", "ct2-int8": "CTranslate2 int8"}
