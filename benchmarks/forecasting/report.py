@@ -55,25 +55,22 @@ def table(results: list[dict]) -> str:
         if not rows:
             continue
         horizons = DATASETS[dataset][2]
-        lines += [f"\n### {dataset} (test MSE / MAE)\n",
-                  "| model | " + " | ".join(map(str, horizons)) + " | mean MSE |",
-                  "|---|" + "---:|" * (len(horizons) + 1)]
+        complete = {}  # model → {horizon: row}, for the models run at every horizon
         for model in MODELS:
             found = {r["horizon"]: r for r in rows if r["model"] == model}
-            if len(found) != len(horizons):
-                continue
+            if len(found) == len(horizons):
+                complete[model] = found
+        lines += [f"\n### {dataset} (test MSE / MAE)\n", *header(horizons)]
+        for model, found in complete.items():
             cells = [f"{found[h]['mse']:.3f} / {found[h]['mae']:.3f}" for h in horizons]
             mean = sum(found[h]["mse"] for h in horizons) / len(horizons)
             lines.append(f"| transduce {model} | " + " | ".join(cells) + f" | {mean:.3f} |")
-        for model in MODELS:
-            found = {r["horizon"]: r for r in rows if r["model"] == model}
-            if len(found) == len(horizons) and any("val_mse_by_input_length" in r
-                                                   for r in found.values()):
+        for model, found in complete.items():
+            if any("val_mse_by_input_length" in r for r in found.values()):
                 lines.append(f"| transduce {model}: input length chosen on validation | "
                              + " | ".join(str(found[h]["input_length"]) for h in horizons)
                              + " | |")
-            if len(found) == len(horizons) and any("val_mse_by_members" in r
-                                                   for r in found.values()):
+            if any("val_mse_by_members" in r for r in found.values()):
                 lines.append(f"| transduce {model}: ensemble members chosen on validation | "
                              + " | ".join(str(found[h].get("members", 1)) for h in horizons)
                              + " | |")
@@ -86,9 +83,7 @@ def table(results: list[dict]) -> str:
                          + f" | {sum(values) / len(values):.3f} |")
         lines += [f"\n{dataset}, scored as the reference code scores (its test loader drops the "
                   "last incomplete batch of B windows), to compare with the published rows "
-                  "above:\n",
-                  "| model | " + " | ".join(map(str, horizons)) + " | mean MSE |",
-                  "|---|" + "---:|" * (len(horizons) + 1)]
+                  "above:\n", *header(horizons)]
         for model in MODELS:
             for b in REFERENCE_BATCHES[dataset]:
                 found = {r["horizon"]: r["drop_last"].get(str(b)) for r in rows
@@ -101,6 +96,12 @@ def table(results: list[dict]) -> str:
                              + f" | {mean:.3f} |")
         lines += probabilistic(rows, horizons)
     return "\n".join(lines) + "\n"
+
+
+def header(horizons: list[int]) -> list[str]:
+    """A markdown table's first two lines: a column per horizon, then the mean MSE."""
+    return ["| model | " + " | ".join(map(str, horizons)) + " | mean MSE |",
+            "|---|" + "---:|" * (len(horizons) + 1)]
 
 
 def probabilistic(rows: list[dict], horizons: list[int]) -> list[str]:

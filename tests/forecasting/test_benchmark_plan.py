@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,24 @@ def test_row_output_goes_to_its_file_and_the_row_is_returned(bench, tmp_path, mo
     monkeypatch.setattr(bench, "run_one", lambda *args: print("epoch 1") or {"mse": 0.5})
     assert bench.run_task(TASK, tmp_path, [], tmp_path, quiet=True) == {"mse": 0.5}
     assert (tmp_path / "ILI_patch_24.out").read_text() == "epoch 1\n"
+
+
+def test_results_table_rows_means_and_choices(bench):
+    report = sys.modules["report"]  # run.py puts its folder on the path and imports it
+
+    def row(model, horizon, mse, **extra):
+        return {"dataset": "ILI", "model": model, "horizon": horizon, "mse": mse,
+                "mae": mse / 2, "drop_last": {"32": {"mse": mse + 1}}, **extra}
+
+    horizons = [24, 36, 48, 60]
+    rows = [row("patch", h, 1.0 + i, members=2 if h == 24 else 1, val_mse_by_members={})
+            for i, h in enumerate(horizons)]
+    rows += [row("linear", h, 3.0) for h in horizons[:3]]  # one horizon missing: left out
+    text = report.table(rows)
+    lines = text.splitlines()
+    assert lines.count("| model | 24 | 36 | 48 | 60 | mean MSE |") == 2  # both tables
+    assert "| transduce patch | 1.000 / 0.500 | 2.000 / 1.000 | 3.000 / 1.500 | 4.000 / 2.000 | 2.500 |" in lines
+    assert "| transduce patch: ensemble members chosen on validation | 2 | 1 | 1 | 1 | |" in lines
+    assert "| transduce patch, B=32 | 2.000 | 3.000 | 4.000 | 5.000 | 3.500 |" in lines
+    assert "transduce linear" not in text
+    assert "input length chosen" not in text
