@@ -138,7 +138,8 @@ def test_results_table_rows_means_and_choices(bench):
     text = report.table(rows)
     lines = text.splitlines()
     assert lines.count("| model | 24 | 36 | 48 | 60 | mean MSE |") == 2  # both tables
-    assert "| transduce patch | 1.000 / 0.500 | 2.000 / 1.000 | 3.000 / 1.500 | 4.000 / 2.000 | 2.500 |" in lines
+    assert ("| transduce patch | 1.000 / 0.500 | 2.000 / 1.000 | 3.000 / 1.500 | 4.000 / 2.000 "
+            "| 2.500 |") in lines
     assert "| transduce patch: ensemble members chosen on validation | 2 | 1 | 1 | 1 | |" in lines
     assert "| transduce patch, B=32 | 2.000 | 3.000 | 4.000 | 5.000 | 3.500 |" in lines
     assert "transduce linear" not in text
