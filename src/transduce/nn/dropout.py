@@ -1,8 +1,9 @@
 """Dropout (Srivastava et al. 2014) with a cheaper random mask on the CPU.
 
 On a CPU, ``F.dropout`` draws one Bernoulli sample per element from a serial generator:
-about 19 ms for a (4096, 256) float32 tensor on a 2-core Zen 3, fifty times the multiply
-that applies it, and about a sixth of a Transformer training update there. Here one 64-bit
+on a 2-core Zen 3, tens of times the multiply that applies it (benchmarks/speed/dropout.py),
+and a Multi30k model trained 1.10× faster without it (benchmarks/speed/results_zen3.md,
+the transduce-torch-dropout row). Here one 64-bit
 draw of PyTorch's generator gives four 16-bit uniform numbers, each compared with a
 threshold, so a mask costs a quarter of the draws. The drop probability is then p rounded
 to a multiple of 2⁻¹⁶ (``torch.rand``'s floats are themselves multiples of 2⁻²⁴) and the
