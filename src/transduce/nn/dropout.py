@@ -3,9 +3,9 @@
 On a CPU, ``F.dropout`` draws one Bernoulli sample per element from a serial generator:
 on a 2-core Zen 3, tens of times the multiply that applies it (benchmarks/speed/dropout.py),
 and a Multi30k model trained 1.10× faster without it (benchmarks/speed/results_zen3.md,
-the transduce-torch-dropout row). Here one 64-bit
-draw of PyTorch's generator gives four 16-bit uniform numbers, each compared with a
-threshold, so a mask costs a quarter of the draws. The drop probability is then p rounded
+the transduce-torch-dropout row). Here one 64-bit draw of PyTorch's generator gives four
+16-bit uniform numbers, each compared with a threshold, so a mask costs a quarter of the
+draws. The drop probability is then p rounded
 to a multiple of 2⁻¹⁶ (``torch.rand``'s floats are themselves multiples of 2⁻²⁴) and the
 kept values are scaled by 1 / (1 − that probability), so the expectation is unchanged.
 Masks come from the default generator: ``torch.manual_seed`` repeats them, and the
