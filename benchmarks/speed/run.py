@@ -6,7 +6,8 @@ Every measurement runs in its own subprocess (so peak RSS is its own), one after
 on the same batches, with the same thread count. The run directory supplies the trained
 weights (for translation) and the tokenizer; training speed uses fresh models of
 ``--config`` (by default the best En→De recipe, configs/multi30k_en_de_2h.yaml, dropout
-included: it costs time on a CPU). Results go to benchmarks/speed/results.json, results.md, results.png.
+included: it costs time on a CPU). Results go to benchmarks/speed/results.json, results.md
+and results.png (``--out`` names another stem).
 
 Training (target tokens/s, median over steps after warm-up):
   transduce      our model and training step (bf16 autocast where fast)

@@ -5,14 +5,16 @@ on a 2-core Zen 3, tens of times the multiply that applies it (benchmarks/speed/
 and a Multi30k model trained 1.10× faster without it (benchmarks/speed/results_zen3.md,
 the transduce-torch-dropout row). Here one 64-bit draw of PyTorch's generator gives four
 16-bit uniform numbers, each compared with a threshold, so a mask costs a quarter of the
-draws. The drop probability is then p rounded
-to a multiple of 2⁻¹⁶ (``torch.rand``'s floats are themselves multiples of 2⁻²⁴) and the
-kept values are scaled by 1 / (1 − that probability), so the expectation is unchanged.
-Masks come from the default generator: ``torch.manual_seed`` repeats them, and the
-training engine's saved RNG state resumes them. Other devices use ``F.dropout``.
+draws. The drop probability is then p rounded to a multiple of 2⁻¹⁶ (``torch.rand``'s
+floats are themselves multiples of 2⁻²⁴) and the kept values are scaled by
+1 / (1 − that probability), so the expectation is unchanged. Masks come from the default
+generator: ``torch.manual_seed`` repeats them, and the training engine's saved RNG state
+resumes them. Other devices use ``F.dropout``.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -24,9 +26,7 @@ _LEVELS = 1 << 16  # a 16-bit uniform number: one of 65536 levels
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[Tensor, float]:
     """A boolean CPU mask of ``shape``, each element False with probability ≈ p, and the
     probability it was drawn with (p rounded to a multiple of 2⁻¹⁶)."""
-    n = 1
-    for size in shape:
-        n *= size
+    n = math.prod(shape)
     dropped = round(p * _LEVELS)
     words = torch.randint(-(1 << 63), (1 << 63) - 1, ((n + 3) // 4,), dtype=torch.int64)
     uniform = words.view(torch.int16)[:n].view(shape)  # each uniform on [-32768, 32767]
