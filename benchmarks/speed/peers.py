@@ -59,7 +59,7 @@ class MarianTranslator:
         self.model = to_marian(ours.model, ours.tokenizer)
 
     def search(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
-                  progress=None, lenpen_style="power"):
+               progress=None, lenpen_style="power"):
         assert lenpen_style == "power", "generate divides by length^alpha only"
         import torch
 

@@ -45,18 +45,8 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return x * (keep.to(x.dtype) * (1.0 / (1.0 - q)))
 
 
-class Dropout(nn.Module):
-    """``nn.Dropout`` through :func:`dropout`; without parameters, so state dicts are
-    the same as with ``nn.Dropout``."""
-
-    def __init__(self, p: float = 0.5) -> None:
-        super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"dropout probability must be in [0, 1], not {p}")
-        self.p = p
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` (its checks, its state dict: none) whose forward is :func:`dropout`."""
 
     def forward(self, x: Tensor) -> Tensor:  # noqa: D102
         return dropout(x, self.p, self.training)
-
-    def extra_repr(self) -> str:  # noqa: D102
-        return f"p={self.p}"
