@@ -67,6 +67,42 @@ def test_accumulation_gives_the_gradient_of_the_merged_batch(tmp_path):
     torch.testing.assert_close(engine.model.weight.detach(), start - merged.weight.grad)
 
 
+class ConstantGradient(ToyTask):
+    """loss = w · x: every update moves the weight by −rate · x, whatever the weight."""
+
+    def loss(self, model, batch):
+        return model(batch).sum(), 1
+
+
+def test_cooldown_lowers_the_rate_linearly_to_zero_over_the_end_of_the_budget(tmp_path):
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    engine = engine_for(ConstantGradient([x]), tmp_path, max_steps=4, cooldown=0.5,
+                        log_every=1)
+    start = engine.model.weight.detach().clone()
+    engine.run()
+    # Progress before updates 1..4 is 0, 1/4, 1/2, 3/4: factors 1, 1, 1, 1/2.
+    torch.testing.assert_close(engine.model.weight.detach(), start - 3.5 * x)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [r["lr"] for r in rows if "lr" in r] == [1.0, 1.0, 1.0, 0.5]  # the rates used
+    assert engine.optimizer.param_groups[0]["lr"] == 1.0  # the schedule's own, not scaled
+
+
+def test_cooldown_follows_the_budget_that_ends_the_run_first(tmp_path):
+    engine = engine_for(ToyTask([]), tmp_path, max_steps=100, max_minutes=1.0, cooldown=0.5)
+    engine.step, engine.elapsed = 10, 45.0  # 10% of the steps, 75% of the minutes
+    assert engine.progress() == pytest.approx(0.75)
+    assert engine.cooldown_factor() == pytest.approx(0.5)
+    engine.elapsed = 15.0
+    assert engine.cooldown_factor() == 1.0
+    assert engine_for(ToyTask([]), tmp_path, max_steps=100).cooldown_factor() == 1.0  # off
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_cooldown_outside_zero_to_one_is_refused(value):
+    assert [key for key, _ in EngineConfig(max_steps=1, cooldown=value).problems()] == [
+        "cooldown"]
+
+
 def test_a_run_without_batches_stops_at_once_with_one_line(tmp_path):
     with pytest.raises(UserError, match="no training batches in epoch 1"):
         engine_for(ToyTask([]), tmp_path).run()

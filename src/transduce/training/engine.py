@@ -81,6 +81,7 @@ class Engine:
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.tensorboard = 0.0, {}, None
         self.saved_step, self.shown = -1, {}  # shown: the last validation, on the bar
+        self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -169,6 +170,7 @@ class Engine:
                     raise UserError(f"no training batches in epoch {self.epoch + 1}: the "
                                     "training data is empty after filtering")
                 per_update = self.cfg.accumulate * self.session.world
+                self.epoch_batches = len(batches)
                 while self.position < len(batches) and reason is None:
                     group = batches[self.position:self.position + per_update]
                     self.update(group, bar)
@@ -234,14 +236,41 @@ class Engine:
             if p.grad is not None:
                 p.grad.mul_(s.world / max(units, 1))
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip_norm or math.inf)
+        groups = self.optimizer.param_groups
+        scheduled = [group["lr"] for group in groups]
+        factor = self.cooldown_factor()
+        for group in groups:
+            group["lr"] *= factor
         self.scaler.step(self.optimizer)
         self.scaler.update()
+        self.used_lr = groups[0]["lr"]
+        for group, rate in zip(groups, scheduled):  # the schedule goes on from its own rate
+            group["lr"] = rate
         if self.schedule is not None:
             self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         self.elapsed += seconds / s.world  # the same on every process
         self._report(bar, total / max(units, 1), units, seconds / s.world, float(norm))
+
+    def progress(self) -> float:
+        """The share spent of the budget that will end the run first (0 to 1)."""
+        c, shares = self.cfg, [0.0]
+        if c.max_minutes:
+            shares.append(self.elapsed / (60 * c.max_minutes))
+        if c.max_steps:
+            shares.append(self.step / c.max_steps)
+        if c.max_epochs:
+            done = self.epoch + self.position / max(self.epoch_batches, 1)
+            shares.append(done / c.max_epochs)
+        return min(max(shares), 1.0)
+
+    def cooldown_factor(self) -> float:
+        """What the next update's rate is multiplied by: 1, then falling linearly to 0 over
+        the last ``cooldown`` share of the budget."""
+        if not self.cfg.cooldown:
+            return 1.0
+        return min(1.0, (1.0 - self.progress()) / self.cfg.cooldown)
 
     def _report(self, bar, loss: float, units: float, seconds: float, norm: float) -> None:
         """The bar after every update; a metrics row every ``log_every`` updates."""
@@ -257,7 +286,7 @@ class Engine:
             rate = self.window[0] / max(self.elapsed - self.window[1], 1e-9)
             self.write_metrics({"train_loss": round(loss, 4),
                                 f"{self.task.unit}_per_s": round(rate),
-                                "lr": self.optimizer.param_groups[0]["lr"],
+                                "lr": self.used_lr,
                                 "grad_norm": round(norm, 4)})
             self.window = [0.0, self.elapsed]
 

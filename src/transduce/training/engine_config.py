@@ -15,6 +15,10 @@ class EngineConfig:
         max_steps, max_epochs, max_minutes: budgets, checked after every update (minutes
             count training time, not validation). patience: stop after this many
             validations without a better metric.
+        cooldown: the last fraction of the budget over which the learning rate falls
+            linearly to zero, whatever the schedule gives (0: off). The budget is the first
+            of max_minutes, max_steps and max_epochs to run out, so with max_minutes the
+            rate depends on how fast the machine trains.
         accumulate: batches per process per update. clip_norm: clip the gradient norm.
         valid_every: updates between validations (each writes step_N.pt); 0: at the end of
             every epoch. keep_last: step checkpoints kept. log_every: updates between rows of
@@ -27,6 +31,7 @@ class EngineConfig:
     max_epochs: int = 0
     max_minutes: float = 0.0
     patience: int = 0
+    cooldown: float = 0.0
     accumulate: int = 1
     clip_norm: float = 0.0
     valid_every: int = 0
@@ -43,6 +48,8 @@ class EngineConfig:
         "max_minutes": "stop after this many minutes of training; validations are not "
                        "counted (0: no limit)",
         "patience": "stop after this many validations without a better metric (0: never)",
+        "cooldown": "last fraction of the budget over which the learning rate falls "
+                    "linearly to 0 (0: off)",
         "accumulate": "batches per process summed into one update",
         "clip_norm": "clip the gradient's global norm to this (0: off)",
         "valid_every": "updates between validations, each writing step_N.pt (0: every epoch)",
@@ -58,12 +65,13 @@ class EngineConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        from transduce.config import at_least, one_of
+        from transduce.config import at_least, in_range, one_of
 
         found = at_least(self, 1, "accumulate", "keep_last", "log_every")
         found += at_least(self, 0, "max_steps", "max_epochs", "max_minutes", "patience",
                           "clip_norm", "valid_every", "threads")
         found += one_of(self, "precision", PRECISIONS)
+        found += in_range(self, "cooldown", 0, 1, high_included=True)
         if not (self.max_steps or self.max_epochs or self.max_minutes):
             found.append(("max_steps", "set a budget: max_steps, max_epochs or max_minutes"))
         return found
