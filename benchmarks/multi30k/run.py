@@ -16,12 +16,14 @@ import time
 from pathlib import Path
 
 from transduce.cli.main import main as transduce
+from transduce.config import load_config
 from transduce.data.text import read_lines
 from transduce.api import load as load_translator
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import write_text
 from transduce.runs import average_checkpoints
 from transduce.runs import load_checkpoint, save_checkpoint, step_checkpoints
+from transduce.training.config import TrainConfig
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -33,6 +35,9 @@ def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, be
     src, tgt = pair.split("-")
     config = config or ROOT / "configs" / f"multi30k_{src}_{tgt}.yaml"
     overrides = [f"src_lang={src}", f"tgt_lang={tgt}", *overrides]  # a config of another pair
+    if also_at and load_config(TrainConfig, config, overrides).engine.cooldown:
+        raise SystemExit("--also-at: with a cooldown the rate follows the run's own budget, so "
+                         "its early checkpoints are not a shorter run's; drop one of the two")
     start = time.perf_counter()
     if transduce(["train", str(config), f"data_dir={data}", *overrides,
                   "--run-dir", str(run_dir)]) != 0:
@@ -56,8 +61,8 @@ def run(pair: str, data: str, overrides: list[str], run_dir: Path, last: int, be
     if tune:
         result["tuned_on_val"] = tuned(step_checkpoints(run_dir), run_dir,
                                        "final", pair_files, beam, *tune)
-    # The schedule does not depend on the run's length, so the checkpoints written in the
-    # first M training minutes of this run are those a run with max_minutes=M writes.
+    # Without a cooldown the schedule does not depend on the run's length, so the checkpoints
+    # written in the first M training minutes are those a run with max_minutes=M writes.
     elapsed = {r["step"]: r["elapsed_s"] for r in records if "valid_bleu" in r}
     for minutes in also_at:
         early = [p for p in step_checkpoints(run_dir)
