@@ -25,6 +25,14 @@ from transduce.io import write_text
 from transduce.runs import step_checkpoints
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def shown(path: Path) -> str:
+    """The run as results_runs.json names it: from the repository's root when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT.resolve())) if path.is_relative_to(ROOT.resolve()) \
+        else str(path)
 
 
 def main() -> None:
@@ -56,7 +64,7 @@ def main() -> None:
     write_text(args.run_dir / f"test_2016_flickr.hyp.{tgt}", "".join(h + "\n" for h in hyps))
     results_path = HERE / "results_runs.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
-    results[args.name] = {"run": str(args.run_dir), "pair": args.pair,
+    results[args.name] = {"run": shown(args.run_dir), "pair": args.pair,
                           "steps": int(step_checkpoints(args.run_dir)[-1].stem.split("_")[1]),
                           "chosen_on_val": {"last": chosen.last, "lenpen": chosen.lenpen,
                                             "no_repeat_ngram": chosen.no_repeat_ngram},
