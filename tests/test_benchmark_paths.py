@@ -1,4 +1,4 @@
-"""The speed benchmark's results files name paths that mean something on another machine."""
+"""Benchmark results files name paths that mean something on another machine."""
 
 from __future__ import annotations
 
@@ -39,3 +39,15 @@ def test_committed_results_name_no_absolute_path(path):
     settings = json.loads(path.read_text())["settings"]
     absolute = {k: v for k, v in settings.items() if isinstance(v, str) and Path(v).is_absolute()}
     assert not absolute, f"{path.name} records absolute paths: {absolute}"
+
+
+def test_multi30k_runs_are_named_from_the_repository_or_by_name(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "evaluate_run", ROOT / "benchmarks" / "multi30k" / "evaluate_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.shown(ROOT / "runs" / "bench" / "en-de") == "runs/bench/en-de"
+    assert module.shown(tmp_path / "en-de") == "en-de"
+    runs = json.loads((ROOT / "benchmarks" / "multi30k" / "results_runs.json").read_text())
+    absolute = [key for key, row in runs.items() if Path(row["run"]).is_absolute()]
+    assert not absolute, f"results_runs.json names absolute run folders: {absolute}"
