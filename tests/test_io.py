@@ -84,3 +84,11 @@ def test_check_writable_names_a_file_in_the_way(tmp_path):
         check_writable(tmp_path / "file" / "run", "--run-dir")
     assert check_writable(tmp_path / "new" / "run", "--run-dir") == tmp_path / "new" / "run"
     assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
+def test_recorded_path_is_relative_inside_the_root_and_a_name_outside(tmp_path):
+    from transduce.io import recorded_path
+
+    root = tmp_path / "repo"
+    assert recorded_path(root / "configs" / "a.yaml", root) == "configs/a.yaml"
+    assert recorded_path(tmp_path / "data" / "multi30k", root) == "multi30k"

@@ -21,18 +21,11 @@ from transduce.api import load
 from transduce.data.text import read_lines
 from transduce.decoding.tune import Grid, tune
 from transduce.evaluation import corpus_scores, looping_rate
-from transduce.io import write_text
+from transduce.io import recorded_path, write_text
 from transduce.runs import step_checkpoints
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-
-
-def shown(path: Path) -> str:
-    """The run as results_runs.json names it: from the repository's root when inside it, else
-    by its name alone, so the committed file names no one's folders (as the speed benchmark)."""
-    path, root = Path(path).resolve(), ROOT.resolve()
-    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
 
 
 def main() -> None:
@@ -64,7 +57,7 @@ def main() -> None:
     write_text(args.run_dir / f"test_2016_flickr.hyp.{tgt}", "".join(h + "\n" for h in hyps))
     results_path = HERE / "results_runs.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
-    results[args.name] = {"run": shown(args.run_dir), "pair": args.pair,
+    results[args.name] = {"run": recorded_path(args.run_dir, ROOT), "pair": args.pair,
                           "steps": int(step_checkpoints(args.run_dir)[-1].stem.split("_")[1]),
                           "chosen_on_val": {"last": chosen.last, "lenpen": chosen.lenpen,
                                             "no_repeat_ngram": chosen.no_repeat_ngram},

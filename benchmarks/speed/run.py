@@ -309,16 +309,6 @@ def summarise(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shown_path(path):
-    """A path as the results file records it: relative to the repository when inside it,
-    else only its last component, so a committed result names no one's home folder."""
-    path = Path(path).resolve()
-    try:
-        return str(path.relative_to(ROOT.resolve()))
-    except ValueError:
-        return path.name
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="folder with the Multi30k raw files (required to measure)")
@@ -352,7 +342,10 @@ def main() -> None:
         return plot(results, out.with_suffix(".png"))
     if not (args.data and args.run_dir):
         parser.error("--data and --run-dir are required to measure")
-    results = {"settings": {k: shown_path(v) if k in ("data", "run_dir", "config") else v
+    from transduce.io import recorded_path
+
+    results = {"settings": {k: recorded_path(v, ROOT) if k in ("data", "run_dir", "config")
+                            else v
                             for k, v in vars(args).items()
                             if k not in ("child", "only", "out", "replot")},
                "machine": machine(), "training": [], "translation": []}

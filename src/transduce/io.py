@@ -4,7 +4,7 @@ Everything transduce writes goes through here. A file is written beside its dest
 under a name that marks it as staging (``.NAME.XXXX.tmp``), flushed to disk, given the
 permissions a plain ``open()`` would give it (the umask's for a new file, the old file's
 for a replaced one), and renamed into place. :func:`remove_staging` sweeps what a killed
-process left.
+process left. :func:`recorded_path` says how a committed results file names a path.
 """
 
 from __future__ import annotations
@@ -161,3 +161,10 @@ def check_output_file(path: str | os.PathLike, what: str) -> Path:
         raise UserError(f"{path}: is a folder; give {what} a file name")
     check_writable(path.absolute().parent, what)
     return path
+
+
+def recorded_path(path: str | os.PathLike, root: str | os.PathLike) -> str:
+    """``path`` as a committed results file records it: relative to ``root`` (a repository)
+    when inside it, else by its last component alone, so the file names no one's folders."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
