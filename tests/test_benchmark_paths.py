@@ -23,3 +23,8 @@ def test_committed_multi30k_runs_name_no_absolute_path():
     runs = json.loads((ROOT / "benchmarks" / "multi30k" / "results_runs.json").read_text())
     absolute = [key for key, row in runs.items() if Path(row["run"]).is_absolute()]
     assert not absolute, f"results_runs.json names absolute run folders: {absolute}"
+
+
+def test_committed_serve_results_name_no_absolute_path():
+    run = json.loads((ROOT / "benchmarks" / "serve" / "results.json").read_text())["run"]
+    assert not Path(run).is_absolute(), f"benchmarks/serve/results.json names {run}"

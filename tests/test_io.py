@@ -58,7 +58,7 @@ def test_a_staged_directory_gets_mkdirs_mode_and_appears_whole(tmp_path):
     _with_umask(0o022, build)
     assert stat.S_IMODE(target.stat().st_mode) == 0o755 and (target / "a").read_text() == "a"
     with pytest.raises(RuntimeError):
-        with atomic_directory(tmp_path / "other") as tmp:
+        with atomic_directory(tmp_path / "other"):
             raise RuntimeError("killed")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
 

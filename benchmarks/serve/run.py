@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import transduce
+from transduce.io import recorded_path
 from transduce.serve.load import run_load
 
 HERE = Path(__file__).resolve().parent
@@ -71,12 +72,13 @@ def main() -> None:
         server.wait()
     rows = {"one client": alone.summary(), f"{args.clients} clients": together.summary()}
     speedup = together.sentences_per_s / alone.sentences_per_s
-    result = {"run": args.run, "beam": args.beam, "threads": args.threads,
+    run = recorded_path(args.run, HERE.parents[1])
+    result = {"run": run, "beam": args.beam, "threads": args.threads,
               "machine": f"{platform.processor() or platform.machine()}", "results": rows,
               "concurrent_speedup": round(speedup, 2)}
     (HERE / "results.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     lines = ["# transduce serve under load", "",
-             f"`python benchmarks/serve/run.py {args.run} --beam {args.beam}` on 127.0.0.1; "
+             f"`python benchmarks/serve/run.py {run} --beam {args.beam}` on 127.0.0.1; "
              "every request is one sentence, every answer checked against the model's own "
              "translation of it.", "",
              "| clients | requests | errors | mixed up | sentences/s | p50 ms | p95 ms |",
