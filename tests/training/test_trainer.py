@@ -1,4 +1,5 @@
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,7 +35,12 @@ def test_run_directory_holds_everything(config, tmp_path, capsys):
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
         "best.pt", "step_12.pt", "step_4.pt", "step_8.pt"]
     assert "valid_bleu" in (run / "metrics.jsonl").read_text()
-    assert "training pairs: 300 kept of 300" in (run / "train.log").read_text()
+    log = (run / "train.log").read_text()
+    assert "training pairs: 300 kept of 300" in log
+    threads = re.search(r"(\d+) (threads?) × (\d+) (process(?:es)?)$", log, re.M)
+    assert threads, "the log names the threads and processes"
+    assert (threads[2] == "thread") == (threads[1] == "1")
+    assert (threads[4] == "process") == (threads[3] == "1")
     assert "valid_bleu" in capsys.readouterr().out
 
 

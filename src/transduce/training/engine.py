@@ -389,6 +389,7 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
         runs.write_config(run_dir, config)
         runs.truncate_metrics(run_dir, engine.step)  # rows written after the last checkpoint
     params = sum(p.numel() for p in engine.model.parameters())
+    threads, world = torch.get_num_threads(), session.world
     log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
-             f"{torch.get_num_threads()} threads × {session.world} process(es)")
+             f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}")
     return engine, engine.run()
