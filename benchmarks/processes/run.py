@@ -7,7 +7,8 @@ Each layout trains the same updates from scratch, one after another (never side 
 ``--baseline-src OLD/src`` also times a one-process run of another checkout (e.g. the
 commit before a change to the training loop) over the same updates: training seconds for
 the same batches, so the ratio is the loop's own speed. Results go to results.json and
-results.md beside this file.
+results.md beside this file, one section per machine (CPU model, cores, precision): a run
+replaces its own machine's section and keeps the others.
 """
 
 from __future__ import annotations
@@ -77,9 +78,38 @@ def main() -> None:
                      f"{tokens_s} |")
         r["seconds_ratio_to_one_process"] = round(r["training_seconds"]
                                                   / base["training_seconds"], 3)
-    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (HERE / "results.md").write_text("\n".join(lines) + "\n")
+    everything = load_results()
+    everything[machine_label()] = {"table": lines, "layouts": results}
+    (HERE / "results.json").write_text(json.dumps(everything, indent=2) + "\n")
+    (HERE / "results.md").write_text(markdown(everything))
     print("\n".join(lines))
+
+
+def machine_label() -> str:
+    """CPU model, cores and the precision training takes on it (bf16 where it is native)."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "speed"))
+    from plot import machine
+
+    from transduce.device import resolve_precision
+
+    return f"{machine()}, {resolve_precision('auto', torch.device('cpu'))}"
+
+
+def load_results() -> dict:
+    """Earlier machines' sections of results.json ({machine: {"table", "layouts"}})."""
+    path = HERE / "results.json"
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def markdown(everything: dict) -> str:
+    parts = []
+    for name, section in everything.items():
+        parts += [f"### {name}", "", *section["table"], ""]
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":
