@@ -97,7 +97,7 @@ def test_dropout_acts_on_the_fused_path_used_in_training():
     torch.testing.assert_close(attention(x, x, x)[0], attention(x, x, x, need_weights=True)[0])
 
 
-def test_cpu_bf16_autocast_runs_the_fused_call_in_float32(monkeypatch):
+def spy_on_fused(monkeypatch) -> list:
     import transduce.nn.multi_head_attention as module
 
     seen, fused = [], module.F.scaled_dot_product_attention
@@ -107,9 +107,59 @@ def test_cpu_bf16_autocast_runs_the_fused_call_in_float32(monkeypatch):
         return fused(q, k, v, *args, **kwargs)
 
     monkeypatch.setattr(module.F, "scaled_dot_product_attention", spy)
+    return seen
+
+
+def test_cpu_bf16_autocast_runs_long_sequences_fused_in_float32(monkeypatch):
+    from transduce.nn.multi_head_attention import EXPLICIT_BF16_MAX_LENGTH
+
+    seen = spy_on_fused(monkeypatch)
     attention = MultiHeadAttention(64, 4).train()
-    x = torch.randn(2, 6, 64)
+    x = torch.randn(2, EXPLICIT_BF16_MAX_LENGTH + 1, 64)
     with torch.autocast("cpu", torch.bfloat16):
         out, _ = attention(x, x, x)
     assert seen == [(torch.float32, torch.float32, torch.float32, False)]
     assert out.dtype == torch.bfloat16  # the projections around it stay in bfloat16
+
+
+def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch):
+    """Faster there in bfloat16 (benchmarks/speed/attention.md): the fused kernel is not
+    called, and values and gradients stay close to float32's, masked or not."""
+    from transduce.nn.multi_head_attention import EXPLICIT_BF16_MAX_LENGTH
+
+    seen = spy_on_fused(monkeypatch)
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(64, 4).eval()
+    L = EXPLICIT_BF16_MAX_LENGTH
+    x = torch.randn(3, L, 64)
+    lengths = torch.tensor([L, L // 2, 1])
+    padding = (torch.arange(L)[None, :] < lengths[:, None])[:, None, :]  # (B, 1, K)
+    causal = torch.ones(L, L, dtype=torch.bool).tril()[None]  # (1, Q, K)
+    for mask in (None, padding, causal):
+        inputs = x.clone().requires_grad_()
+        with torch.autocast("cpu", torch.bfloat16):
+            low, _ = attention(inputs, inputs, inputs, mask=mask)
+        low.float().sum().backward()
+        assert seen == []  # no fused call, in either precision
+        low_grad = inputs.grad
+        inputs = x.clone().requires_grad_()
+        high, _ = attention(inputs, inputs, inputs, mask=mask)
+        high.sum().backward()
+        assert low.dtype == torch.bfloat16
+        torch.testing.assert_close(low.float(), high, atol=0.05, rtol=0.05)
+        torch.testing.assert_close(low_grad, inputs.grad, atol=0.1, rtol=0.05)
+        assert seen == [(torch.float32, torch.float32, torch.float32, False)]  # the reference
+        seen.clear()
+
+
+def test_attention_dropout_acts_on_the_bf16_explicit_path():
+    attention = MultiHeadAttention(16, 2, dropout=0.5).train()
+    x = torch.randn(2, 5, 16)
+    with torch.autocast("cpu", torch.bfloat16):
+        a, _ = attention(x, x, x)
+        b, _ = attention(x, x, x)
+        attention.eval()
+        c, _ = attention(x, x, x)
+        d, _ = attention(x, x, x)
+    assert not torch.allclose(a, b)
+    torch.testing.assert_close(c, d)

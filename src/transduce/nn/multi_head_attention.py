@@ -19,7 +19,8 @@ class MultiHeadAttention(nn.Module):
     """h parallel scaled dot-product attentions with separate Q/K/V/output projections.
 
     Two paths give the same result: the explicit one (:func:`scaled_dot_product_attention`)
-    runs when weights are asked for; otherwise PyTorch's fused
+    runs when weights are asked for, and for short sequences under CPU bfloat16 autocast
+    (where it is faster; see ``_fused_attention``); otherwise PyTorch's fused
     ``F.scaled_dot_product_attention`` runs.
 
     Args:
@@ -123,15 +124,25 @@ def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
     return x.view(M, H, g, Q, E).transpose(1, 2).reshape(M * g, H, Q, E)
 
 
-def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
-    """``F.scaled_dot_product_attention`` on (B, H, L, Dh) inputs.
+# Under CPU bf16 autocast, sequences up to this length take the explicit path in bfloat16.
+EXPLICIT_BF16_MAX_LENGTH = 192
 
-    On CPU, PyTorch 2.13's flash-attention kernel runs forward + backward about 8× slower in
-    bfloat16 than in float32 for small heads (B 512, H 4, L 12, Dh 32: 90 ms against 10 ms),
-    while the projections around it gain from bfloat16. Attention is a small share of the
-    FLOPs, so under CPU autocast it alone runs in float32 (autocast would cast it back).
+
+def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
+    """Attention on (B, H, L, Dh) inputs without the weights: ``F.scaled_dot_product_attention``,
+    except under CPU bfloat16 autocast.
+
+    On a CPU, PyTorch 2.13's fused kernel runs forward + backward three to four times slower
+    in bfloat16 than in float32, and for the short sequences of Multi30k and of the patch
+    forecaster the explicit softmax(QKᵀ/√d)V with bfloat16 matrix products is 1.6–2.3×
+    faster than the fused kernel in float32; at 336 steps it is slower
+    (``benchmarks/speed/attention.py``, ``benchmarks/speed/attention.md``). So in bfloat16 on a
+    CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path and longer ones
+    the fused kernel in float32 (autocast would cast it back to bfloat16).
     """
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+        if max(q.shape[-2], k.shape[-2]) <= EXPLICIT_BF16_MAX_LENGTH:
+            return scaled_dot_product_attention(q, k, v, mask, p, training=p > 0)[0]
         with torch.autocast("cpu", enabled=False):
             out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), mask, p)
         return out.to(q.dtype)
