@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
@@ -14,6 +14,9 @@ from transduce.decoding.defaults import PAPER, Decoding, resolve
 from transduce.decoding.greedy import greedy_search
 from transduce.device import autocast
 from transduce.nn import Transformer, padding_mask
+
+if TYPE_CHECKING:  # only for the annotation; imported where it is used
+    from transduce.decoding.inspect import AttentionMaps
 
 EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
 log = logging.getLogger(__name__)
