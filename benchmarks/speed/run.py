@@ -326,7 +326,9 @@ def main() -> None:
     parser.add_argument("--latency-sentences", type=int, default=100)
     parser.add_argument("--train-sizes", default="1024,2048,4096,8192")
     parser.add_argument("--translate-sizes", default="1500,3000,6000,12000")
-    parser.add_argument("--only", choices=["train", "translate"])
+    parser.add_argument("--only", choices=["train", "translate"],
+                        help="measure one half again, keeping the other's figures from "
+                             "the results file")
     parser.add_argument("--train-systems", default=",".join(TRAIN_SYSTEMS + ABLATIONS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results"), help="results path stem")
@@ -363,8 +365,11 @@ def main() -> None:
             if size != args.translate_tokens:
                 for system in ("transduce-fp32", "ct2-int8"):
                     results["translation"].append(run_child(args, f"translate:{system}:{size}"))
+    if args.only and out.with_suffix(".json").exists():  # keep the other half's figures
+        other = "translation" if args.only == "train" else "training"
+        results[other] = json.loads(out.with_suffix(".json").read_text())[other]
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    if args.only is None:
+    if results["training"] and results["translation"]:
         out.with_suffix(".md").write_text(summarise(results))
         plot(results, out.with_suffix(".png"))
         print(out.with_suffix(".md").read_text())

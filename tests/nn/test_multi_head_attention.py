@@ -123,8 +123,9 @@ def test_cpu_bf16_autocast_runs_long_sequences_fused_in_float32(monkeypatch):
 
 
 def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch):
-    """Faster there in bfloat16 (benchmarks/speed/attention.md): the fused kernel is not
-    called, and values and gradients stay close to float32's, masked or not."""
+    """Faster there in training (benchmarks/speed/attention.md): the fused kernel is not
+    called, and values and gradients stay close to float32's, masked or not. Inference keeps
+    the fused kernel in float32."""
     from transduce.nn.multi_head_attention import EXPLICIT_BF16_MAX_LENGTH
 
     seen = spy_on_fused(monkeypatch)
@@ -150,6 +151,9 @@ def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch
         torch.testing.assert_close(low_grad, inputs.grad, atol=0.1, rtol=0.05)
         assert seen == [(torch.float32, torch.float32, torch.float32, False)]  # the reference
         seen.clear()
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):  # inference: fused, float32
+        attention(x, x, x)
+    assert seen == [(torch.float32, torch.float32, torch.float32, False)]
 
 
 def test_attention_dropout_acts_on_the_bf16_explicit_path():

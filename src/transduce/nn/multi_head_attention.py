@@ -136,12 +136,14 @@ def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: fl
     in bfloat16 than in float32, and for the short sequences of Multi30k and of the patch
     forecaster the explicit softmax(QKᵀ/√d)V with bfloat16 matrix products is 1.6–2.3×
     faster than the fused kernel in float32; at 336 steps it is slower
-    (``benchmarks/speed/attention.py``, ``benchmarks/speed/attention.md``). So in bfloat16 on a
-    CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path and longer ones
-    the fused kernel in float32 (autocast would cast it back to bfloat16).
+    (``benchmarks/speed/attention.py``, ``benchmarks/speed/attention.md``). So when training
+    in bfloat16 on a CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path;
+    longer ones, and inference (beam search ran no faster on the explicit path and held
+    twice the memory), the fused kernel in float32 (autocast would cast it back to bfloat16).
     """
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-        if max(q.shape[-2], k.shape[-2]) <= EXPLICIT_BF16_MAX_LENGTH:
+        short = max(q.shape[-2], k.shape[-2]) <= EXPLICIT_BF16_MAX_LENGTH
+        if short and torch.is_grad_enabled():
             return scaled_dot_product_attention(q, k, v, mask, p, training=p > 0)[0]
         with torch.autocast("cpu", enabled=False):
             out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), mask, p)
