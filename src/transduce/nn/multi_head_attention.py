@@ -19,8 +19,8 @@ class MultiHeadAttention(nn.Module):
     """h parallel scaled dot-product attentions with separate Q/K/V/output projections.
 
     Two paths give the same result: the explicit one (:func:`scaled_dot_product_attention`)
-    runs when weights are asked for, and for short sequences under CPU bfloat16 autocast
-    (where it is faster; see ``_fused_attention``); otherwise PyTorch's fused
+    runs when weights are asked for, and in training on short sequences under CPU bfloat16
+    autocast (where it is faster; see ``_fused_attention``); otherwise PyTorch's fused
     ``F.scaled_dot_product_attention`` runs.
 
     Args:
@@ -124,7 +124,7 @@ def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
     return x.view(M, H, g, Q, E).transpose(1, 2).reshape(M * g, H, Q, E)
 
 
-# Under CPU bf16 autocast, sequences up to this length take the explicit path in bfloat16.
+# Training under CPU bf16 autocast: sequences up to this length take the explicit path.
 EXPLICIT_BF16_MAX_LENGTH = 192
 
 
@@ -134,8 +134,8 @@ def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: fl
 
     On a CPU, PyTorch 2.13's fused kernel runs forward + backward three to four times slower
     in bfloat16 than in float32, and for the short sequences of Multi30k and of the patch
-    forecaster the explicit softmax(QKᵀ/√d)V with bfloat16 matrix products is 1.6–2.3×
-    faster than the fused kernel in float32; at 336 steps it is slower
+    forecaster the explicit softmax(QKᵀ/√d)V with bfloat16 matrix products is 1.7–2.5×
+    faster than the fused kernel in float32 (two threads); at 336 steps it is slower
     (``benchmarks/speed/attention.py``, ``benchmarks/speed/attention.md``). So when training
     in bfloat16 on a CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path;
     longer ones, and inference (beam search ran no faster on the explicit path and held
