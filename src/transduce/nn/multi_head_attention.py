@@ -20,7 +20,7 @@ class MultiHeadAttention(nn.Module):
 
     Two paths give the same result: the explicit one (:func:`scaled_dot_product_attention`)
     runs when weights are asked for, and in training on short sequences under CPU bfloat16
-    autocast (where it is faster; see ``_fused_attention``); otherwise PyTorch's fused
+    autocast (where it is faster; see ``_attention_output``); otherwise PyTorch's fused
     ``F.scaled_dot_product_attention`` runs.
 
     Args:
@@ -98,7 +98,7 @@ class MultiHeadAttention(nn.Module):
         if need_weights:
             out, weights = scaled_dot_product_attention(q, keys, values, mask, p, self.training)
         else:
-            out, weights = _fused_attention(q, keys, values, mask, p), None
+            out, weights = _attention_output(q, keys, values, mask, p), None
         if g > 1:
             out = _ungroup(out, g, Q)
             weights = None if weights is None else _ungroup(weights, g, Q)
@@ -128,7 +128,7 @@ def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
 EXPLICIT_BF16_MAX_LENGTH = 192
 
 
-def _fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
+def _attention_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
     """Attention on (B, H, L, Dh) inputs without the weights: ``F.scaled_dot_product_attention``,
     except under CPU bfloat16 autocast.
 
