@@ -19,10 +19,13 @@ pytestmark = pytest.mark.skipif(not torch.distributed.is_available(),
 
 
 def torchrun(*args, processes=2):
-    """The command line of ``torchrun --nproc_per_node=N -m transduce ARGS`` (one thread per
-    process: two processes share this machine's two cores)."""
+    """The command line of ``torchrun --nproc_per_node=N -m transduce ARGS`` on the CPU (one
+    thread per process: two processes share this machine's two cores). device=cpu: on a
+    machine with one GPU, device=auto would give the second process a cuda:1 that is not
+    there."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={processes}", "-m", "transduce", *map(str, args), "threads=1"]
+            f"--nproc_per_node={processes}", "-m", "transduce", *map(str, args), "threads=1",
+            "device=cpu"]
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +50,7 @@ def assert_close(a, b, atol):
 def test_two_processes_make_the_update_of_one_on_both_batches(config, tmp_path):
     # dropout off: the two processes draw other masks than one process would
     settings = ["dropout=0", "max_steps=1", "valid_every=1", "valid_bleu_sentences=2",
-                "precision=fp32"]
+                "precision=fp32", "device=cpu"]
     run(torchrun("train", config, *settings, "--run-dir", tmp_path / "two"))
     assert main(["train", str(config), *settings, "accumulate=2",
                  "--run-dir", str(tmp_path / "one")]) == 0
