@@ -21,6 +21,20 @@ def machine() -> str:
     return f"{name}, {os.cpu_count()} cores, torch {torch_version()}"
 
 
+def model_shape(settings: dict) -> str:
+    """"4+4 layers, d_model 128" for the config the results were measured with."""
+    from transduce.config import load_config
+    from transduce.training.config import TrainConfig
+
+    config = settings.get("config")
+    path = Path(__file__).parents[2] / config if config else None
+    if path is None or not path.is_file():
+        return "model not recorded"
+    model = load_config(TrainConfig, path, []).model
+    return (f"{model.num_encoder_layers}+{model.num_decoder_layers} layers, "
+            f"d_model {model.d_model}")
+
+
 def torch_version() -> str:
     import torch
 
@@ -83,7 +97,7 @@ def plot(results: dict, path: Path) -> None:
         curves.grid(alpha=0.3)
         curves.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     where = results.get("machine") or "machine not recorded"
-    fig.suptitle(f"Multi30k En→De, 3+3 layers, d_model 256 · {where} · "
+    fig.suptitle(f"Multi30k En→De, {model_shape(settings)} · {where} · "
                  f"{settings['threads']} threads", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
