@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from transduce.io import write_text
+
 HERE = Path(__file__).parent
 
 
@@ -35,6 +37,23 @@ def parse_variant(text: str) -> tuple[str, list[str]]:
         if "=" not in s:
             raise SystemExit(f"sweep.py: variant {text!r}: {s!r} is not key=value")
     return name, overrides
+
+
+def run_at_once(commands: dict[str, list[str]], logs: Path, stage: str,
+                env: dict[str, str]) -> list[str]:
+    """Start every command at once, each logging to LOGS/NAME.STAGE.log; wait for all of
+    them. Returns the names whose command failed."""
+    started = {}
+    for name, command in commands.items():
+        log = open(logs / f"{name}.{stage}.log", "w", encoding="utf-8")
+        started[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                          env=env), log)
+    failed = []
+    for name, (process, log) in started.items():
+        if process.wait() != 0:
+            failed.append(name)
+        log.close()
+    return failed
 
 
 def main() -> None:
@@ -64,40 +83,25 @@ def main() -> None:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
 
     start = time.perf_counter()
-    training = {}
-    for name, overrides in variants.items():
-        command = [*python, "train", str(args.config), f"data_dir={args.data}",
-                   f"device={args.device}", f"threads={args.threads}", *overrides,
-                   "--run-dir", str(args.out / name)]
-        log = open(args.out / f"{name}.train.log", "w", encoding="utf-8")
-        training[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                           env=env), log)
-    failed = []
-    for name, (process, log) in training.items():
-        if process.wait() != 0:
-            failed.append(name)
-        log.close()
+    failed = run_at_once({
+        name: [*python, "train", str(args.config), f"data_dir={args.data}",
+               f"device={args.device}", f"threads={args.threads}", *overrides,
+               "--run-dir", str(args.out / name)]
+        for name, overrides in variants.items()}, args.out, "train", env)
     train_minutes = (time.perf_counter() - start) / 60
     if failed:
         print(f"sweep.py: training failed for {', '.join(failed)}; see "
               f"{args.out}/NAME.train.log", file=sys.stderr)
 
-    tuning = {}
-    for name in variants:
-        if name in failed:
-            continue
-        command = [*python, "tune", str(args.out / name), "--metric", "bleu_tok",
-                   "--device", args.device, "--last", *args.last, "--lenpen", *args.lenpen,
-                   "--no-repeat-ngram", *args.no_repeat_ngram]
-        log = open(args.out / f"{name}.tune.log", "w", encoding="utf-8")
-        tuning[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                         env=env), log)
+    tuned = [name for name in variants if name not in failed]
+    failed += run_at_once({
+        name: [*python, "tune", str(args.out / name), "--metric", "bleu_tok",
+               "--device", args.device, "--last", *args.last, "--lenpen", *args.lenpen,
+               "--no-repeat-ngram", *args.no_repeat_ngram]
+        for name in tuned}, args.out, "tune", env)
     rows = {}
-    for name, (process, log) in tuning.items():
-        code = process.wait()
-        log.close()
-        if code != 0:
-            failed.append(name)
+    for name in tuned:
+        if name in failed:
             continue
         decoding = json.loads((args.out / name / "decoding.json").read_text(encoding="utf-8"))
         rows[name] = {"overrides": variants[name], "val_bleu_tok": decoding["bleu_tok"],
@@ -106,8 +110,7 @@ def main() -> None:
     results = {"config": str(args.config), "device": args.device, "threads": args.threads,
                "train_minutes_all_at_once": round(train_minutes, 1), "failed": failed,
                "variants": rows}
-    args.results.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n",
-                                                  encoding="utf-8")
+    write_text(args.results.with_suffix(".json"), json.dumps(results, indent=2) + "\n")
     lines = [f"Variants of `{args.config}`, trained at once ({train_minutes:.1f} min), "
              "scored on val only (tokenized lowercased BLEU, beam 5, chosen by `transduce "
              "tune`).", "", "| variant | overrides | val BLEU (tok) | chosen |", "|---|---|---:|---|"]
@@ -116,7 +119,7 @@ def main() -> None:
         lines.append(f"| {name} | {' '.join(row['overrides']) or '(none)'} | "
                      f"{row['val_bleu_tok']:.2f} | last {c['last']}, α {c['lenpen']}, "
                      f"block {c['no_repeat_ngram']} |")
-    args.results.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(args.results.with_suffix(".md"), "\n".join(lines) + "\n")
     print("\n".join(lines))
     if failed:
         sys.exit(1)
