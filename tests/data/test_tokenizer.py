@@ -31,3 +31,14 @@ def test_a_file_that_is_not_a_model(tmp_path):
     (tmp_path / "spm.model").write_text("hello")
     with pytest.raises(UserError, match="not a readable SentencePiece model"):
         SubwordTokenizer(tmp_path / "spm.model")
+
+
+def test_bpe_dropout_segments_anew_but_reproducibly(tokenizer):
+    texts = [english(n) for n in range(1, 4000, 37)]
+    plain = tokenizer.encode(texts)
+    assert tokenizer.sample(texts, 0.0, seed=5) == plain
+    drawn = tokenizer.sample(texts, 0.2, seed=5)
+    assert drawn == tokenizer.sample(texts, 0.2, seed=5)  # a seed fixes the draw
+    assert drawn != tokenizer.sample(texts, 0.2, seed=6)
+    assert drawn != plain and sum(map(len, drawn)) > sum(map(len, plain))  # smaller pieces
+    assert [tokenizer.decode(ids) for ids in drawn] == texts  # the same text, cut otherwise

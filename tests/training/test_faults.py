@@ -41,7 +41,8 @@ def test_no_pair_surviving_filtering_stops_at_once_and_writes_nothing(config, tm
     ("vocab_size=5", "vocab_size"), ("spm_model_type=foo", "spm_model_type"), ("lr=-1", "lr"),
     ("lr=nan", "lr"), ("label_smoothing=2", "label_smoothing"), ("patience=-1", "patience"),
     ("max_minutes=-1", "max_minutes"), ("valid_bleu_sentences=-1", "valid_bleu_sentences"),
-    ("max_ratio=0", "max_ratio"), ("threads=-1", "threads"),
+    ("max_ratio=0", "max_ratio"), ("threads=-1", "threads"), ("bpe_dropout=1", "bpe_dropout"),
+    ("bpe_dropout=-0.1", "bpe_dropout"),
 ])
 def test_invalid_values_are_refused_before_anything_is_written(config, tmp_path, capsys,
                                                                setting, named):
@@ -50,6 +51,14 @@ def test_invalid_values_are_refused_before_anything_is_written(config, tmp_path,
     line = one_line(capsys)
     assert line.startswith(f"transduce: error: command line {setting}: {named} "), line
     assert not run.exists()
+
+
+def test_bpe_dropout_needs_a_bpe_tokenizer():
+    from transduce.training.config import TrainConfig
+
+    assert TrainConfig(bpe_dropout=0.1).problems() == []
+    assert [key for key, _ in TrainConfig(bpe_dropout=0.1, spm_model_type="unigram").problems()
+            ] == ["bpe_dropout"]
 
 
 def test_an_invalid_value_from_a_file_names_the_file(config, tmp_path, capsys):

@@ -207,3 +207,43 @@ def test_a_config_file_in_the_flat_layout_is_compared_key_by_key(config, tmp_pat
     capsys.readouterr()
     assert train(config, run, "d_model=64") == 2
     assert "started with model.d_model=32, not 64" in capsys.readouterr().err
+
+
+def test_bpe_dropout_trains_on_new_segmentations_and_resumes_exactly(config, tmp_path):
+    assert train(config, tmp_path / "plain", "max_steps=6") == 0
+    assert train(config, tmp_path / "whole", "bpe_dropout=0.1") == 0
+    assert train(config, tmp_path / "parts", "bpe_dropout=0.1", "max_steps=6") == 0
+    assert train(config, tmp_path / "parts", "bpe_dropout=0.1") == 0
+    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_12.pt"),
+                        weights(tmp_path / "parts/checkpoints/step_12.pt"))
+    dropped = weights(tmp_path / "parts/checkpoints/step_6.pt")
+    plain = weights(tmp_path / "plain/checkpoints/step_6.pt")
+    assert any(not torch.equal(dropped[k], plain[k]) for k in plain)
+
+
+def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_path):
+    from transduce.config import apply_overrides, load_config
+    from transduce.tasks.translation import TranslationTask
+    from transduce.training.config import TrainConfig
+    from transduce.training.data import load_run_data, read_corpora
+
+    cfg = load_config(TrainConfig, config, ["bpe_dropout=0.3"])
+    data = load_run_data(cfg, read_corpora(cfg), tmp_path, _Log())
+    task = TranslationTask(cfg, data, session=None)
+    first, again, second = task.segment(0), task.segment(0), task.segment(1)
+    assert first == again and first != second
+    assert first[0] != data.train_src and len(first[0]) == len(data.train_src)
+    decode = data.tokenizer.decode
+    assert [decode(ids) for ids in first[1]] == [decode(ids) for ids in data.train_tgt]
+    longest = max(map(len, data.train_src))
+    short = TranslationTask(apply_overrides(cfg, [f"max_len={longest}"]), data, session=None)
+    src, _ = short.segment(0)
+    assert max(map(len, src)) <= longest
+    assert any(s == p for s, p in zip(src, data.train_src) if len(p) == longest)
+    batch = task.batches(2)[0]  # the batches use the epoch's segmentation
+    assert task.src == task.segment(2)[0] and all(i < len(task.src) for i in batch)
+
+
+class _Log:
+    def info(self, message):
+        pass

@@ -70,6 +70,15 @@ class SubwordTokenizer:
         """Subword ids of each text (no BOS/EOS)."""
         return self.sp.encode(list(texts))
 
+    def sample(self, texts: Sequence[str], dropout: float, seed: int) -> list[list[int]]:
+        """Subword ids of each text segmented with BPE-dropout (Provilkov et al. 2020): each
+        merge is skipped with probability ``dropout``, so a word comes out in smaller pieces
+        now and then. The same ``seed`` gives the same segmentation (one thread, seeded
+        generator), so every process of a run and a resumed run see the same epoch."""
+        spm.set_random_generator_seed(seed)
+        return self.sp.encode(list(texts), enable_sampling=True, alpha=dropout, nbest_size=-1,
+                              num_threads=1)
+
     def decode(self, ids: Sequence[int]) -> str:
         """Detokenized text of ids, cut at the first EOS, skipping pad and BOS."""
         ids = list(ids)

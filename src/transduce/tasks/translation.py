@@ -41,8 +41,23 @@ class TranslationTask:
         self.cfg, self.data, self.session = cfg, data, session
         tok = data.tokenizer
         self.model_config = cfg.model_config(len(tok), tok.pad_id)
-        src, tgt = data.train_src, data.train_tgt
-        self.lengths = [max(len(s), len(t)) + 2 for s, t in zip(src, tgt)]
+        self.src, self.tgt = data.train_src, data.train_tgt  # this epoch's segmentation
+
+    def segment(self, epoch: int) -> tuple[list[list[int]], list[list[int]]]:
+        """The training pairs as ids for ``epoch``: the tokenizer's own segmentation, or with
+        ``bpe_dropout`` a new one drawn from the seed and the epoch (source and target with
+        different draws). A pair that the draw makes longer than ``max_len`` keeps its
+        plain segmentation, so the epoch trains on the same pairs as every other."""
+        d, p = self.data, self.cfg.bpe_dropout
+        if not p:
+            return d.train_src, d.train_tgt
+        seed = (self.cfg.engine.seed * 100_003 + epoch) * 2
+        src = d.tokenizer.sample(d.train_src_text, p, seed)
+        tgt = d.tokenizer.sample(d.train_tgt_text, p, seed + 1)
+        fits = [len(s) <= self.cfg.max_len and len(t) <= self.cfg.max_len
+                for s, t in zip(src, tgt)]
+        return ([s if ok else plain for s, plain, ok in zip(src, d.train_src, fits)],
+                [t if ok else plain for t, plain, ok in zip(tgt, d.train_tgt, fits)])
 
     def build_model(self):
         return build_transformer(self.model_config)
@@ -54,12 +69,14 @@ class TranslationTask:
 
     def batches(self, epoch: int) -> list[list[int]]:
         """Sentence indices by token budget, shuffled by seed and epoch alone."""
+        self.src, self.tgt = self.segment(epoch)
+        lengths = [max(len(s), len(t)) + 2 for s, t in zip(self.src, self.tgt)]
         rng = random.Random(self.cfg.engine.seed * 100_003 + epoch)
-        return token_batches(self.lengths, self.cfg.max_tokens, rng)
+        return token_batches(lengths, self.cfg.max_tokens, rng)
 
     def loss(self, model, batch: list[int]) -> tuple[Tensor, int]:
-        tok, d = self.data.tokenizer, self.data
-        src, tgt = collate([d.train_src[i] for i in batch], [d.train_tgt[i] for i in batch],
+        tok = self.data.tokenizer
+        src, tgt = collate([self.src[i] for i in batch], [self.tgt[i] for i in batch],
                            tok.pad_id, tok.bos_id, tok.eos_id)
         src, tgt = src.to(self.session.device), tgt.to(self.session.device)
         loss = summed_loss(model, src, tgt, tok.pad_id, self.cfg.label_smoothing)

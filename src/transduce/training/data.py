@@ -25,6 +25,8 @@ class RunData:
     valid_tgt_text: list[str]
     valid_src: list[list[int]]
     valid_tgt: list[list[int]]
+    train_src_text: list[str]  # the kept training pairs as text, for segmenting them anew
+    train_tgt_text: list[str]
 
 
 def corpus_paths(cfg: TrainConfig, prefix: str) -> tuple[Path, Path]:
@@ -77,8 +79,9 @@ def load_run_data(cfg: TrainConfig, corpora: tuple[list[str], ...], run_dir: Pat
         valid_src, valid_tgt = (valid_src[: cfg.valid_bleu_sentences],
                                 valid_tgt[: cfg.valid_bleu_sentences])
     return RunData(tokenizer, [src_ids[i] for i in keep], [tgt_ids[i] for i in keep],
-                   valid_src, valid_tgt, *_validation_ids(cfg, tokenizer, valid_src, valid_tgt,
-                                                         log))
+                   valid_src, valid_tgt,
+                   *_validation_ids(cfg, tokenizer, valid_src, valid_tgt, log),
+                   [train_src[i] for i in keep], [train_tgt[i] for i in keep])
 
 
 def _validation_ids(cfg: TrainConfig, tokenizer, src: list[str], tgt: list[str], log):
