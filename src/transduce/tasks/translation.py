@@ -43,6 +43,11 @@ class TranslationTask:
         self.model_config = cfg.model_config(len(tok), tok.pad_id)
         self.src, self.tgt = data.train_src, data.train_tgt  # this epoch's segmentation
 
+    def epoch_seed(self, epoch: int) -> int:
+        """The seed of an epoch's draws: the run's seed and the epoch alone, so every process
+        and a resumed run draw alike."""
+        return self.cfg.engine.seed * 100_003 + epoch
+
     def segment(self, epoch: int) -> tuple[list[list[int]], list[list[int]]]:
         """The training pairs as ids for ``epoch``: the tokenizer's own segmentation, or with
         ``bpe_dropout`` a new one drawn from the seed and the epoch (source and target with
@@ -51,7 +56,7 @@ class TranslationTask:
         d, p = self.data, self.cfg.bpe_dropout
         if not p:
             return d.train_src, d.train_tgt
-        seed = (self.cfg.engine.seed * 100_003 + epoch) * 2
+        seed = self.epoch_seed(epoch) * 2
         src = d.tokenizer.sample(d.train_src_text, p, seed)
         tgt = d.tokenizer.sample(d.train_tgt_text, p, seed + 1)
         fits = [len(s) <= self.cfg.max_len and len(t) <= self.cfg.max_len
@@ -71,7 +76,7 @@ class TranslationTask:
         """Sentence indices by token budget, shuffled by seed and epoch alone."""
         self.src, self.tgt = self.segment(epoch)
         lengths = [max(len(s), len(t)) + 2 for s, t in zip(self.src, self.tgt)]
-        rng = random.Random(self.cfg.engine.seed * 100_003 + epoch)
+        rng = random.Random(self.epoch_seed(epoch))
         return token_batches(lengths, self.cfg.max_tokens, rng)
 
     def loss(self, model, batch: list[int]) -> tuple[Tensor, int]:
