@@ -1,3 +1,4 @@
+import logging
 import os
 import re
 import signal
@@ -228,7 +229,7 @@ def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_pat
     from transduce.training.data import load_run_data, read_corpora
 
     cfg = load_config(TrainConfig, config, ["bpe_dropout=0.3"])
-    data = load_run_data(cfg, read_corpora(cfg), tmp_path, _Log())
+    data = load_run_data(cfg, read_corpora(cfg), tmp_path, logging.getLogger("test"))
     task = TranslationTask(cfg, data, session=None)
     first, again, second = task.segment(0), task.segment(0), task.segment(1)
     assert first == again and first != second
@@ -242,8 +243,3 @@ def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_pat
     assert any(s == p for s, p in zip(src, data.train_src) if len(p) == longest)
     batch = task.batches(2)[0]  # the batches use the epoch's segmentation
     assert task.src == task.segment(2)[0] and all(i < len(task.src) for i in batch)
-
-
-class _Log:
-    def info(self, message):
-        pass
