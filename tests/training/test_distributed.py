@@ -47,10 +47,12 @@ def assert_close(a, b, atol):
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=atol, msg=key)
 
 
-def test_two_processes_make_the_update_of_one_on_both_batches(config, tmp_path):
-    # dropout off: the two processes draw other masks than one process would
+@pytest.mark.parametrize("segmentation", ["bpe_dropout=0", "bpe_dropout=0.1"])
+def test_two_processes_make_the_update_of_one_on_both_batches(config, tmp_path, segmentation):
+    # dropout off: the two processes draw other masks than one process would; BPE-dropout
+    # on: every process must draw the segmentation that one process draws
     settings = ["dropout=0", "max_steps=1", "valid_every=1", "valid_bleu_sentences=2",
-                "precision=fp32", "device=cpu"]
+                "precision=fp32", "device=cpu", segmentation]
     run(torchrun("train", config, *settings, "--run-dir", tmp_path / "two"))
     assert main(["train", str(config), *settings, "accumulate=2",
                  "--run-dir", str(tmp_path / "one")]) == 0

@@ -14,7 +14,7 @@ from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
 from transduce.training.distributed import Session
-from transduce.training.engine import Engine, EngineConfig
+from transduce.training.engine import Engine, EngineConfig, check_same_batches
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
 
@@ -106,6 +106,29 @@ def test_cooldown_outside_zero_to_one_is_refused(value):
 def test_a_run_without_batches_stops_at_once_with_one_line(tmp_path):
     with pytest.raises(UserError, match="no training batches in epoch 1"):
         engine_for(ToyTask([]), tmp_path).run()
+
+
+class TwoProcesses:
+    """Rank 0 of two processes; the other sends ``theirs`` (by default what rank 0 sends)."""
+
+    world = 2
+
+    def __init__(self, theirs=None):
+        self.theirs, self.sent = theirs, None
+
+    def gather(self, obj):
+        self.sent = obj
+        return [obj, obj if self.theirs is None else self.theirs]
+
+
+def test_processes_that_computed_different_batches_stop_at_once():
+    ours = [torch.tensor([3, 0]), torch.tensor([2, 1])]
+    other = TwoProcesses()
+    check_same_batches(other, 0, [torch.tensor([3, 0]), torch.tensor([1, 2])])
+    check_same_batches(TwoProcesses(theirs=other.sent), 0,
+                       [torch.tensor([3, 0]), torch.tensor([1, 2])])  # the same: carries on
+    with pytest.raises(RuntimeError, match="2 processes computed different batches for epoch 3"):
+        check_same_batches(TwoProcesses(theirs=other.sent), 2, ours)
 
 
 def test_only_the_engine_steps_an_optimiser():

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
+from transduce.data.bpe_dropout import BpeDropout, DropoutCorpus
 from transduce.errors import UserError
 from transduce.io import atomic_path
 
@@ -33,6 +34,7 @@ class SubwordTokenizer:
         except (OSError, RuntimeError) as error:
             raise UserError(f"{model_path}: not a readable SentencePiece model ({error})") from None
         self.fingerprint = hashlib.sha256(data).hexdigest()[:16]
+        self._bpe: BpeDropout | None = None
         if (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD_ID, BOS_ID, EOS_ID):
             raise UserError(f"{model_path}: special ids differ from pad 0, bos 1, eos 2; "
                             "train the tokenizer with transduce")
@@ -70,14 +72,14 @@ class SubwordTokenizer:
         """Subword ids of each text (no BOS/EOS)."""
         return self.sp.encode(list(texts))
 
-    def sample(self, texts: Sequence[str], dropout: float, seed: int) -> list[list[int]]:
-        """Subword ids of each text segmented with BPE-dropout (Provilkov et al. 2020): each
-        merge is skipped with probability ``dropout``, so a word comes out in smaller pieces
-        now and then. The same ``seed`` gives the same segmentation (one thread, seeded
-        generator), so every process of a run and a resumed run see the same epoch."""
-        spm.set_random_generator_seed(seed)
-        return self.sp.encode(list(texts), enable_sampling=True, alpha=dropout, nbest_size=-1,
-                              num_threads=1)
+    def dropout_corpus(self, texts: Sequence[str]) -> DropoutCorpus:
+        """``texts`` prepared for BPE-dropout (Provilkov et al. 2020): ``.draw(p, seed)``
+        segments them anew, each merge of each step skipped with probability ``p``, so
+        words come out in smaller pieces now and then; the same seed gives the same draw in
+        every process and run. Needs a BPE model."""
+        if self._bpe is None:
+            self._bpe = BpeDropout(self.sp)
+        return self._bpe.corpus(texts)
 
     def decode(self, ids: Sequence[int]) -> str:
         """Detokenized text of ids, cut at the first EOS, skipping pad and BOS."""

@@ -42,6 +42,7 @@ class TranslationTask:
         tok = data.tokenizer
         self.model_config = cfg.model_config(len(tok), tok.pad_id)
         self.src, self.tgt = data.train_src, data.train_tgt  # this epoch's segmentation
+        self.dropout_corpora = None  # source and target split in words once, for BPE-dropout
 
     def epoch_seed(self, epoch: int) -> int:
         """The seed of an epoch's draws: the run's seed and the epoch alone, so every process
@@ -56,9 +57,12 @@ class TranslationTask:
         d, p = self.data, self.cfg.bpe_dropout
         if not p:
             return d.train_src, d.train_tgt
+        if self.dropout_corpora is None:
+            self.dropout_corpora = (d.tokenizer.dropout_corpus(d.train_src_text),
+                                    d.tokenizer.dropout_corpus(d.train_tgt_text))
         seed = self.epoch_seed(epoch) * 2
-        src = d.tokenizer.sample(d.train_src_text, p, seed)
-        tgt = d.tokenizer.sample(d.train_tgt_text, p, seed + 1)
+        src = self.dropout_corpora[0].draw(p, seed)
+        tgt = self.dropout_corpora[1].draw(p, seed + 1)
         fits = [len(s) <= self.cfg.max_len and len(t) <= self.cfg.max_len
                 for s, t in zip(src, tgt)]
         return ([s if ok else plain for s, plain, ok in zip(src, d.train_src, fits)],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import math
 import time
@@ -50,6 +51,22 @@ class Task(Protocol):
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]: ...  # summed, units
     def validate(self, model: nn.Module) -> dict[str, float]: ...
     def record(self) -> dict: ...  # model_config, tokenizer, extra: what loading needs
+
+
+def check_same_batches(session: Session, epoch: int, batches: Sequence[Any]) -> None:
+    """Fail at once if the processes computed different batches for ``epoch``: each would
+    then train on its own share of another list, they would disagree on where an epoch ends
+    and their collectives would fall out of step (what a per-process random draw in a task's
+    ``batches`` does)."""
+    if session.world == 1:
+        return
+    digest = hashlib.sha256()
+    for batch in batches:
+        digest.update(repr(batch.tolist() if isinstance(batch, Tensor) else batch).encode())
+    if len(set(session.gather(digest.hexdigest()))) > 1:
+        raise RuntimeError(f"the {session.world} processes computed different batches for "
+                           f"epoch {epoch + 1}; a task's batches() must depend on the seed "
+                           "and the epoch only, the same in every process")
 
 
 class TrainingDiverged(UserError):
@@ -166,6 +183,7 @@ class Engine:
         with self._bar() as bar:
             while reason is None:
                 batches = self.task.batches(self.epoch)
+                check_same_batches(self.session, self.epoch, batches)
                 if not batches:
                     raise UserError(f"no training batches in epoch {self.epoch + 1}: the "
                                     "training data is empty after filtering")
