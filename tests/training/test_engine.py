@@ -13,8 +13,8 @@ from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
-from transduce.training.distributed import Session
-from transduce.training.engine import Engine, EngineConfig, check_same_batches
+from transduce.training.distributed import Session, check_same_batches
+from transduce.training.engine import Engine, EngineConfig
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
 

@@ -5,8 +5,8 @@ SentencePiece samples BPE-dropout itself (``enable_sampling``), but its draws fo
 differ from process to process (sentencepiece 0.2.3: the same seed gives the same draw
 within a process, another in the next). The processes of a distributed run would then train
 on different segmentations, batch them differently and fall out of step, and a resumed run
-would not repeat its epoch. So the merges are replayed here, drawn by generators seeded
-with the seed alone (numpy's PCG64 and ``random.Random``).
+would not repeat its epoch. So the merges are replayed here, drawn by a generator seeded
+with the seed alone (numpy's PCG64).
 
 The procedure is the paper's: a word starts as its characters; at every step each merge
 that applies (an adjacent pair whose concatenation is a piece) is dropped with probability
@@ -43,12 +43,13 @@ class BpeDropout:
                 continue  # never made by merging characters
             piece = sp.id_to_piece(i)
             self.ids[piece], self.scores[piece] = i, sp.get_score(i)
-        # A word's states (its symbols) are numbered; for each, the states its merges lead
-        # to (best first) and its ids, filled in when first reached: the same states recur
-        # epoch after epoch, and numbers avoid hashing tuples in the sampling loop.
+        # A word's states (its symbols) are numbered; ``transitions[n]`` lists the states
+        # that state n's merges lead to, best first, filled in by after(n) when first
+        # reached: the same states recur epoch after epoch, and numbers avoid hashing tuples
+        # in the sampling loop.
         self._number: dict[tuple[str, ...], int] = {}
         self._states: list[tuple[str, ...]] = []
-        self._after: list[list[int] | None] = []
+        self.transitions: list[list[int] | None] = []
         self._paths: dict[str, list[int]] = {}
 
     def _state(self, symbols: tuple[str, ...]) -> int:
@@ -56,13 +57,13 @@ class BpeDropout:
         if n is None:
             n = self._number[symbols] = len(self._states)
             self._states.append(symbols)
-            self._after.append(None)
+            self.transitions.append(None)
         return n
 
     def after(self, n: int) -> list[int]:
         """The states after each merge that applies to state ``n``, best first (higher
         score, then leftmost, as SentencePiece orders them)."""
-        known = self._after[n]
+        known = self.transitions[n]
         if known is None:
             state, scored = self._states[n], []
             for i in range(len(state) - 1):
@@ -70,7 +71,7 @@ class BpeDropout:
                 if score is not None:
                     scored.append((-score, i))
             scored.sort()
-            known = self._after[n] = [
+            known = self.transitions[n] = [
                 self._state(state[:i] + (state[i] + state[i + 1],) + state[i + 2:])
                 for _, i in scored]
         return known
@@ -143,7 +144,7 @@ class DropoutCorpus:
                     yield from (generator.geometric(1.0 - p, 4096) - 1).tolist()
 
             skipped = skip_counts().__next__
-            table, expand, ends = self.bpe._after, self.bpe.after, {}
+            table, expand, ends = self.bpe.transitions, self.bpe.after, {}
             for j, k in zip(redraw.tolist(), kept[redraw].tolist()):
                 n, skip = self.paths[words[j]][k], skipped() + 1
                 while True:

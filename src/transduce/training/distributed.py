@@ -7,11 +7,14 @@ Processes are started by PyTorch's own launcher (``torchrun``, or
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import torch
 import torch.distributed as dist
+from torch import Tensor
 
 from transduce.device import configure, pick_device, resolve_precision
 from transduce.errors import UserError
@@ -84,3 +87,19 @@ def start(device: str, precision: str) -> Session:
 def end(session: Session) -> None:
     if session.world > 1 and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def check_same_batches(session: Session, epoch: int, batches: Sequence[Any]) -> None:
+    """Fail at once if the processes computed different batches for ``epoch``: each would
+    then train on its own share of another list, they would disagree on where an epoch ends
+    and their collectives would fall out of step (what a per-process random draw in a task's
+    ``batches`` does)."""
+    if session.world == 1:
+        return
+    digest = hashlib.sha256()
+    for batch in batches:
+        digest.update(repr(batch.tolist() if isinstance(batch, Tensor) else batch).encode())
+    if len(set(session.gather(digest.hexdigest()))) > 1:
+        raise RuntimeError(f"the {session.world} processes computed different batches for "
+                           f"epoch {epoch + 1}; a task's batches() must depend on the seed "
+                           "and the epoch only, the same in every process")

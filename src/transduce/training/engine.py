@@ -7,8 +7,8 @@ stopping, checkpoints and exact resume (mid-epoch too), the progress bar, ``metr
 TensorBoard, and distribution over processes (``DistributedDataParallel``).
 
 Every process computes the same list of batches for an epoch (from the seed and the epoch
-number); an update takes the next ``accumulate × world`` of them and rank r trains on every
-world-th one from r. The summed loss of all of them is divided by their units (target tokens,
+number; compared across processes as each epoch starts); an update takes the next
+``accumulate × world`` of them and rank r trains on every world-th one from r. The summed loss of all of them is divided by their units (target tokens,
 forecast values) summed over all micro-batches and processes, so accumulation and several
 processes give the gradient of the merged batch. Positions in the epoch count batches, not
 updates, so a checkpoint written by N processes resumes on M.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import logging
 import math
 import time
@@ -33,7 +32,7 @@ from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.logs import progress, setup_logging
 from transduce.training import distributed
-from transduce.training.distributed import Session
+from transduce.training.distributed import Session, check_same_batches
 from transduce.training.engine_config import EXTENDABLE, EngineConfig  # noqa: F401 (re-export)
 
 
@@ -51,22 +50,6 @@ class Task(Protocol):
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]: ...  # summed, units
     def validate(self, model: nn.Module) -> dict[str, float]: ...
     def record(self) -> dict: ...  # model_config, tokenizer, extra: what loading needs
-
-
-def check_same_batches(session: Session, epoch: int, batches: Sequence[Any]) -> None:
-    """Fail at once if the processes computed different batches for ``epoch``: each would
-    then train on its own share of another list, they would disagree on where an epoch ends
-    and their collectives would fall out of step (what a per-process random draw in a task's
-    ``batches`` does)."""
-    if session.world == 1:
-        return
-    digest = hashlib.sha256()
-    for batch in batches:
-        digest.update(repr(batch.tolist() if isinstance(batch, Tensor) else batch).encode())
-    if len(set(session.gather(digest.hexdigest()))) > 1:
-        raise RuntimeError(f"the {session.world} processes computed different batches for "
-                           f"epoch {epoch + 1}; a task's batches() must depend on the seed "
-                           "and the epoch only, the same in every process")
 
 
 class TrainingDiverged(UserError):
