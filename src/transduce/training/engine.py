@@ -8,10 +8,11 @@ TensorBoard, and distribution over processes (``DistributedDataParallel``).
 
 Every process computes the same list of batches for an epoch (from the seed and the epoch
 number; compared across processes as each epoch starts); an update takes the next
-``accumulate × world`` of them and rank r trains on every world-th one from r. The summed loss of all of them is divided by their units (target tokens,
-forecast values) summed over all micro-batches and processes, so accumulation and several
-processes give the gradient of the merged batch. Positions in the epoch count batches, not
-updates, so a checkpoint written by N processes resumes on M.
+``accumulate × world`` of them and rank r trains on every world-th one from r. The summed
+loss of all of them is divided by their units (target tokens, forecast values) summed over
+all micro-batches and processes, so accumulation and several processes give the gradient of
+the merged batch. Positions in the epoch count batches, not updates, so a checkpoint written
+by N processes resumes on M.
 """
 
 from __future__ import annotations
