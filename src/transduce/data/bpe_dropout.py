@@ -50,6 +50,7 @@ class BpeDropout:
         self._number: dict[tuple[str, ...], int] = {}
         self._states: list[tuple[str, ...]] = []
         self.transitions: list[list[int] | None] = []
+        self._ids: list[list[int] | None] = []
         self._paths: dict[str, list[int]] = {}
 
     def _state(self, symbols: tuple[str, ...]) -> int:
@@ -58,6 +59,7 @@ class BpeDropout:
             n = self._number[symbols] = len(self._states)
             self._states.append(symbols)
             self.transitions.append(None)
+            self._ids.append(None)
         return n
 
     def after(self, n: int) -> list[int]:
@@ -77,7 +79,11 @@ class BpeDropout:
         return known
 
     def ids_of(self, n: int) -> list[int]:
-        return [self.ids.get(s, self.unk_id) for s in self._states[n]]
+        """The ids of state ``n``'s symbols, cached."""
+        known = self._ids[n]
+        if known is None:
+            known = self._ids[n] = [self.ids.get(s, self.unk_id) for s in self._states[n]]
+        return known
 
     def path(self, word: str) -> list[int]:
         """The word's states under plain BPE, from its characters to its segmentation."""
@@ -124,7 +130,7 @@ class DropoutCorpus:
             self.bounds.append(len(words))
         self.words = np.array(words, dtype=np.int64)
         self.paths = [bpe.path(w) for w in types]  # each type's plain states
-        self.plain_ids = [bpe.ids_of(path[-1]) for path in self.paths]
+        self.plain_ids = [bpe.plain(w) for w in types]
         self.merges = np.array([len(path) - 1 for path in self.paths], dtype=np.int64)[self.words]
 
     def draw(self, p: float, seed: int) -> list[list[int]]:
@@ -144,7 +150,7 @@ class DropoutCorpus:
                     yield from (generator.geometric(1.0 - p, 4096) - 1).tolist()
 
             skipped = skip_counts().__next__
-            table, expand, ends = self.bpe.transitions, self.bpe.after, {}
+            table, expand, ids_of = self.bpe.transitions, self.bpe.after, self.bpe.ids_of
             for j, k in zip(redraw.tolist(), kept[redraw].tolist()):
                 n, skip = self.paths[words[j]][k], skipped() + 1
                 while True:
@@ -154,9 +160,6 @@ class DropoutCorpus:
                     if skip >= len(after):  # every merge dropped, or none applies: done
                         break
                     n, skip = after[skip], skipped()
-                got = ends.get(n)
-                if got is None:
-                    got = ends[n] = self.bpe.ids_of(n)
-                ids[j] = got
+                ids[j] = ids_of(n)
         b = self.bounds
         return [list(chain.from_iterable(ids[b[n]:b[n + 1]])) for n in range(len(b) - 1)]
