@@ -67,11 +67,12 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
         total = hidden.new_zeros((), dtype=torch.float32)
         # Two (chunk, V) buffers serve every chunk: the logits in the matmul's dtype (later
-        # the gradient), and their float32 copy, which becomes the softmax. Fresh buffers per
-        # chunk fault in new pages on a CPU, about 6% of a d128 model's training step.
+        # the gradient), and their float32 copy, which becomes the softmax; in float32 they
+        # are one, and the copies between them do nothing. Fresh buffers per chunk fault in
+        # new pages on a CPU, about 6% of a d128 model's training step.
         rows = min(chunk, hidden.shape[0])
         low = hidden.new_empty((rows, V))
-        full = hidden.new_empty((rows, V), dtype=torch.float32)
+        full = low if low.dtype == torch.float32 else low.new_empty(low.shape, dtype=torch.float32)
         for start in range(0, hidden.shape[0], chunk):
             h = hidden[start:start + chunk]  # (C, D)
             y = target[start:start + chunk]  # (C,)
