@@ -8,6 +8,7 @@
     model.translate("A man rides a bike.")          # -> "Ein Mann fährt Fahrrad."
     model.translate(["One.", "Two."], beam=5, nbest=2)   # -> [[(text, score), ...], ...]
     maps = model.attention("A man rides a bike.")   # tokens + weights of every layer/head
+    models = transduce.load(["runs/en_de_1", "runs/en_de_2"])   # an ensemble of two runs
 
 Searches use the run's ``decoding.json`` (written by ``transduce tune``) unless told
 otherwise, else the paper's beam 5 and α 0.6.
@@ -17,19 +18,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
-from transduce.runs import checkpoint_kind, load_translation
+from transduce.runs import checkpoint_kind, ensemble_members, load_translation
 
 
-def load(path: str | os.PathLike, device: str = "auto", precision: str = "auto",
-         verbose: bool = True):
+def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "auto",
+         precision: str = "auto", verbose: bool = True):
     """The model in ``path``, ready to use.
 
     ``path`` is a run directory (its averaged, else best, else newest checkpoint), a
-    checkpoint file, or a directory written by ``transduce export``. Translation and demo
+    checkpoint file, a directory written by ``transduce export``, an ensemble directory
+    written by ``transduce tune RUN RUN … --out DIR``, or a list of translation runs or
+    checkpoints to search as one ensemble (their mean probability at each step; the first
+    run's ``decoding.json`` unless told otherwise). Translation and demo
     runs give a :class:`~transduce.decoding.translator.Translator` (``.translate``,
     ``.attention``); an export gives a
     :class:`~transduce.export.ctranslate2.CTranslate2Translator` (``.translate``); a
@@ -41,6 +46,16 @@ def load(path: str | os.PathLike, device: str = "auto", precision: str = "auto",
         precision: "auto" (bf16 where fast), "bf16", "fp16" or "fp32".
         verbose: say which checkpoint is used (on the "transduce" logger).
     """
+    listed = isinstance(path, (list, tuple))
+    members = list(path) if listed else ensemble_members(path)
+    if members is not None:
+        from transduce.decoding.ensemble import load_ensemble
+
+        dev = pick_device(device)
+        model, tokenizer, first_run = load_ensemble(members, verbose)
+        translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
+        translator.decoding = defaults.read(first_run if listed else path)
+        return translator
     if (Path(path) / "model.bin").is_file():
         from transduce.export.ctranslate2 import CTranslate2Translator
 

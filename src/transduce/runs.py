@@ -7,8 +7,12 @@
       spm.model        (translation) the tokenizer the checkpoints are tied to by fingerprint
       checkpoints/     step_N.pt (the newest ``keep_last``), best.pt (best validation metric)
       averaged.pt      after ``transduce average``
+      decoding.json    after ``transduce tune`` (see transduce.decoding.defaults)
       train.log, metrics.jsonl, tensorboard/
       .lock            held by the one process training the run (the kernel frees it on exit)
+
+An ensemble directory (``transduce tune RUN RUN … --out DIR``) holds only ``ensemble.json``
+(its member runs, relative to it) and the ensemble's ``decoding.json``.
 
 Nothing else reads or writes these files by name: training, translation, export, averaging
 and forecasting all come through here.
@@ -37,7 +41,7 @@ from transduce.errors import UserError
 from transduce.io import atomic_path, check_writable, remove_staging, write_text
 
 CONFIG, TOKENIZER, METRICS, LOCK = "config.yaml", "spm.model", "metrics.jsonl", ".lock"
-CHECKPOINTS = "checkpoints"
+CHECKPOINTS, ENSEMBLE = "checkpoints", "ensemble.json"
 BEST, AVERAGED = "best.pt", "averaged.pt"
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
 KINDS = ("translation", "forecast", "numbers")
@@ -147,6 +151,33 @@ def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
                         "transduce tune (or average) again to include the newer "
                         "checkpoints")
     return chosen, run_dir
+
+
+def ensemble_members(path: str | os.PathLike) -> list[Path] | None:
+    """The member runs that the ensemble directory ``path`` lists, or None when ``path`` is
+    not one (has no ``ensemble.json``)."""
+    file = Path(path) / ENSEMBLE
+    if not file.is_file():
+        return None
+    try:
+        members = json.loads(file.read_text(encoding="utf-8"))["members"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise UserError(f"{file}: damaged ({type(error).__name__}: {error}); run transduce "
+                        "tune RUN RUN … --out again") from None
+    if not isinstance(members, list) or not members or \
+            not all(isinstance(m, str) for m in members):
+        raise UserError(f"{file}: 'members' must be a list of run directories; run "
+                        "transduce tune RUN RUN … --out again")
+    return [Path(path) / m for m in members]
+
+
+def write_ensemble(directory: str | os.PathLike, members: list[Path], details: dict) -> None:
+    """Record an ensemble of ``members`` in ``directory``, each as a path relative to it
+    (so that the runs and the ensemble move together)."""
+    directory = Path(directory)
+    names = [os.path.relpath(Path(m).resolve(), directory.resolve()) for m in members]
+    write_text(directory / ENSEMBLE, json.dumps({"members": names, **details}, indent=2)
+               + "\n")
 
 
 def average_checkpoints(paths: list[Path]) -> dict:

@@ -15,8 +15,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "/health, /info) described by /openapi.json. Concurrent requests are batched "
                     "together.")
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT",
-                        help="a translation run directory, a checkpoint file, or a folder "
-                             "`transduce export` wrote")
+                        help="a translation run directory, a checkpoint file, an ensemble "
+                             "directory (transduce tune RUN RUN … --out; no attention), or a "
+                             "folder `transduce export` wrote")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")

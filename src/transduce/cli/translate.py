@@ -14,7 +14,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.")
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
                         help="a run directory (its averaged, else best, else newest checkpoint)"
-                             " or a checkpoint file; with --engine ctranslate2, the directory "
+                             ", a checkpoint file, or an ensemble directory (transduce tune "
+                             "RUN RUN … --out); with --engine ctranslate2, the directory "
                              "`transduce export` wrote")
     parser.add_argument("--engine", default="transduce", choices=["transduce", "ctranslate2"],
                         help="our PyTorch search (default) or an exported CTranslate2 model")

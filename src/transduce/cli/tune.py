@@ -1,4 +1,5 @@
-"""`transduce tune RUN_DIR [--last 5 8 10] [--lenpen 0.6 1.0 1.4] [--no-repeat-ngram 0 3]`."""
+"""`transduce tune RUN_DIR [--last 5 8 10] [--lenpen 0.6 1.0 1.4] [--no-repeat-ngram 0 3]`;
+`transduce tune RUN_DIR RUN_DIR … --out DIR` for an ensemble."""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "those within 0.1 of it, the one whose outputs loop least), and "
                     "store it: the average in RUN_DIR/averaged.pt and the decoding in "
                     "RUN_DIR/decoding.json, which translate, serve, attention, export and "
-                    "transduce.load then use unless told otherwise. Test data is never read.")
-    parser.add_argument("run_dir", help="a translation run directory (transduce train --run-dir)")
+                    "transduce.load then use unless told otherwise. Test data is never read. "
+                    "Several runs (other seeds of one recipe) make an ensemble that averages "
+                    "their probabilities at each step: each run is tuned alone, then the "
+                    "ensemble's length penalty and block are chosen on the first run's "
+                    "validation files and stored in --out, a directory that translate, serve "
+                    "and transduce.load take like a run.")
+    parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR",
+                        help="a translation run directory (transduce train --run-dir); "
+                             "several for an ensemble")
+    parser.add_argument("--out", help="with several runs: the ensemble directory to write")
     parser.add_argument("--last", type=int, nargs="+", default=[5, 8, 10], metavar="N",
                         help="numbers of newest step checkpoints to average (default 5 8 10)")
     parser.add_argument("--lenpen", type=float, nargs="+", default=[0.6, 1.0, 1.4],
@@ -32,20 +41,32 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.decoding.tune import Grid, tune
+    from transduce.decoding.tune import Grid, tune, tune_ensemble
+    from transduce.errors import UserError
 
     grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), args.beam,
                 args.metric, args.sentences)
-    chosen, rows = tune(args.run_dir, grid, args.device)
+    if len(args.run_dir) > 1 and not args.out:
+        raise UserError("several runs make an ensemble: give --out DIR to store it in")
+    if len(args.run_dir) == 1 and args.out:
+        raise UserError("--out is for an ensemble: give two or more run directories")
+    if args.out:
+        chosen, rows = tune_ensemble(args.run_dir, args.out, grid, args.device)
+        where = f"{args.out}/ensemble.json and {args.out}/decoding.json"
+    else:
+        chosen, rows = tune(args.run_dir[0], grid, args.device)
+        where = f"{args.run_dir[0]}/averaged.pt and {args.run_dir[0]}/decoding.json"
     print(f"{'last':>4} {'α':>4} {'block':>5} {'BLEU':>6} {'chrF2':>6} {'looping':>7}")
     for r in rows:
-        mark = " *" if (r["last"], r["lenpen"], r["no_repeat_ngram"]) == (
+        mark = " *" if (r.get("last", 0), r["lenpen"], r["no_repeat_ngram"]) == (
             chosen.last, chosen.lenpen, chosen.no_repeat_ngram) else ""
         bleu = r.get("bleu_tok", r["bleu"]) if args.metric == "bleu_tok" else r["bleu"]
-        print(f"{r['last']:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>6.2f} "
+        last = r.get("last", "own")
+        print(f"{last:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>6.2f} "
               f"{r['chrf']:>6.2f} {100 * r['looping_rate']:>6.1f}%{mark}")
     block = f", no {chosen.no_repeat_ngram}-gram twice" if chosen.no_repeat_ngram else ""
-    print(f"chosen on validation (*): the last {chosen.last} checkpoints averaged, beam "
-          f"{chosen.beam}, α {chosen.lenpen:g}{block}; wrote {args.run_dir}/averaged.pt and "
-          f"{args.run_dir}/decoding.json")
+    averaged = (f"the last {chosen.last} checkpoints averaged" if chosen.last else
+                "each run's own average")
+    print(f"chosen on validation (*): {averaged}, beam {chosen.beam}, α {chosen.lenpen:g}"
+          f"{block}; wrote {where}")
     return 0

@@ -13,6 +13,7 @@ from transduce.decoding.beam import beam_search
 from transduce.decoding.defaults import PAPER, Decoding, resolve
 from transduce.decoding.greedy import greedy_search
 from transduce.device import autocast
+from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
 
 if TYPE_CHECKING:  # only for the annotation; imported where it is used
@@ -78,7 +79,8 @@ class Translator(TranslateAPI):
     """Translate lines with a model and its tokenizer.
 
     Args:
-        model: the Transformer (moved to ``device`` and put in eval mode here).
+        model: the Transformer, or an :class:`~transduce.decoding.ensemble.Ensemble` of
+            them (moved to ``device`` and put in eval mode here).
         tokenizer: the joint subword tokenizer it was trained with.
         device, precision: where and how to run ("bf16" autocast or "fp32").
     """
@@ -123,9 +125,13 @@ class Translator(TranslateAPI):
     def attention(self, sentence: str, beam: int = 5) -> "AttentionMaps":
         """Translate ``sentence`` and return its tokens and the attention weights of every
         layer and head (encoder self, decoder self, cross), as
-        :class:`~transduce.decoding.inspect.AttentionMaps`."""
+        :class:`~transduce.decoding.inspect.AttentionMaps`. An ensemble has no one set of
+        weights: a UserError says to load one of its runs."""
         from transduce.decoding.inspect import attention_maps
 
+        if not hasattr(self.model, "encode_with_weights"):
+            raise UserError("attention maps are those of one model, not of an ensemble; "
+                            "load one of its runs to see them")
         return attention_maps(self, sentence, beam)
 
     def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):

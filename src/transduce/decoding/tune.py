@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import logging
 import os
 import time
@@ -134,4 +135,83 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                          "validation data",
             "metric": grid.metric, grid.metric: best[grid.metric],
             "averaged": [p.name for p in steps[-best["last"]:]], "grid": rows})
+    return chosen, rows
+
+
+def _tuned(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds an average that ``tune`` chose from its newest checkpoints
+    (``decoding.json`` names them, ending with the newest one there is)."""
+    steps = runs.step_checkpoints(run_dir)
+    path = run_dir / defaults.DECODING
+    if not steps or not (run_dir / runs.AVERAGED).is_file() or not path.is_file():
+        return False
+    try:
+        averaged = json.loads(path.read_text(encoding="utf-8")).get("averaged") or []
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return False
+    return bool(averaged) and averaged[-1] == steps[-1].name
+
+
+def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
+                  grid: Grid = Grid(), device: str = "auto", precision: str = "auto"
+                  ) -> tuple[defaults.Decoding, list[dict]]:
+    """Choose the decoding of an ensemble of runs on the first run's validation data.
+
+    Each member is first tuned alone (:func:`tune`: its average and its own decoding),
+    unless its ``decoding.json`` already names an average of its newest checkpoints. Then
+    the ensemble of those averages is searched with every length penalty × n-gram block of
+    ``grid``; ``out`` receives ``ensemble.json`` (the members) and ``decoding.json`` (the
+    choice). Returns the choice and a row of scores per setting."""
+    from transduce.decoding.ensemble import check_vocabularies, load_ensemble
+
+    grid.check()
+    run_dirs, out = [Path(r) for r in run_dirs], Path(out)
+    if len(run_dirs) < 2:
+        raise UserError("an ensemble needs at least two run directories")
+    if out.resolve() in {r.resolve() for r in run_dirs}:
+        raise UserError(f"--out {out}: give a directory of its own, not one of the runs")
+    check_writable(out, "--out")
+    sources, references, lang = validation_data(run_dirs[0], grid.sentences)
+    tokenizers = []
+    for run_dir in run_dirs:  # every member checked before minutes of tuning
+        if validation_data(run_dir, grid.sentences)[2] != lang:
+            raise UserError(f"{run_dir}: translates into another language than "
+                            f"{run_dirs[0]}; ensemble runs of one language pair")
+        steps = runs.step_checkpoints(run_dir)
+        if not steps:
+            raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
+        tokenizers.append(runs.load_translation(steps[-1], verbose=False).tokenizer)
+    check_vocabularies(run_dirs, tokenizers)
+    for run_dir in run_dirs:
+        if _tuned(run_dir):
+            log.warning(f"transduce: {run_dir}: using the average its decoding.json names")
+        else:
+            log.warning(f"transduce: {run_dir}: tuning it alone first")
+            tune(run_dir, grid, device, precision)
+    model, tokenizer, _ = load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
+    dev = pick_device(device)
+    translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
+    settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
+    rows = []
+    with progress(len(settings) * len(sources), "tuning the ensemble", "sent") as bar:
+        for lenpen, block in settings:
+            start = time.perf_counter()
+            extra = {"no_repeat_ngram": block} if block else {}
+            hyps = [h[0][0] for h in translator.search(sources, grid.beam, lenpen,
+                                                        progress=bar, **extra)]
+            scores = corpus_scores(hyps, references, lang if grid.metric == "bleu_tok" else None)
+            rows.append({"lenpen": lenpen, "no_repeat_ngram": block,
+                         **{k: v for k, v in scores.items() if "signature" not in k},
+                         "looping_rate": round(looping_rate(hyps, sources), 4),
+                         "seconds": round(time.perf_counter() - start, 1)})
+    best = choose(rows, grid.metric)
+    where = out / defaults.DECODING
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], 0,
+                               f"chosen on validation data, {where}")
+    defaults.write(out, chosen, {
+        "chosen_by": f"transduce tune: best {grid.metric} of the ensemble on {len(sources)} "
+                     f"lines of {run_dirs[0]}'s validation data",
+        "metric": grid.metric, grid.metric: best[grid.metric], "grid": rows})
+    runs.write_ensemble(out, run_dirs, {"created_by": "transduce tune"})
     return chosen, rows

@@ -145,7 +145,7 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
             out = [hyps[0][0] for hyps in found]
         else:
             out = [[{"text": t, "score": round(s, 4)} for t, s in hyps] for hyps in found]
-        return {"translations": out, "attention": kind != "ctranslate2"}
+        return {"translations": out, "attention": info["attention"]}
 
     @app.post("/attention")
     async def attention(body: AttentionRequest):
@@ -198,17 +198,26 @@ def describe(path: str, model) -> dict:
     if not isinstance(model, Translator):
         return {"kind": "ctranslate2", "export": str(path),
                 "description": f"CTranslate2 export {path}", "scores": {}, "example": "",
-                "decoding": decoding}
+                "decoding": decoding, "attention": False}
     from transduce import runs
+
+    params = sum(p.numel() for p in model.model.parameters())
+    members = runs.ensemble_members(path)
+    if members is not None:
+        return {"kind": "translation", "ensemble": [str(m) for m in members],
+                "description": f"ensemble of {len(members)} translation models, {params:,} "
+                               f"parameters in all, {path}",
+                "parameters": params, "scores": {}, "example": "", "decoding": decoding,
+                "attention": False}
 
     checkpoint, run_dir = runs.find_checkpoint(path)
     numbers = type(model.tokenizer).__name__ == "NumbersTokenizer"
-    params = sum(p.numel() for p in model.model.parameters())
     return {"kind": "numbers" if numbers else "translation", "checkpoint": str(checkpoint),
             "description": f"{'demo numbers' if numbers else 'translation'} model, "
                            f"{params:,} parameters, {checkpoint}",
             "parameters": params, "scores": _scores(run_dir),
-            "example": "three hundred twenty-one" if numbers else "", "decoding": decoding}
+            "example": "three hundred twenty-one" if numbers else "", "decoding": decoding,
+            "attention": True}
 
 
 def _scores(run_dir: Path) -> dict:

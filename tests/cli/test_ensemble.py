@@ -1,0 +1,103 @@
+"""An ensemble of runs from the command line and the Python API: `transduce tune RUN RUN --out
+DIR` chooses its decoding on val; translate, serve and `transduce.load` take DIR."""
+
+import json
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+
+import transduce
+from transduce.cli.main import main
+from transduce.errors import UserError
+from transduce.serve.app import create_app, describe
+
+GRID = ["--last", "2", "--lenpen", "0.6", "1.2", "--no-repeat-ngram", "0", "--beam", "2"]
+
+
+@pytest.fixture(scope="module")
+def two_runs(trained_run, tmp_path_factory):
+    """(a copy of the shared run, a second run of another seed on the same data)."""
+    root = tmp_path_factory.mktemp("ensemble")
+    first = root / "first"
+    shutil.copytree(trained_run, first)  # tune writes into its runs
+    config = trained_run.parent / "tiny.yaml"
+    assert main(["train", str(config), "seed=4", "--run-dir", str(root / "second")]) == 0
+    return first, root / "second"
+
+
+@pytest.fixture(scope="module")
+def ensemble(two_runs):
+    out = two_runs[0].parent / "ens"
+    assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 0
+    return out
+
+
+def test_tune_writes_the_members_and_the_choice_made_on_val(ensemble, two_runs, capsys):
+    recorded = json.loads((ensemble / "ensemble.json").read_text(encoding="utf-8"))
+    assert recorded["members"] == ["../first", "../second"]  # relative: they move together
+    chosen = json.loads((ensemble / "decoding.json").read_text(encoding="utf-8"))
+    assert len(chosen["grid"]) == 2 and chosen["lenpen"] in (0.6, 1.2)
+    assert chosen["no_repeat_ngram"] == 0 and chosen["beam"] == 2
+    for run in two_runs:  # each member was tuned alone first
+        assert (run / "averaged.pt").is_file() and (run / "decoding.json").is_file()
+
+
+def test_the_ensemble_directory_translates_as_the_listed_runs(ensemble, two_runs, tmp_path):
+    model = transduce.load(ensemble, verbose=False)
+    assert str(ensemble / "decoding.json") in model.decoding.source  # not a member's
+    assert model.decoding.lenpen == json.loads(
+        (ensemble / "decoding.json").read_text(encoding="utf-8"))["lenpen"]
+    lines = ["five hundred", "", "seven thousand two"]
+    listed = transduce.load(list(two_runs), verbose=False)
+    assert model.translate(lines, beam=2, lenpen=0.6) == listed.translate(lines, beam=2,
+                                                                          lenpen=0.6)
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["translate", str(ensemble), "--input", str(source), "--output", str(out),
+                 "--beam", "2", "--lenpen", "0.6"]) == 0
+    assert out.read_text(encoding="utf-8").split("\n")[:3] == listed.translate(
+        lines, beam=2, lenpen=0.6)
+    with pytest.raises(UserError, match="not of an ensemble"):
+        model.attention("five")
+
+
+def test_the_server_translates_with_an_ensemble_and_refuses_its_attention(ensemble):
+    model = transduce.load(ensemble, verbose=False)
+    info = describe(str(ensemble), model)
+    assert info["kind"] == "translation" and len(info["ensemble"]) == 2
+    with TestClient(create_app(model, info)) as client:
+        got = client.post("/translate", json={"sentences": ["five"], "beam": 2}).json()
+        assert got["translations"] == [model.translate("five", beam=2)]
+        assert got["attention"] is False
+        refused = client.post("/attention", json={"sentence": "five"})
+        assert refused.status_code == 422 and "ensemble" in refused.json()["error"]
+        assert client.get("/health").json() == {"status": "ok"}
+
+
+def test_runs_of_another_vocabulary_are_refused_before_anything_is_written(
+        two_runs, tmp_path, capsys):
+    other = tmp_path / "other"
+    config = two_runs[0] / "config.yaml"
+    assert main(["train", str(config), "vocab_size=90", "max_steps=2",
+                 "--run-dir", str(other)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "ens"
+    assert main(["tune", str(two_runs[0]), str(other), "--out", str(out), *GRID]) == 2
+    error = capsys.readouterr().err.strip()
+    assert f"{other}: its vocabulary differs" in error and len(error.splitlines()) == 1
+    assert not out.exists() and not (other / "averaged.pt").exists()  # not tuned either
+    with pytest.raises(UserError, match="its vocabulary differs"):
+        transduce.load([two_runs[0], other], verbose=False)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["A", "B"], "give --out DIR"),
+    (["A", "--out", "ens"], "give two or more run directories"),
+    (["A", "A", "--out", "A"], "give a directory of its own"),
+])
+def test_bad_ensemble_arguments(two_runs, tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    names = {"A": str(two_runs[0]), "B": str(two_runs[1])}
+    assert main(["tune", *[names.get(a, a) for a in args]]) == 2
+    assert message in capsys.readouterr().err
