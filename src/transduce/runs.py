@@ -139,6 +139,9 @@ def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
         chosen = path
     elif not path.is_dir():
         raise UserError(f"{path}: no such run directory or checkpoint")
+    elif (path / ENSEMBLE).is_file():
+        raise UserError(f"{path}: an ensemble of several runs (its {ENSEMBLE}); give one of "
+                        "those runs here")
     else:
         run_dir, steps = path, step_checkpoints(path)
         candidates = [c for c in (path / AVERAGED, checkpoint_dir(path) / BEST) if c.is_file()]

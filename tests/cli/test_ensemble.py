@@ -91,6 +91,13 @@ def test_runs_of_another_vocabulary_are_refused_before_anything_is_written(
         transduce.load([two_runs[0], other], verbose=False)
 
 
+def test_commands_for_one_model_name_the_ensemble(ensemble, tmp_path, capsys):
+    assert main(["export", str(ensemble), str(tmp_path / "ct2")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "an ensemble of several runs" in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "ct2").exists()
+
+
 @pytest.mark.parametrize("args, message", [
     (["A", "B"], "give --out DIR"),
     (["A", "--out", "ens"], "give two or more run directories"),
