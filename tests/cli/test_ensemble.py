@@ -43,6 +43,18 @@ def test_tune_writes_the_members_and_the_choice_made_on_val(ensemble, two_runs, 
         assert (run / "averaged.pt").is_file() and (run / "decoding.json").is_file()
 
 
+def test_a_member_tuned_at_its_newest_checkpoint_is_not_tuned_again(ensemble, two_runs,
+                                                                     tmp_path, caplog):
+    stamps = [(r / "averaged.pt").stat().st_mtime_ns for r in two_runs]
+    caplog.clear()
+    assert main(["tune", *map(str, two_runs), "--out", str(tmp_path / "again"), *GRID]) == 0
+    assert [(r / "averaged.pt").stat().st_mtime_ns for r in two_runs] == stamps
+    assert caplog.text.count("using the average its decoding.json names") == 2
+    first, again = (json.loads((d / "decoding.json").read_text(encoding="utf-8"))["grid"]
+                    for d in (ensemble, tmp_path / "again"))
+    assert [r["bleu"] for r in again] == [r["bleu"] for r in first]  # the same averages
+
+
 def test_the_ensemble_directory_translates_as_the_listed_runs(ensemble, two_runs, tmp_path):
     model = transduce.load(ensemble, verbose=False)
     assert str(ensemble / "decoding.json") in model.decoding.source  # not a member's

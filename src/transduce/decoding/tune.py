@@ -84,6 +84,20 @@ def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[
     return sources, references, cfg.tgt_lang
 
 
+def _score(translator: Translator, sources: list[str], references: list[str], lang: str,
+           grid: Grid, lenpen: float, block: int, bar) -> dict:
+    """One setting's row: validation scores, looping rate and seconds taken."""
+    start = time.perf_counter()
+    extra = {"no_repeat_ngram": block} if block else {}
+    found = translator.search(sources, grid.beam, lenpen, progress=bar, **extra)
+    hyps = [h[0][0] for h in found]
+    scores = corpus_scores(hyps, references, lang if grid.metric == "bleu_tok" else None)
+    return {"lenpen": lenpen, "no_repeat_ngram": block,
+            **{k: v for k, v in scores.items() if "signature" not in k},
+            "looping_rate": round(looping_rate(hyps, sources), 4),
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
 def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
          precision: str = "auto", write: bool = True) -> tuple[defaults.Decoding, list[dict]]:
     """Translate the run's validation data with every setting of ``grid``; returns the
@@ -114,16 +128,8 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
             averaged = runs.average_checkpoints(steps[-last:])
             translator.model.load_state_dict(averaged["model"])
             for lenpen, block in itertools.product(grid.lenpen, grid.no_repeat_ngram):
-                start = time.perf_counter()
-                extra = {"no_repeat_ngram": block} if block else {}
-                found = translator.search(sources, grid.beam, lenpen, progress=bar, **extra)
-                hyps = [h[0][0] for h in found]
-                scores = corpus_scores(hyps, references,
-                                       lang if grid.metric == "bleu_tok" else None)
-                rows.append({"last": last, "lenpen": lenpen, "no_repeat_ngram": block,
-                             **{k: v for k, v in scores.items() if "signature" not in k},
-                             "looping_rate": round(looping_rate(hyps, sources), 4),
-                             "seconds": round(time.perf_counter() - start, 1)})
+                rows.append({"last": last, **_score(translator, sources, references, lang,
+                                                    grid, lenpen, block, bar)})
     best = choose(rows, grid.metric)
     where = run_dir / defaults.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
@@ -195,15 +201,8 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     rows = []
     with progress(len(settings) * len(sources), "tuning the ensemble", "sent") as bar:
         for lenpen, block in settings:
-            start = time.perf_counter()
-            extra = {"no_repeat_ngram": block} if block else {}
-            hyps = [h[0][0] for h in translator.search(sources, grid.beam, lenpen,
-                                                        progress=bar, **extra)]
-            scores = corpus_scores(hyps, references, lang if grid.metric == "bleu_tok" else None)
-            rows.append({"lenpen": lenpen, "no_repeat_ngram": block,
-                         **{k: v for k, v in scores.items() if "signature" not in k},
-                         "looping_rate": round(looping_rate(hyps, sources), 4),
-                         "seconds": round(time.perf_counter() - start, 1)})
+            rows.append(_score(translator, sources, references, lang, grid, lenpen, block,
+                               bar))
     best = choose(rows, grid.metric)
     where = out / defaults.DECODING
     out.mkdir(parents=True, exist_ok=True)
