@@ -23,7 +23,7 @@ from typing import Sequence
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
-from transduce.runs import checkpoint_kind, ensemble_members, load_translation
+from transduce.runs import checkpoint_kind, ensemble_members, load_ensemble, load_translation
 
 
 def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "auto",
@@ -49,8 +49,6 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     listed = isinstance(path, (list, tuple))
     members = list(path) if listed else ensemble_members(path)
     if members is not None:
-        from transduce.decoding.ensemble import load_ensemble
-
         dev = pick_device(device)
         model, tokenizer, first_run = load_ensemble(members, verbose)
         translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))

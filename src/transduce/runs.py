@@ -384,6 +384,20 @@ def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTra
     return LoadedTranslation(model.eval(), tokenizer, checkpoint, state, run_dir)
 
 
+def load_ensemble(paths: list[str | os.PathLike], verbose: bool = True):
+    """(:class:`~transduce.decoding.ensemble.Ensemble` of the translation models in
+    ``paths``, their shared tokenizer, the first member's run directory). Each path is a run
+    directory (its averaged, else best, else newest checkpoint) or a checkpoint file; a
+    UserError names the first member whose vocabulary differs."""
+    from transduce.decoding.ensemble import Ensemble, check_vocabularies
+
+    if not paths:
+        raise UserError("an ensemble needs at least one run directory or checkpoint")
+    loaded = [load_translation(p, verbose) for p in paths]
+    check_vocabularies(paths, [m.tokenizer for m in loaded])
+    return Ensemble([m.model for m in loaded]).eval(), loaded[0].tokenizer, loaded[0].run_dir
+
+
 def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):
     from transduce.data.tokenizer import SubwordTokenizer
 

@@ -12,7 +12,6 @@ Legend: B batch (× beams), t new positions, V vocabulary, M members.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -102,16 +101,3 @@ def check_vocabularies(paths: Sequence[Any], tokenizers: Sequence[Any]) -> None:
             raise UserError(f"{path}: its vocabulary differs from that of {paths[0]}; "
                             "ensemble runs trained on the same data with the same vocab_size")
 
-
-def load_ensemble(paths: Sequence[str | os.PathLike], verbose: bool = True):
-    """(:class:`Ensemble` of the translation models in ``paths``, their shared tokenizer, the
-    first member's run directory).
-    Each path is a run directory (its averaged, else best, else newest checkpoint) or a
-    checkpoint file; a UserError names the first member whose vocabulary differs."""
-    from transduce.runs import load_translation
-
-    if not paths:
-        raise UserError("an ensemble needs at least one run directory or checkpoint")
-    loaded = [load_translation(p, verbose) for p in paths]
-    check_vocabularies(paths, [m.tokenizer for m in loaded])
-    return Ensemble([m.model for m in loaded]).eval(), loaded[0].tokenizer, loaded[0].run_dir

@@ -168,7 +168,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     the ensemble of those averages is searched with every length penalty × n-gram block of
     ``grid``; ``out`` receives ``ensemble.json`` (the members) and ``decoding.json`` (the
     choice). Returns the choice and a row of scores per setting."""
-    from transduce.decoding.ensemble import check_vocabularies, load_ensemble
+    from transduce.decoding.ensemble import check_vocabularies
 
     grid.check()
     run_dirs, out = [Path(r) for r in run_dirs], Path(out)
@@ -194,7 +194,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
         else:
             log.warning(f"transduce: {run_dir}: tuning it alone first")
             tune(run_dir, grid, device, precision)
-    model, tokenizer, _ = load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
+    model, tokenizer, _ = runs.load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
     dev = pick_device(device)
     translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
