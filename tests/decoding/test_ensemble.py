@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from tests.decoding.test_beam import BOS, EOS, PAD, random_model, sources
+from tests.decoding.test_beam import BOS, EOS, PAD, Uncached, random_model, sources
 from transduce.decoding import beam_search, greedy_search
 from transduce.decoding.ensemble import Ensemble, same_vocabulary
 from transduce.nn import BahdanauSeq2Seq, padding_mask
@@ -18,22 +18,12 @@ def rnn_model():
     return model.eval()
 
 
-class UncachedEnsemble:
+class UncachedEnsemble(Uncached):
     """The members' mean probability recomputed from the whole prefix at every step: no
     cache to reorder, so it is the reference for the cached ensemble."""
 
-    class State:
-        def __init__(self, src, mask, prefix):
-            self.src, self.mask, self.prefix = src, mask, prefix
-
-        def reorder(self, i):
-            return UncachedEnsemble.State(self.src[i], self.mask[i], self.prefix[i])
-
     def __init__(self, models):
         self.models = models
-
-    def start(self, src, mask):
-        return self.State(src, mask, src.new_zeros(src.shape[0], 0))
 
     def step(self, tokens, state):
         prefix = torch.cat([state.prefix, tokens], 1)
