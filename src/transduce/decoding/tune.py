@@ -180,7 +180,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     sources, references, lang = validation_data(run_dirs[0], grid.sentences)
     tokenizers = []
     for run_dir in run_dirs:  # every member checked before minutes of tuning
-        if validation_data(run_dir, grid.sentences)[2] != lang:
+        if run_dir is not run_dirs[0] and validation_data(run_dir, grid.sentences)[2] != lang:
             raise UserError(f"{run_dir}: translates into another language than "
                             f"{run_dirs[0]}; ensemble runs of one language pair")
         steps = runs.step_checkpoints(run_dir)
