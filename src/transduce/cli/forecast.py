@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "forecast", help="forecast time series (train, test, calibrate, predict, plot)",
+        "forecast", help="forecast time series (train, test, calibrate, blend, predict, plot)",
         description="Long-horizon forecasting under the standard protocol (fixed split "
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
@@ -44,6 +45,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "without it, or to fit again.")
     calibrate.add_argument("run_dir", help="a forecasting run directory with quantiles")
     calibrate.set_defaults(run=run_calibrate)
+    blend = sub.add_parser(
+        "blend", help="one forecast from several runs, weights chosen on validation",
+        description="Blend the forecasts of several runs trained on the same CSV, columns "
+                    "and horizon (any models and input lengths) into their weighted mean. "
+                    "The weights are searched over the simplex in steps of --step, a run "
+                    "alone included, and those of lowest validation MSE are kept; the blend "
+                    "is then scored on the test split. Writes OUT/blend.json.")
+    blend.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="forecasting runs")
+    blend.add_argument("--out", required=True, help="folder for blend.json")
+    blend.add_argument("--step", type=float, default=0.25,
+                       help="the weights' grid step; it must divide 1 (default 0.25)")
+    blend.add_argument("--drop-last", type=positive_int, action="append", default=[],
+                       metavar="B", help="as for forecast test")
+    blend.set_defaults(run=run_blend)
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
@@ -97,6 +112,23 @@ def run_test(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_blend(args: argparse.Namespace) -> int:
+    from transduce.forecasting.blend import blend_runs
+
+    record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last))
+    for run, model, weight, alone in zip(record["runs"], record["models"], record["weights"],
+                                         record["val_mse_alone"]):
+        print(f"{weight:.2f} × {model} ({run}): validation mse alone {alone:.4f}")
+    test = record["test"]
+    print(f"blend: validation mse {record['val_mse']:.4f}; test mse {test['mse']:.4f} "
+          f"mae {test['mae']:.4f} ({test['windows']} windows, horizon {record['horizon']})")
+    for batch, scores in test.get("drop_last", {}).items():
+        print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
+              f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
+    print(f"wrote {Path(args.out) / 'blend.json'}")
+    return 0
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     from transduce.forecasting.calibration import calibrate_run, describe
 
@@ -119,8 +151,6 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import torch
 
     from transduce.errors import UserError
@@ -160,8 +190,6 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def _plot_future(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from transduce.forecasting.predict import Forecaster
     from transduce.io import check_output_file
 

@@ -210,7 +210,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.model == "repeat":
         return RepeatLast(cfg.horizon)
     if cfg.model == "linear":
-        return LinearForecaster(cfg.input_length, cfg.horizon)
+        return LinearForecaster(cfg.input_length, cfg.horizon, channels, cfg.revin,
+                                cfg.revin_center)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
                       norm=L.norm, revin=cfg.revin, revin_center=cfg.revin_center,

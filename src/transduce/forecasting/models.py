@@ -103,14 +103,21 @@ class RepeatLast(nn.Module):
 
 
 class LinearForecaster(nn.Module):
-    """Baseline: one linear map from the L inputs to the H outputs, shared by all channels."""
+    """Baseline: one linear map from the L inputs to the H outputs, shared by all channels;
+    with ``revin``, inside reversible instance normalisation (RLinear, Li et al. 2023)."""
 
-    def __init__(self, input_length: int, horizon: int) -> None:
+    def __init__(self, input_length: int, horizon: int, channels: int = 1, revin: bool = False,
+                 revin_center: str = "mean") -> None:
         super().__init__()
+        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         self.linear = nn.Linear(input_length, horizon)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        return self.linear(x.transpose(1, 2)).transpose(1, 2).unsqueeze(-1), None  # (B, H, C, 1)
+        stats = None
+        if self.revin is not None:
+            x, stats = self.revin.normalise(x)
+        y = self.linear(x.transpose(1, 2)).transpose(1, 2).unsqueeze(-1)  # (B, H, C, 1)
+        return _finish(y, self.revin, stats), None
 
 
 class PatchForecaster(nn.Module):

@@ -1,0 +1,141 @@
+"""`transduce forecast blend`: one forecast from several trained runs, a weighted mean whose
+weights are chosen on the validation split.
+
+Runs of different models (a patch Transformer, a linear map, an encoder–decoder) make
+different errors; their mean often has a lower error than the best of them (Bates and
+Granger 1969). The weights are searched on a grid over the simplex (every weight a multiple
+of ``step``, the weights summing to 1, a run alone included), and the grid point of lowest
+validation MSE is kept, so that a run that does not help gets weight 0. The runs must
+forecast the same columns of the same CSV over the same horizon; their input lengths may
+differ (each reads the last rows of the longest window).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from transduce.errors import UserError
+from transduce.forecasting.evaluation import evaluate, load_run
+from transduce.io import write_text
+
+
+class Blend(nn.Module):
+    """The weighted mean of several forecasters' outputs (B, H, C, 1 + Q); each member reads
+    the last ``input_lengths[i]`` steps of the window it is given. With ``quantiles`` False,
+    only the point forecasts are blended (B, H, C, 1)."""
+
+    def __init__(self, members: list[nn.Module], input_lengths: list[int],
+                 weights: list[float], quantiles: bool) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.input_lengths, self.weights, self.quantiles = input_lengths, weights, quantiles
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        total = 0.0
+        for member, length, weight in zip(self.members, self.input_lengths, self.weights):
+            if weight == 0:
+                continue
+            times = None if x_time is None else x_time[:, x_time.shape[1] - length:]
+            y, _ = member(x[:, x.shape[1] - length:], times, y_time)  # (B, H, C, 1 + Q)
+            total = total + weight * (y if self.quantiles else y[..., :1])
+        return total, None
+
+
+def simplex(count: int, step: float) -> list[tuple[float, ...]]:
+    """Every weight vector of ``count`` multiples of ``step`` that sums to 1, the runs alone
+    first (in their order), then the rest in lexicographic order from the first run's
+    largest share down."""
+    parts = round(1 / step)
+    if parts < 1 or abs(parts * step - 1) > 1e-9:
+        raise UserError(f"--step {step:g} must divide 1 (e.g. 0.5, 0.25, 0.1)")
+
+    def split(total: int, slots: int):
+        if slots == 1:
+            yield (total,)
+            return
+        for first in range(total, -1, -1):
+            for rest in split(total - first, slots - 1):
+                yield (first, *rest)
+    grid = [tuple(k / parts for k in point) for point in split(parts, count)]
+    alone = [point for point in grid if max(point) == 1]
+    return alone + [point for point in grid if max(point) < 1]
+
+
+@torch.no_grad()
+def point_forecasts(model: nn.Module, data, split: str, length: int,
+                    batch_size: int = 256) -> np.ndarray:
+    """The point forecasts (n, H, C) of ``model`` reading the last ``length`` steps of each
+    of ``data``'s windows of ``split``."""
+    out = []
+    for x, _, x_time, y_time in data.loader(split, batch_size):
+        forecast, _ = model(x[:, x.shape[1] - length:], x_time[:, x_time.shape[1] - length:],
+                            y_time)
+        out.append(forecast[..., 0].double().numpy())
+    return np.concatenate(out)
+
+
+def truth(data, split: str) -> np.ndarray:
+    return np.concatenate([y.double().numpy() for _, y, _, _ in data.loader(split, 1024)])
+
+
+def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
+               drop_last: tuple[int, ...] = ()) -> dict:
+    """Choose the weights of ``run_dirs``' forecasts on validation, score the blend on test,
+    and write OUT/blend.json; returns its record.
+
+    Raises:
+        UserError: fewer than two runs, or runs that do not forecast the same values
+            (another CSV, other columns or another horizon), named by their directory.
+    """
+    if len(run_dirs) < 2:
+        raise UserError("forecast blend needs two or more run directories")
+    grid = simplex(len(run_dirs), step)  # a bad --step fails before any run is loaded
+    loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
+    first_cfg, _, first_data = loaded[0]
+    for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
+        differs = ("horizon" if cfg.horizon != first_cfg.horizon else
+                   "forecast columns" if data.target_columns != first_data.target_columns else
+                   "input columns" if data.series.columns != first_data.series.columns else
+                   "training rows" if data.fingerprint != first_data.fingerprint else None)
+        if differs:
+            raise UserError(f"{run}: its {differs} differ from {run_dirs[0]}'s; blend runs "
+                            "trained on the same CSV, columns and horizon")
+    longest = max(range(len(loaded)), key=lambda i: loaded[i][0].input_length)
+    data = loaded[longest][2]  # its windows hold every member's input
+    for run, (_, _, own) in zip(run_dirs, loaded):
+        if any(len(own.windows[s]) != len(data.windows[s]) for s in ("val", "test")):
+            raise UserError(f"{run}: its validation or test windows differ from "
+                            f"{run_dirs[longest]}'s (another split?); blend runs trained on "
+                            "the same split")
+    lengths = [cfg.input_length for cfg, _, _ in loaded]
+    val_truth = truth(data, "val")
+    forecasts = [point_forecasts(model, data, "val", length)
+                 for (_, model, _), length in zip(loaded, lengths)]
+
+    def val_mse(weights) -> float:
+        blended = sum(w * f for w, f in zip(weights, forecasts) if w)
+        return float(((blended - val_truth) ** 2).mean())
+    scored = [(val_mse(weights), index) for index, weights in enumerate(grid)]
+    best_mse, best = min(scored)
+    weights = list(grid[best])
+    chosen = [i for i, w in enumerate(weights) if w]
+    levels = {tuple(loaded[i][0].quantiles) for i in chosen}
+    quantiles = levels.pop() if len(levels) == 1 else ()
+    model = Blend([m for _, m, _ in loaded], lengths, weights, bool(quantiles)).eval()
+    test = evaluate(model, data, "test", drop_last=drop_last, quantiles=quantiles)
+    record = {
+        "runs": [str(Path(run).resolve()) for run in run_dirs],
+        "models": [cfg.model for cfg, _, _ in loaded], "input_lengths": lengths,
+        "horizon": first_cfg.horizon, "step": step, "weights": weights,
+        "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:len(run_dirs)]],
+        "quantiles": list(quantiles), "test": test,
+    }
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "blend.json", json.dumps(record, indent=2) + "\n")
+    return record

@@ -1,0 +1,129 @@
+"""`transduce forecast blend`: weights chosen on validation, the blend scored on test."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.forecasting.test_cli import write_sine
+from transduce.cli.main import main
+from transduce.errors import UserError
+from transduce.forecasting.blend import Blend, blend_runs, point_forecasts, simplex, truth
+from transduce.forecasting.evaluation import load_run
+from transduce.forecasting.models import LinearForecaster
+
+
+def test_the_grid_covers_the_simplex_with_each_run_alone_first():
+    grid = simplex(3, 0.25)
+    assert len(grid) == 15  # C(4 + 2, 2) points of quarters summing to 1
+    assert grid[:3] == [(1, 0, 0), (0, 1, 0), (0, 0, 1)]
+    assert all(abs(sum(point) - 1) < 1e-12 for point in grid)
+    assert len(set(grid)) == len(grid) and (0.5, 0.25, 0.25) in grid
+    assert len(simplex(2, 0.1)) == 11
+    with pytest.raises(UserError, match="--step 0.3 must divide 1"):
+        simplex(2, 0.3)
+
+
+def test_a_blend_is_the_weighted_mean_of_members_reading_their_own_input_length():
+    torch.manual_seed(0)
+    short, long = LinearForecaster(8, 4), LinearForecaster(16, 4)
+    x = torch.randn(3, 16, 2)
+    blend = Blend([short, long], [8, 16], [0.25, 0.75], quantiles=False)
+    y, _ = blend(x, torch.zeros(3, 16, 4), torch.zeros(3, 4, 4))
+    expected = 0.25 * short(x[:, 8:])[0] + 0.75 * long(x)[0]
+    torch.testing.assert_close(y, expected)
+    alone = Blend([short, long], [8, 16], [1.0, 0.0], quantiles=False)(x)[0]
+    torch.testing.assert_close(alone, short(x[:, 8:])[0])
+
+
+PATCH = ["model=patch", "input_length=24", "patch_len=8", "stride=4", "d_model=16", "d_ff=32",
+         "num_heads=2", "num_encoder_layers=1", "quantiles=0.1,0.5,0.9", "calibrate=false"]
+
+
+@pytest.fixture(scope="module")
+def runs_on_a_sine(tmp_path_factory):
+    """Runs on one noisy sine, horizon 12: linear maps reading 48 and 24 steps, and two patch
+    Transformers with quantiles reading 24 (seeds 1 and 2); and a linear map with horizon 6."""
+    root = tmp_path_factory.mktemp("blend")
+    csv = write_sine(root / "sine.csv")
+    runs = {}
+    for name, keys in {"linear48": ["model=linear", "input_length=48"],
+                       "linear24": ["model=linear", "input_length=24"],
+                       "patch24": [*PATCH, "seed=1"], "patch24b": [*PATCH, "seed=2"],
+                       "horizon6": ["model=linear", "input_length=24", "horizon=6"]}.items():
+        extra = [] if "model=patch" in keys else ["quantiles="]
+        assert main(["forecast", "train", f"csv={csv}", "horizon=12", *keys, *extra,
+                     "max_epochs=2", "threads=1", "--run-dir", str(root / name)]) == 0
+        runs[name] = str(root / name)
+    return runs
+
+
+def test_the_weights_are_those_of_lowest_validation_mse_and_test_is_their_blend(runs_on_a_sine,
+                                                                                 tmp_path,
+                                                                                 capsys):
+    runs = [runs_on_a_sine["linear48"], runs_on_a_sine["linear24"], runs_on_a_sine["patch24"]]
+    assert main(["forecast", "blend", *runs, "--out", str(tmp_path / "b"), "--step", "0.5"]) == 0
+    record = json.loads((tmp_path / "b" / "blend.json").read_text())
+    assert "blend: validation mse" in capsys.readouterr().out
+    loaded = [load_run(run) for run in runs]
+    data = loaded[0][2]  # the longest input
+    val, test = truth(data, "val"), truth(data, "test")
+    val_f = [point_forecasts(m, data, "val", cfg.input_length) for cfg, m, _ in loaded]
+    test_f = [point_forecasts(m, data, "test", cfg.input_length) for cfg, m, _ in loaded]
+
+    def mse(weights, forecasts, target):
+        return float(((sum(w * f for w, f in zip(weights, forecasts)) - target) ** 2).mean())
+    every = {point: mse(point, val_f, val) for point in simplex(3, 0.5)}
+    assert tuple(record["weights"]) == min(every, key=every.get)
+    assert record["val_mse"] == pytest.approx(min(every.values()))
+    assert record["val_mse"] <= min(record["val_mse_alone"])
+    assert record["val_mse_alone"] == pytest.approx([every[(1, 0, 0)], every[(0, 1, 0)],
+                                                     every[(0, 0, 1)]])
+    assert record["test"]["mse"] == pytest.approx(mse(record["weights"], test_f, test))
+    assert record["input_lengths"] == [48, 24, 24]
+    assert record["models"] == ["linear", "linear", "patch"]
+
+
+def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
+        runs_on_a_sine, tmp_path, monkeypatch):
+    runs = runs_on_a_sine
+    both = blend_runs([runs["patch24"], runs["patch24b"]], tmp_path / "a", step=0.5)
+    assert both["quantiles"] == [0.1, 0.5, 0.9]
+    assert set(both["test"]["rho_risk"]) == {"0.1", "0.5", "0.9"}
+    assert 0 < both["test"]["coverage"]["0.1-0.9"] <= 1
+    # a patch Transformer and a linear map (no quantiles) given weight both: point only
+    monkeypatch.setattr("transduce.forecasting.blend.simplex", lambda count, step: [(0.5, 0.5)])
+    mixed = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "b")
+    assert mixed["weights"] == [0.5, 0.5]
+    assert mixed["quantiles"] == [] and "rho_risk" not in mixed["test"]
+
+
+def test_blended_quantiles_stay_ordered(runs_on_a_sine):
+    members = [load_run(runs_on_a_sine[name]) for name in ("patch24", "patch24b")]
+    blend = Blend([m for _, m, _ in members], [24, 24], [0.5, 0.5], quantiles=True).eval()
+    x, _, x_time, y_time = next(iter(members[0][2].loader("test", 8)))
+    with torch.no_grad():
+        y, _ = blend(x, x_time, y_time)
+        each = [m(x, x_time, y_time)[0] for _, m, _ in members]
+    assert y.shape[-1] == 4  # the point forecast and three quantiles
+    torch.testing.assert_close(y, 0.5 * each[0] + 0.5 * each[1])
+    assert (y[..., 1:].diff(dim=-1) >= 0).all()
+
+
+def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_path):
+    with pytest.raises(UserError, match="horizon6: its horizon differ"):
+        blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"]], tmp_path / "x")
+    with pytest.raises(UserError, match="two or more run directories"):
+        blend_runs([runs_on_a_sine["linear24"]], tmp_path / "x")
+    assert not (tmp_path / "x").exists()  # nothing written
+    assert main(["forecast", "blend", runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"],
+                 "--out", str(tmp_path / "y")]) != 0
+    assert not (tmp_path / "y").exists()
+
+
+def test_blend_json_is_readable_and_its_runs_absolute(runs_on_a_sine, tmp_path):
+    record = blend_runs([runs_on_a_sine["linear48"], runs_on_a_sine["linear24"]], tmp_path / "b")
+    saved = json.loads((tmp_path / "b" / "blend.json").read_text())
+    assert saved["weights"] == record["weights"] and np.isclose(sum(saved["weights"]), 1)
+    assert all(run.startswith("/") for run in saved["runs"])
