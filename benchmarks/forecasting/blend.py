@@ -5,7 +5,8 @@
 
 Reads the rows of RESULTS/results.json (which run.py wrote), finds each row's run directory
 (its "run", or where run.py puts it under --runs), and for every dataset and horizon that has
-a row of each model, writes the blend's row to RESULTS/blend.json and a table to blend.md.
+a row of each model, writes the blend's row to RESULTS/blend_MODELS.json and a table to
+blend_MODELS.md (MODELS: e.g. patch+linear).
 """
 
 from __future__ import annotations
@@ -117,10 +118,11 @@ def main() -> None:
                          f"of each of {', '.join(models)}")
     command = "python benchmarks/forecasting/blend.py " + " ".join(sys.argv[1:])
     seconds = time.perf_counter() - start
-    write_text(args.results / "blend.json",
+    name = "blend_" + "+".join(models)
+    write_text(args.results / f"{name}.json",
                json.dumps({"command": command, "seconds": round(seconds), "results": rows},
                           indent=2) + "\n")
-    write_text(args.results / "blend.md", markdown(rows, command, seconds) + "\n")
+    write_text(args.results / f"{name}.md", markdown(rows, command, seconds) + "\n")
 
 
 if __name__ == "__main__":
