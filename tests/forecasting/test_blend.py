@@ -21,8 +21,9 @@ def test_the_grid_covers_the_simplex_with_each_run_alone_first():
     assert all(abs(sum(point) - 1) < 1e-12 for point in grid)
     assert len(set(grid)) == len(grid) and (0.5, 0.25, 0.25) in grid
     assert len(simplex(2, 0.1)) == 11
-    with pytest.raises(UserError, match="--step 0.3 must divide 1"):
-        simplex(2, 0.3)
+    for step in (0.3, 0, -0.5, 2):
+        with pytest.raises(UserError, match=f"--step {step:g} must divide 1"):
+            simplex(2, step)
 
 
 def test_a_blend_is_the_weighted_mean_of_members_reading_their_own_input_length():
@@ -117,6 +118,11 @@ def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_pat
     with pytest.raises(UserError, match="two or more run directories"):
         blend_runs([runs_on_a_sine["linear24"]], tmp_path / "x")
     assert not (tmp_path / "x").exists()  # nothing written
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="a file is there"):
+        blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], tmp_path / "file")
+    with pytest.raises(UserError, match="no-such-run"):
+        blend_runs([runs_on_a_sine["linear24"], str(tmp_path / "no-such-run")], tmp_path / "x")
     assert main(["forecast", "blend", runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"],
                  "--out", str(tmp_path / "y")]) != 0
     assert not (tmp_path / "y").exists()

@@ -50,7 +50,7 @@ def simplex(count: int, step: float) -> list[tuple[float, ...]]:
     """Every weight vector of ``count`` multiples of ``step`` that sums to 1, the runs alone
     first (in their order), then the rest in lexicographic order from the first run's
     largest share down."""
-    parts = round(1 / step)
+    parts = round(1 / step) if 0 < step <= 1 else 0
     if parts < 1 or abs(parts * step - 1) > 1e-9:
         raise UserError(f"--step {step:g} must divide 1 (e.g. 0.5, 0.25, 0.1)")
 
@@ -95,6 +95,9 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     if len(run_dirs) < 2:
         raise UserError("forecast blend needs two or more run directories")
     grid = simplex(len(run_dirs), step)  # a bad --step fails before any run is loaded
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
@@ -135,7 +138,6 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:len(run_dirs)]],
         "quantiles": list(quantiles), "test": test,
     }
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "blend.json", json.dumps(record, indent=2) + "\n")
     return record
