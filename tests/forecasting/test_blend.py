@@ -133,3 +133,4 @@ def test_blend_json_is_readable_and_its_runs_absolute(runs_on_a_sine, tmp_path):
     saved = json.loads((tmp_path / "b" / "blend.json").read_text())
     assert saved["weights"] == record["weights"] and np.isclose(sum(saved["weights"]), 1)
     assert all(run.startswith("/") for run in saved["runs"])
+

@@ -158,3 +158,23 @@ def test_patch_calendar_makes_the_forecast_depend_on_the_horizon_dates(on):
         y, _ = model(x, x_time, y_time)
         moved, _ = model(x, x_time, y_time.roll(1, dims=1))
     assert torch.allclose(y, moved) != on
+
+
+def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forecast_run):
+    """Such a run's config says revin=true (the default) but its weights have none: it
+    loads as trained, without instance normalisation."""
+    from transduce import runs
+    from transduce.forecasting.evaluation import load_model
+
+    run, _ = forecast_run
+    state = runs.load_checkpoint(runs.checkpoint_dir(run) / runs.BEST, "forecast")
+    assert state["config"]["revin"] and "revin.weight" in state["model"]
+    old = {**state, "model": {k: v for k, v in state["model"].items()
+                              if not k.startswith("revin.")}}
+    (tmp_path / "old" / "checkpoints").mkdir(parents=True)
+    runs.save_checkpoint(tmp_path / "old" / "checkpoints" / runs.BEST, old)
+    cfg, model, _, _ = load_model(tmp_path / "old")
+    assert model.revin is None and cfg.revin is False
+    x = torch.randn(2, 48, 2)
+    plain = model.linear(x.transpose(1, 2)).transpose(1, 2)  # (B, H, C), no normalisation
+    torch.testing.assert_close(model(x)[0][..., 0], plain)

@@ -6,6 +6,7 @@ its checkpoints hold the training rows' scaler too. `test` adds test_results.jso
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -98,6 +99,11 @@ def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
     except (KeyError, TypeError, AttributeError) as error:
         raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
                         f"{error} in its record)") from None
+    weights = state.get("model")
+    if cfg.model == "linear" and cfg.revin and isinstance(weights, dict) and \
+            "revin.weight" not in weights:
+        # a linear run trained before the model honoured revin: it had none
+        cfg = dataclasses.replace(cfg, revin=False)
     model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
     step = int(state.get("step", -1))
     if calibrated:
