@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -244,8 +245,7 @@ def lock(run_dir: str | os.PathLike):
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
+        holder = _holder(handle)
         handle.close()
         raise UserError(f"{run_dir}: in use by {holder}; wait for it to finish, or stop it "
                         "and run again to resume") from None
@@ -263,6 +263,18 @@ def lock(run_dir: str | os.PathLike):
         raise
     finally:
         handle.close()
+
+
+def _holder(handle, wait: float = 1.0) -> str:
+    """Who holds the lock, as the holder wrote it; it writes its name just after taking the
+    lock, so a reader that comes in between waits briefly for it."""
+    deadline = time.monotonic() + wait
+    while True:
+        handle.seek(0)
+        holder = handle.read().strip()
+        if holder or time.monotonic() > deadline:
+            return holder or "another process"
+        time.sleep(0.02)
 
 
 # ---------------------------------------------------------------- settings and metrics

@@ -276,3 +276,21 @@ def test_a_resume_from_a_damaged_step_checkpoint_is_one_line(config, tmp_path, c
     torch.save(state, path)
     assert main(["train", "--run-dir", str(run), "max_steps=4"]) == 2
     assert "step_2.pt: cannot resume from it (KeyError" in one_line(capsys)
+
+
+def test_a_refused_writer_waits_briefly_for_the_holder_to_write_its_name(tmp_path):
+    """The holder writes its name just after taking the lock; a second process that reads
+    the lock file in between must not name "another process" when the name is coming."""
+    import threading
+
+    path = tmp_path / "LOCK"
+    path.write_text("")
+
+    def write_name():
+        path.write_text("process 42 on host\n")
+    threading.Timer(0.2, write_name).start()
+    with open(path, "a+", encoding="utf-8") as handle:
+        assert runs._holder(handle) == "process 42 on host"
+    path.write_text("")
+    with open(path, "a+", encoding="utf-8") as handle:
+        assert runs._holder(handle, wait=0.05) == "another process"  # nobody writes it
