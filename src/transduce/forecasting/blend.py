@@ -71,12 +71,9 @@ def point_forecasts(model: nn.Module, data, split: str, length: int,
                     batch_size: int = 256) -> np.ndarray:
     """The point forecasts (n, H, C) of ``model`` reading the last ``length`` steps of each
     of ``data``'s windows of ``split``."""
-    out = []
-    for x, _, x_time, y_time in data.loader(split, batch_size):
-        forecast, _ = model(x[:, x.shape[1] - length:], x_time[:, x_time.shape[1] - length:],
-                            y_time)
-        out.append(forecast[..., 0].double().numpy())
-    return np.concatenate(out)
+    alone = Blend([model], [length], [1.0], quantiles=False)
+    return np.concatenate([alone(x, x_time, y_time)[0][..., 0].double().numpy()
+                           for x, _, x_time, y_time in data.loader(split, batch_size)])
 
 
 def truth(data, split: str) -> np.ndarray:
