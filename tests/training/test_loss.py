@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from transduce.training import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
+from transduce.training.loss import EXP_FLOOR
 from transduce.training.loss import smoothing_floor
 
 
@@ -67,6 +68,28 @@ def test_fused_output_layer_loss_equals_logits_then_loss(chunk, epsilon):
     hidden.grad = weight.grad = None
     got = linear_label_smoothed_ce(hidden, weight, target, epsilon, chunk)
     got.backward(torch.tensor(2.0))
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(hidden.grad, want[0])
+    torch.testing.assert_close(weight.grad, want[1])
+
+
+def test_fused_loss_is_exact_when_logits_span_far_beyond_the_exp_floor():
+    """The fused loss floors z − max at EXP_FLOOR before exp (a slow path of the CPU exp
+    lies below it); with logits hundreds apart, the gold one among the lowest, value and
+    gradients still equal the plain graph's."""
+    torch.manual_seed(0)
+    hidden = torch.randn(12, 8, requires_grad=True)
+    weight = (torch.randn(50, 8) * 60).requires_grad_()
+    logits = (hidden @ weight.t()).detach()
+    assert (logits.amax(-1, keepdim=True) - logits).max() > 4 * -EXP_FLOOR
+    target = logits.argmin(-1)  # the gold logit far below the floor: a loss in the hundreds
+    expected = LabelSmoothedCrossEntropy(0.1, ignore_index=-1, reduction="sum")(
+        hidden @ weight.t(), target)
+    expected.backward()
+    want = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    got = linear_label_smoothed_ce(hidden, weight, target, 0.1, 5)
+    got.backward()
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(hidden.grad, want[0])
     torch.testing.assert_close(weight.grad, want[1])
