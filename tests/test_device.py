@@ -1,8 +1,10 @@
+import platform
 import warnings
 
 import pytest
 import torch
 
+from transduce import device
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
 
@@ -49,3 +51,39 @@ def test_bf16_on_a_cpu_without_native_bfloat16_warns(monkeypatch):
         warnings.simplefilter("error")
         assert resolve_precision("bf16", cpu) == "bf16"
         assert resolve_precision("auto", cpu) == "bf16"
+
+
+class _FakeLibc:
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, parameter, value):
+        self.calls.append((parameter, value))
+        return 1
+
+
+def test_retaining_freed_memory_raises_glibcs_mmap_and_trim_thresholds(monkeypatch):
+    libc = _FakeLibc()
+    monkeypatch.setattr(device.sys, "platform", "linux")
+    monkeypatch.setattr(device.ctypes, "CDLL", lambda name: libc if name == "libc.so.6" else
+                        pytest.fail(f"opened {name}"))
+    assert device.retain_freed_memory() is True
+    # malloc.h: M_MMAP_THRESHOLD −3 up to its 32 MiB ceiling, M_TRIM_THRESHOLD −1
+    assert libc.calls == [(-3, 32 * 2**20), (-1, 2**31 - 1)]
+
+
+def test_retaining_freed_memory_is_a_no_op_without_glibc(monkeypatch):
+    monkeypatch.setattr(device.ctypes, "CDLL", lambda name: pytest.fail("opened a C library"))
+    monkeypatch.setattr(device.sys, "platform", "darwin")
+    assert device.retain_freed_memory() is False
+
+    def musl(name):
+        raise OSError(f"{name}: cannot open shared object file")
+    monkeypatch.setattr(device.sys, "platform", "linux")
+    monkeypatch.setattr(device.ctypes, "CDLL", musl)
+    assert device.retain_freed_memory() is False
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="needs glibc")
+def test_retaining_freed_memory_takes_effect_on_this_glibc():
+    assert device.retain_freed_memory() is True

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from transduce import runs
-from transduce.device import autocast
+from transduce.device import autocast, retain_freed_memory
 from transduce.errors import UserError
 from transduce.logs import progress, setup_logging
 from transduce.training import distributed
@@ -385,6 +385,8 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
         log.propagate = False
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    if session.device.type == "cpu":
+        retain_freed_memory()
     task = make_task(session, log)
     engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
     if session.is_main:
