@@ -29,7 +29,7 @@ def console_block(marker: str) -> list[str]:
 
 PIPELINE = console_block("transduce data multi30k")
 SERVING = console_block("transduce export")
-FORECAST = console_block("transduce forecast predict")
+FORECAST = console_block("> next_96_hours.csv")
 BLEND = console_block("transduce forecast blend")
 COMMANDS = [c for c in COMMANDS if c not in PIPELINE + SERVING + FORECAST + BLEND]
 
@@ -111,7 +111,7 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     from tests.forecasting.test_cli import write_sine
 
     assert [c.split()[2] for c in FORECAST] == ["train", "test", "predict", "plot"]
-    assert [c.split()[2] for c in BLEND] == ["train", "blend"]
+    assert [c.split()[2] for c in BLEND] == ["train", "blend", "predict"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").mkdir()
     for config in (Path(__file__).parents[1] / "configs").glob("forecast_*.yaml"):
@@ -123,7 +123,8 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
                            tiny if " train " in command else ())
                for command in FORECAST + BLEND]
     assert outputs[1].startswith("test mse ")
-    assert "blend: validation mse" in outputs[-1]
+    assert "blend: validation mse" in outputs[-2]
+    assert len((tmp_path / "next_blend.csv").read_text().splitlines()) == 1 + 12
     assert len((tmp_path / "next_96_hours.csv").read_text().splitlines()) == 1 + 12
     assert list(tmp_path.glob("runs/*/forecast_0.png"))
 

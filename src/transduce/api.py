@@ -38,7 +38,8 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     runs give a :class:`~transduce.decoding.translator.Translator` (``.translate``,
     ``.attention``); an export gives a
     :class:`~transduce.export.ctranslate2.CTranslate2Translator` (``.translate``); a
-    forecasting run gives a :class:`~transduce.forecasting.predict.Forecaster`
+    forecasting run, or a blend of runs (``forecast blend --out DIR``), gives a
+    :class:`~transduce.forecasting.predict.Forecaster`
     (``.forecast``).
 
     Args:
@@ -59,7 +60,9 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
 
         return CTranslate2Translator(path, device)  # its decoding: from its transduce.json
     dev = pick_device(device)
-    if checkpoint_kind(path) == "forecast":
+    from transduce.forecasting.blend import is_blend
+
+    if is_blend(path) or checkpoint_kind(path) == "forecast":
         from transduce.forecasting.predict import Forecaster
 
         return Forecaster(path)

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 import torch
 
+import transduce
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.forecasting.blend import Blend, blend_runs, point_forecasts, simplex, truth
 from transduce.forecasting.evaluation import load_run
 from transduce.forecasting.models import LinearForecaster
+from transduce.forecasting.predict import Forecaster
 
 
 def test_the_grid_covers_the_simplex_with_each_run_alone_first():
@@ -134,3 +136,44 @@ def test_blend_json_is_readable_and_its_runs_absolute(runs_on_a_sine, tmp_path):
     assert saved["weights"] == record["weights"] and np.isclose(sum(saved["weights"]), 1)
     assert all(run.startswith("/") for run in saved["runs"])
 
+
+
+def test_a_blend_folder_tests_predicts_and_plots_like_a_run(runs_on_a_sine, tmp_path, capsys):
+    members = [runs_on_a_sine["patch24"], runs_on_a_sine["patch24b"]]
+    out = tmp_path / "blend"
+    record = blend_runs(members, out, step=0.25)
+    csv = load_run(members[0])[0].csv
+    assert main(["forecast", "test", str(out)]) == 0
+    assert f"test mse {record['test']['mse']:.4f}" in capsys.readouterr().out
+    blend = transduce.load(str(out))
+    assert isinstance(blend, Forecaster)
+    dates, values = blend.predict_arrays(blend._series(csv))
+    each = [Forecaster(run).predict_arrays(Forecaster(run)._series(csv))[1] for run in members]
+    np.testing.assert_allclose(values, sum(w * v for w, v in zip(record["weights"], each)),
+                               rtol=1e-5, atol=1e-6)
+    assert main(["forecast", "predict", str(out), "--csv", csv,
+                 "--output", str(tmp_path / "next.csv")]) == 0
+    header = (tmp_path / "next.csv").read_text().splitlines()[0].split(",")
+    assert [c for c in header if c.startswith("load")] == ["load", "load_q0.1", "load_q0.5",
+                                                            "load_q0.9"]
+    assert main(["forecast", "plot", str(out), "--window", "1"]) == 0
+    assert main(["forecast", "plot", str(out), "--future", "--csv", csv]) == 0
+    assert (out / "forecast_1.png").stat().st_size > 0
+    assert (out / "forecast_future.png").stat().st_size > 0
+
+
+def test_a_blend_whose_runs_moved_or_whose_record_is_damaged_is_one_line_error(
+        runs_on_a_sine, tmp_path, capsys):
+    out = tmp_path / "blend"
+    blend_runs([runs_on_a_sine["linear48"], runs_on_a_sine["linear24"]], out)
+    record = json.loads((out / "blend.json").read_text())
+    (out / "blend.json").write_text(json.dumps({**record, "runs": [record["runs"][0],
+                                                                   str(tmp_path / "gone")]}))
+    assert main(["forecast", "test", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "gone" in err and "blend the runs again" in err and len(err.splitlines()) == 1
+    (out / "blend.json").write_text('{"runs": ["a"], "weights": [')
+    assert main(["forecast", "predict", str(out), "--csv", str(tmp_path / "x.csv")]) == 2
+    assert "not a blend.json that forecast blend wrote" in capsys.readouterr().err
+    assert main(["forecast", "calibrate", str(out)]) == 2
+    assert "a blend; calibrate each of its runs" in capsys.readouterr().err

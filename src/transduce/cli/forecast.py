@@ -29,7 +29,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
-    test.add_argument("run_dir", help="a forecasting run directory")
+    test.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
+                         "--out folder")
     test.add_argument("--drop-last", type=positive_int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
@@ -62,7 +63,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
-    predict.add_argument("run_dir", help="a forecasting run directory")
+    predict.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
+                         "--out folder")
     predict.add_argument("--csv", required=True, help="recent history with the run's columns")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
@@ -73,7 +75,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                       "decoder's cross-attention over the input. With --future "
                                       "--csv FILE, the forecast after the file's last row, "
                                       "after its history.")
-    plot.add_argument("run_dir", help="a forecasting run directory")
+    plot.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
+                         "--out folder")
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
     plot.add_argument("--future", action="store_true",
                       help="plot the forecast after --csv's last row instead of a test window")
@@ -171,7 +174,8 @@ def run_plot(args: argparse.Namespace) -> int:
         forecast, weights = model(x, x_time, y_time, need_weights=cfg.model == "transformer")
     inverse = data.target_scaler.inverse
     out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
-    title = f"{Path(cfg.csv).name} · {cfg.model} · test window {args.window}"
+    title = f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model)} · test window " \
+        f"{args.window}"
     first = data.windows["test"].start + args.window
     dates = data.series.dates[first:first + cfg.input_length + cfg.horizon]
     outputs = forecast[0].numpy()  # (H, C, 1 + Q)

@@ -111,8 +111,12 @@ def calibrate_run(run_dir: str | Path, data=None) -> dict:
     """Fit the shifts of a run's best checkpoint on its validation split and write them to
     RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
     after. ``data``: the run's ForecastData when the caller has it loaded already."""
+    from transduce.forecasting.blend import is_blend
     from transduce.forecasting.evaluation import load_checkpoint_model, run_data
 
+    if is_blend(run_dir):
+        raise UserError(f"{run_dir}: a blend; calibrate each of its runs (forecast calibrate "
+                        "RUN), then blend them again")
     cfg, model, scaler, columns, step = load_checkpoint_model(run_dir, calibrated=False)
     if data is None:
         data = run_data(run_dir, cfg, scaler, columns)

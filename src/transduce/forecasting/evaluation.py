@@ -81,7 +81,13 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
 def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: bool = True):
     """The config, model (eval mode) and training-row scaler of a trained run; with
     ``calibrated``, its quantiles moved by the run's calibration.json when one was fitted
-    to this checkpoint (see :mod:`transduce.forecasting.calibration`)."""
+    to this checkpoint (see :mod:`transduce.forecasting.calibration`). A folder that
+    ``forecast blend`` wrote gives its blend (:func:`~transduce.forecasting.blend.load_blend`).
+    """
+    from transduce.forecasting.blend import is_blend, load_blend
+
+    if is_blend(run_dir):
+        return load_blend(run_dir, calibrated)
     return load_checkpoint_model(run_dir, checkpoint, calibrated)[:4]
 
 
@@ -136,7 +142,8 @@ def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
     from transduce.forecasting.calibration import Calibrated
 
     cfg, model, data = load_run(run_dir)
-    result = {"csv": cfg.csv, "model": cfg.model, "input_length": cfg.input_length,
+    result = {"csv": cfg.csv, "model": getattr(model, "label", cfg.model),
+              "input_length": cfg.input_length,
               "horizon": cfg.horizon, "quantiles": list(cfg.quantiles),
               **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles)}
     result["calibrated"] = isinstance(model, Calibrated)

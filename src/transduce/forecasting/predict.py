@@ -27,7 +27,8 @@ class Forecaster:
         model.plot("ETTh1.csv", "next_24.png")
 
     Args:
-        path: the run directory (its best checkpoint is used).
+        path: the run directory (its best checkpoint is used), or a folder that
+            ``forecast blend`` wrote.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -79,7 +80,8 @@ class Forecaster:
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
         history = series.values[n - shown:n, :len(self.targets)]
         plot_forecast(history, None, values[..., 0], self.targets, path,
-                      f"{self.cfg.model} · the {self.cfg.horizon} steps after the last row",
+                      f"{getattr(self.model, 'label', self.cfg.model)} · the "
+                      f"{self.cfg.horizon} steps after the last row",
                       values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
                       list(series.dates[n - shown:n]) + list(dates))
         return Path(path)
