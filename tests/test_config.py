@@ -1,3 +1,4 @@
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -69,3 +70,49 @@ def test_bad_quantiles_are_refused(items, message):
     cfg = apply_overrides(ForecastConfig(csv="x.csv"), items)
     with pytest.raises(UserError, match=message):
         cfg.validate("command line")
+
+
+def test_a_config_file_can_start_from_a_base_file_relative_to_it(tmp_path):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "root.yaml").write_text("steps: 5\nrate: 0.25\nname: root\n")
+    (tmp_path / "shared" / "middle.yaml").write_text("base: root.yaml\nrate: 0.125\n")
+    (tmp_path / "leaf.yaml").write_text("base: shared/middle.yaml\nname: leaf\n")
+    cfg = load_config(Example, tmp_path / "leaf.yaml", ["flag=true"])
+    assert cfg == Example(steps=5, rate=0.125, name="leaf", flag=True)
+
+
+def test_a_base_key_from_a_base_file_is_named_in_errors(tmp_path):
+    (tmp_path / "root.yaml").write_text("stepz: 5\n")
+    (tmp_path / "leaf.yaml").write_text("base: root.yaml\n")
+    with pytest.raises(UserError, match="root.yaml.*unknown config key 'stepz'"):
+        load_config(Example, tmp_path / "leaf.yaml")
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"a.yaml": "base: missing.yaml\n"}, r"a.yaml: base missing.yaml: no such file"),
+    ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"},
+     r"b.yaml: base a.yaml leads back to .*a.yaml"),
+    ({"a.yaml": "base: a.yaml\n"}, "a file cannot be its own base"),
+    ({"a.yaml": "base: [1, 2]\n"}, r"base must be the path of another config file, not \[1, 2\]"),
+    ({"a.yaml": "base: ''\n"}, "base must be the path of another config file"),
+])
+def test_a_bad_base_is_one_user_error(tmp_path, files, message):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(UserError, match=message):
+        load_config(Example, tmp_path / "a.yaml")
+
+
+@pytest.mark.parametrize("pair, langs", [("de_en", ("de", "en")), ("en_fr", ("en", "fr"))])
+@pytest.mark.parametrize("recipe", ["", "_30min", "_tiny"])
+def test_the_shipped_pair_configs_are_the_en_de_recipes_with_other_languages(pair, langs,
+                                                                            recipe):
+    from pathlib import Path
+
+    from transduce.training.config import TrainConfig
+
+    configs = Path(__file__).parents[1] / "configs"
+    other = load_config(TrainConfig, configs / f"multi30k_{pair}{recipe}.yaml")
+    en_de = load_config(TrainConfig, configs / f"multi30k_en_de{recipe}.yaml")
+    assert (other.src_lang, other.tgt_lang) == langs
+    assert other == dataclasses.replace(en_de, src_lang=langs[0], tgt_lang=langs[1])

@@ -4,7 +4,8 @@ A config may hold other config dataclasses as sections (a run's ``model`` is the
 :class:`~transduce.nn.TransformerConfig`, its ``engine`` the training engine's settings), so
 each hyper-parameter is declared once. A key is either dotted (``model.d_model``) or bare
 (``d_model``) when exactly one field has that name; a top-level field wins over a nested one.
-YAML files may use sections or bare keys alike.
+YAML files may use sections or bare keys alike, and ``base: OTHER.yaml`` (a path relative to
+the file) starts from another file's settings, which the file's own keys then change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 import os
 import re
 import textwrap
+from pathlib import Path
 from typing import Any, Iterable, TypeVar
 
 import yaml
@@ -179,8 +181,41 @@ def load_config(cls: type[C], path: str | os.PathLike | None,
     """
     config = cls()
     if path is not None:
-        config = apply_mapping(config, read_yaml(path), str(path))
+        for data, where in config_chain(path):
+            config = apply_mapping(config, data, where)
     return apply_overrides(config, overrides)
+
+
+BASE = "base"
+
+
+def config_chain(path: str | os.PathLike) -> list[tuple[dict, str]]:
+    """The mappings a config file stands for, each with its file, to apply in order: those
+    of the file its ``base:`` key names (relative to it; followed in turn), then its own.
+
+    Raises:
+        UserError: a ``base`` that is not a path, names no file, or leads back to a file
+            already in the chain.
+    """
+    chain, seen = [], []
+    path = Path(path)
+    while True:
+        data = read_yaml(path)
+        seen.append(path.resolve())
+        base = data.pop(BASE, None)
+        chain.append((data, str(path)))
+        if base is None:
+            return chain[::-1]
+        if not isinstance(base, str) or not base.strip():
+            raise UserError(f"{path}: base must be the path of another config file, not "
+                            f"{base!r}")
+        parent, path = path, path.parent / base
+        if not path.is_file():
+            raise UserError(f"{parent}: base {base}: no such file (the path is relative to "
+                            f"{parent.parent}/)")
+        if path.resolve() in seen:
+            raise UserError(f"{parent}: base {base} leads back to {path}; a file cannot be "
+                            "its own base")
 
 
 # ---------------------------------------------------------------- checking values
