@@ -34,8 +34,8 @@ def record(kind: str, model: torch.nn.Module, model_config: dict, config: dict, 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
     return {"kind": kind, "model": model.state_dict(), "model_config": model_config,
-            "config": config, "versions": {"transduce": __version__, "torch": str(torch.__version__)},
-            **fields}
+            "config": config,
+            "versions": {"transduce": __version__, "torch": str(torch.__version__)}, **fields}
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
