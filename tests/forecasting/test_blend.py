@@ -1,6 +1,7 @@
 """`transduce forecast blend`: weights chosen on validation, the blend scored on test."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,6 +124,10 @@ def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_pat
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="a file is there"):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], tmp_path / "file")
+    with pytest.raises(UserError, match="a run directory; give the blend a folder of its own"):
+        blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]],
+                   runs_on_a_sine["linear24"])
+    assert not (Path(runs_on_a_sine["linear24"]) / "blend.json").exists()
     with pytest.raises(UserError, match="no-such-run"):
         blend_runs([runs_on_a_sine["linear24"], str(tmp_path / "no-such-run")], tmp_path / "x")
     assert main(["forecast", "blend", runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"],

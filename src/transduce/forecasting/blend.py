@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from transduce import runs
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import evaluate, load_model, load_run
 from transduce.io import write_text
@@ -141,6 +142,8 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
+    if (out / runs.CONFIG).exists() or runs.checkpoint_dir(out).exists():
+        raise UserError(f"--out {out}: a run directory; give the blend a folder of its own")
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
