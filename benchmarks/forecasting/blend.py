@@ -23,6 +23,7 @@ from report import DATASETS, EVERY_WINDOW, REFERENCE_BATCHES  # noqa: E402
 from run import RUNS, load_saved, run_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
+from transduce.forecasting.blend import BLEND_FILE  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def blend_rows(results: Path, models: list[str], datasets: list[str], step: floa
             if transduce(["forecast", "blend", *map(str, dirs), "--out", str(out),
                           "--step", str(step), *scoring]) != 0:
                 raise SystemExit(f"blending {dataset} {horizon} failed")
-            record = json.loads((out / "blend.json").read_text())
+            record = json.loads((out / BLEND_FILE).read_text())
             test = record["test"]
             rows.append({"dataset": dataset, "horizon": horizon, "models": models,
                          "weights": record["weights"], "val_mse": round(record["val_mse"], 4),

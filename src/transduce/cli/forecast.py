@@ -116,7 +116,7 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 def run_blend(args: argparse.Namespace) -> int:
-    from transduce.forecasting.blend import blend_runs
+    from transduce.forecasting.blend import BLEND_FILE, blend_runs
 
     record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last))
     for run, model, weight, alone in zip(record["runs"], record["models"], record["weights"],
@@ -128,7 +128,7 @@ def run_blend(args: argparse.Namespace) -> int:
     for batch, scores in test.get("drop_last", {}).items():
         print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
               f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
-    print(f"wrote {Path(args.out) / 'blend.json'}")
+    print(f"wrote {Path(args.out) / BLEND_FILE}")
     return 0
 
 

@@ -185,5 +185,5 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         "quantiles": list(quantiles), "test": test,
     }
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "blend.json", json.dumps(record, indent=2) + "\n")
+    write_text(out / BLEND_FILE, json.dumps(record, indent=2) + "\n")
     return record
