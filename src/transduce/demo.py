@@ -20,8 +20,9 @@ from transduce.evaluation import exact_match
 from transduce.io import write_text
 from transduce.nn import Transformer, padding_mask, sinusoidal_table
 from transduce.tasks.numbers import DemoConfig, NumbersTask, make_batch, translate
-from transduce.training.engine import EXTENDABLE, train_task
+from transduce.training.engine_config import EXTENDABLE
 from transduce.training.loss import smoothing_floor
+from transduce.training.train import train_task
 from transduce.viz import plot_attention, plot_positional_encoding
 from transduce.viz.heatmaps import cut
 

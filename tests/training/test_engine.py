@@ -14,7 +14,7 @@ from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
 from transduce.training.distributed import Session, check_same_batches
-from transduce.training import engine as engine_module
+from transduce.training import train as train_module
 from transduce.training.engine import Engine, EngineConfig
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
@@ -96,6 +96,16 @@ def test_cooldown_follows_the_budget_that_ends_the_run_first(tmp_path):
     engine.elapsed = 15.0
     assert engine.cooldown_factor() == 1.0
     assert engine_for(ToyTask([]), tmp_path, max_steps=100).cooldown_factor() == 1.0  # off
+
+
+def test_an_epoch_budget_bar_counts_epochs_once_they_end(tmp_path, monkeypatch):
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
+    engine = engine_for(ToyTask(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0)
+    seen, original = [], Engine.update
+    monkeypatch.setattr(Engine, "update", lambda self, *a: (original(self, *a),
+                                                            seen.append(self.report.bar.n)))
+    engine.run()
+    assert seen == [0, 0, 1, 1, 1, 2]  # not 1 while the first epoch is still training
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5])
@@ -215,7 +225,7 @@ def test_forecasting_checks_its_time_budget_after_every_update(forecast_config, 
 def test_training_on_a_cpu_retains_freed_memory(forecast_config, tmp_path, monkeypatch):
     """The engine asks glibc to keep freed tensors' memory (5–9% faster updates here)."""
     calls = []
-    monkeypatch.setattr(engine_module, "retain_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(train_module, "retain_freed_memory", lambda: calls.append(1) or True)
     assert main(["forecast", "train", str(forecast_config), "max_steps=1",
                  "--run-dir", str(tmp_path / "run")]) == 0
     assert calls == [1]

@@ -16,7 +16,7 @@ from transduce.forecasting.data import ForecastData, load_forecast_data
 from transduce.forecasting.evaluation import evaluate, scaler_state
 from transduce.forecasting.quantiles import intervals, pinball
 from transduce.training.distributed import Session
-from transduce.training.engine import train_task
+from transduce.training.train import train_task
 
 
 class ForecastTask:

@@ -4,5 +4,5 @@ from transduce.training.loss import LabelSmoothedCrossEntropy, linear_label_smoo
 from transduce.training.schedule import (inverse_sqrt_rate, noam_rate, paper_adam, schedule_for,
                                          warmup_schedule)
 
-__all__ = ["LabelSmoothedCrossEntropy", "linear_label_smoothed_ce", "inverse_sqrt_rate", "noam_rate", "paper_adam",
-           "schedule_for", "warmup_schedule"]
+__all__ = ["LabelSmoothedCrossEntropy", "linear_label_smoothed_ce", "inverse_sqrt_rate",
+           "noam_rate", "paper_adam", "schedule_for", "warmup_schedule"]

@@ -3,8 +3,9 @@
 A :class:`Task` supplies its model, optimiser, batches, summed loss and validation. The
 engine owns the update (gradient accumulation, normalisation, clipping, optimiser and
 schedule steps), mixed precision, the NaN/inf guard, budgets, validation cadence and early
-stopping, checkpoints and exact resume (mid-epoch too), the progress bar, ``metrics.jsonl``,
-TensorBoard, and distribution over processes (``DistributedDataParallel``).
+stopping, checkpoints and exact resume (mid-epoch too), the progress bar, ``metrics.jsonl``
+and TensorBoard (through :mod:`transduce.training.report`), and distribution over processes
+(``DistributedDataParallel``). :func:`transduce.training.train.train_task` sets a run up.
 
 Every process computes the same list of batches for an epoch (from the seed and the epoch
 number; compared across processes as each epoch starts); an update takes the next
@@ -18,8 +19,6 @@ by N processes resumes on M.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import logging
 import math
 import time
 from pathlib import Path
@@ -29,12 +28,11 @@ import torch
 from torch import Tensor, nn
 
 from transduce import runs
-from transduce.device import autocast, retain_freed_memory
+from transduce.device import autocast
 from transduce.errors import UserError
-from transduce.logs import progress, setup_logging
-from transduce.training import distributed
 from transduce.training.distributed import Session, check_same_batches
-from transduce.training.engine_config import EXTENDABLE, EngineConfig  # noqa: F401 (re-export)
+from transduce.training.engine_config import EngineConfig
+from transduce.training.report import Report
 
 
 class Task(Protocol):
@@ -80,8 +78,8 @@ class Engine:
         self.config, self.log = config, log
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
-        self.elapsed, self.last_metrics, self.tensorboard = 0.0, {}, None
-        self.saved_step, self.shown = -1, {}  # shown: the last validation, on the bar
+        self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
+        self.report = Report(self.run_dir, cfg, task.unit, session.is_main, log)
         self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
@@ -164,7 +162,7 @@ class Engine:
         if self.cfg.max_minutes:
             self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
                           "validations add to the wall-clock time")
-        with self._bar() as bar:
+        with self.report.open_bar(self.step, self.epoch, self.elapsed):
             while reason is None:
                 batches = self.task.batches(self.epoch)
                 check_same_batches(self.session, self.epoch, batches)
@@ -175,7 +173,7 @@ class Engine:
                 self.epoch_batches = len(batches)
                 while self.position < len(batches) and reason is None:
                     group = batches[self.position:self.position + per_update]
-                    self.update(group, bar)
+                    self.update(group)
                     self.position += len(group)
                     epoch_done = self.position >= len(batches)
                     if epoch_done:
@@ -190,26 +188,14 @@ class Engine:
         if self.saved_step != self.step:  # not from the files: rank 0 may still be writing
             self.checkpoint()
         self.log.info(f"stopped at step {self.step}: {reason}")
-        if self.tensorboard is not None:
-            self.tensorboard.close()
+        self.report.close()
         self.session.barrier()
         return self.last_metrics
 
-    def _bar(self):
-        if self.cfg.max_minutes:  # the bar counts training seconds, so its ETA means something
-            total, done, unit = round(60 * self.cfg.max_minutes), self.elapsed, "s"
-        elif self.cfg.max_steps:
-            total, done, unit = self.cfg.max_steps, self.step, "step"
-        else:
-            total, done, unit = self.cfg.max_epochs, self.epoch, "epoch"
-        self.bar_unit = unit
-        self.window = [0.0, self.elapsed]  # units and training time since the last row
-        return progress(total, "training", unit, initial=min(done, total),
-                        disable=not self.session.is_main)
-
-    def update(self, group: list, bar) -> None:
+    def update(self, group: list) -> None:
         """One optimiser step over this process's share of ``group``."""
         start = time.perf_counter()
+        epoch_done = self.position + len(group) >= self.epoch_batches
         s = self.session
         mine = group[s.rank::s.world]
         weight = 1.0
@@ -239,21 +225,24 @@ class Engine:
                 p.grad.mul_(s.world / max(units, 1))
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip_norm or math.inf)
         groups = self.optimizer.param_groups
-        scheduled = [group["lr"] for group in groups]
+        scheduled = [param_group["lr"] for param_group in groups]
         factor = self.cooldown_factor()
-        for group in groups:
-            group["lr"] *= factor
+        for param_group in groups:
+            param_group["lr"] *= factor
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.used_lr = groups[0]["lr"]
-        for group, rate in zip(groups, scheduled):  # the schedule goes on from its own rate
-            group["lr"] = rate
+        for param_group, rate in zip(groups, scheduled):  # the schedule goes on from its own rate
+            param_group["lr"] = rate
         if self.schedule is not None:
             self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         self.elapsed += seconds / s.world  # the same on every process
-        self._report(bar, total / max(units, 1), units, seconds / s.world, float(norm))
+        self.report.update(step=self.step, epoch=self.epoch, elapsed=self.elapsed,
+                           epoch_done=epoch_done,
+                           loss=total / max(units, 1), units=units, seconds=seconds / s.world,
+                           lr=self.used_lr, norm=float(norm))
 
     def progress(self) -> float:
         """The share spent of the budget that will end the run first (0 to 1)."""
@@ -274,24 +263,6 @@ class Engine:
             return 1.0
         return min(1.0, (1.0 - self.progress()) / self.cfg.cooldown)
 
-    def _report(self, bar, loss: float, units: float, seconds: float, norm: float) -> None:
-        """The bar after every update; a metrics row every ``log_every`` updates."""
-        if self.bar_unit == "s":
-            bar.update(min(seconds, bar.total - bar.n))
-        elif self.bar_unit == "step" or self.position == 0:  # a step, or an epoch ended
-            bar.update(1)
-        bar.set_postfix(step=self.step, epoch=self.epoch, loss=f"{loss:.3f}",
-                        **{f"{self.task.unit}/s": f"{units / seconds:,.0f}"}, **self.shown,
-                        refresh=False)
-        self.window[0] += units
-        if self.step % self.cfg.log_every == 0:
-            rate = self.window[0] / max(self.elapsed - self.window[1], 1e-9)
-            self.write_metrics({"train_loss": round(loss, 4),
-                                f"{self.task.unit}_per_s": round(rate),
-                                "lr": self.used_lr,
-                                "grad_norm": round(norm, 4)})
-            self.window = [0.0, self.elapsed]
-
     # ------------------------------------------------------------ validation and files
     def checkpoint(self) -> None:
         """Validate (once, on rank 0), then save step_N.pt (and best.pt when the metric
@@ -311,32 +282,13 @@ class Engine:
             # step_N.pt last: a kill before it resumes from the previous one, which repeats
             # this validation, its metrics row (the killed run's is dropped) and best.pt.
             # The other order would resume past an improvement whose best.pt was lost.
-            self.write_metrics(metrics, echo=True)
+            self.report.row(self.step, self.epoch, self.elapsed, metrics, echo=True)
             if improved:
                 runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
             runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
             runs.prune(self.run_dir, self.cfg.keep_last)
         self.last_metrics, self.saved_step = metrics, self.step
-        self.shown = {self.task.metric: f"{value:g}"}
-
-    def write_metrics(self, metrics: dict, echo: bool = False) -> None:
-        if not self.session.is_main:
-            return
-        row = {"step": self.step, "epoch": self.epoch, "elapsed_s": round(self.elapsed, 1),
-               **metrics}
-        runs.append_metrics(self.run_dir, row)
-        if self.tensorboard is None:  # opened on the first row, so a failed start writes none
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"),
-                                             purge_step=self.step)
-        for key, value in metrics.items():
-            if isinstance(value, (int, float)):
-                self.tensorboard.add_scalar(key, value, self.step)
-        self.tensorboard.flush()
-        # every row goes to train.log; training rows stay off the terminal (the bar shows them)
-        self.log.info(" ".join(f"{k} {v}" for k, v in row.items()),
-                      extra={} if echo else {"file_only": True})
+        self.report.shown = {self.task.metric: f"{value:g}"}
 
 
 def _rng_state(device: torch.device) -> dict:
@@ -350,50 +302,3 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
     torch.set_rng_state(state["cpu"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ...]
-               ) -> tuple[Engine, dict]:
-    """Set up a run directory and train the task that ``make_task(session, log)`` builds.
-
-    ``config`` is the run's whole config (a dataclass with an ``engine`` section). Rank 0
-    holds the run's lock; every process checks ``config`` against the settings the run was
-    started with. config.yaml is written (by rank 0) only once the task's data and the
-    model are ready, so a start that fails leaves no settings that would lock the run out.
-    Returns the engine (its ``model`` trained) and the last validation metrics.
-    """
-    cfg: EngineConfig = config.engine
-    if not str(run_dir).strip():  # Path("") would be the working directory
-        raise UserError("--run-dir is empty; name a folder for the run, e.g. --run-dir runs/a")
-    run_dir = Path(run_dir)
-    session = distributed.start(cfg.device, cfg.precision)
-    try:
-        with runs.lock(run_dir) if session.is_main else contextlib.nullcontext():
-            return _train(make_task, config, run_dir, extendable, session)
-    finally:
-        distributed.end(session)
-
-
-def _train(make_task, config, run_dir: Path, extendable, session: Session):
-    cfg: EngineConfig = config.engine
-    runs.check_config(run_dir, config, extendable)
-    if session.is_main:
-        log = setup_logging(run_dir, "train")
-    else:
-        log = logging.getLogger(f"transduce.rank{session.rank}")
-        log.addHandler(logging.NullHandler())
-        log.propagate = False
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    if session.device.type == "cpu":
-        retain_freed_memory()
-    task = make_task(session, log)
-    engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
-    if session.is_main:
-        runs.write_config(run_dir, config)
-        runs.truncate_metrics(run_dir, engine.step)  # rows written after the last checkpoint
-    params = sum(p.numel() for p in engine.model.parameters())
-    threads, world = torch.get_num_threads(), session.world
-    log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
-             f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}")
-    return engine, engine.run()
