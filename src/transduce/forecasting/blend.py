@@ -84,6 +84,11 @@ def point_forecasts(model: nn.Module, data, split: str, length: int,
 BLEND_FILE = "blend.json"
 
 
+def longest_input(configs) -> int:
+    """The index of the config with the longest input: its windows hold every member's."""
+    return max(range(len(configs)), key=lambda i: configs[i].input_length)
+
+
 def is_blend(path: str | Path) -> bool:
     """Whether ``path`` is a folder that ``forecast blend --out`` wrote."""
     return (Path(path) / BLEND_FILE).is_file()
@@ -116,7 +121,7 @@ def load_blend(blend_dir: str | Path, calibrated: bool = True):
                             "blend the runs again")
     loaded = [load_model(run, calibrated=calibrated) for run in run_dirs]
     lengths = [cfg.input_length for cfg, _, _, _ in loaded]
-    cfg, _, scaler, columns = loaded[lengths.index(max(lengths))]
+    cfg, _, scaler, columns = loaded[longest_input([c for c, _, _, _ in loaded])]
     label = "blend of " + " + ".join(f"{w:g} {c.model}" for (c, _, _, _), w in
                                      zip(loaded, weights) if w)
     model = Blend([m for _, m, _, _ in loaded], lengths, weights, bool(quantiles), label)
@@ -154,7 +159,7 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         if differs:
             raise UserError(f"{run}: its {differs} differ from {run_dirs[0]}'s; blend runs "
                             "trained on the same CSV, columns and horizon")
-    longest = max(range(len(loaded)), key=lambda i: loaded[i][0].input_length)
+    longest = longest_input([cfg for cfg, _, _ in loaded])
     data = loaded[longest][2]  # its windows hold every member's input
     for run, (_, _, own) in zip(run_dirs, loaded):
         if any(len(own.windows[s]) != len(data.windows[s]) for s in ("val", "test")):
