@@ -173,9 +173,9 @@ class Engine:
                 self.epoch_batches = len(batches)
                 while self.position < len(batches) and reason is None:
                     group = batches[self.position:self.position + per_update]
-                    self.update(group)
+                    epoch_done = self.position + len(group) >= len(batches)
+                    self.update(group, epoch_done)
                     self.position += len(group)
-                    epoch_done = self.position >= len(batches)
                     if epoch_done:
                         self.epoch, self.position = self.epoch + 1, 0
                     reason = self.stop_reason()
@@ -192,10 +192,10 @@ class Engine:
         self.session.barrier()
         return self.last_metrics
 
-    def update(self, group: list) -> None:
-        """One optimiser step over this process's share of ``group``."""
+    def update(self, group: list, epoch_done: bool = False) -> None:
+        """One optimiser step over this process's share of ``group`` (``epoch_done``: the
+        group ends the epoch, which an epoch budget's bar counts)."""
         start = time.perf_counter()
-        epoch_done = self.position + len(group) >= self.epoch_batches
         s = self.session
         mine = group[s.rank::s.world]
         weight = 1.0
