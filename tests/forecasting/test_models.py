@@ -178,3 +178,40 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
     x = torch.randn(2, 48, 2)
     plain = model.linear(x.transpose(1, 2)).transpose(1, 2)  # (B, H, C), no normalisation
     torch.testing.assert_close(model(x)[0][..., 0], plain)
+
+
+@pytest.mark.parametrize("kernel", [1, 4, 5])
+def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
+    """Inside the window the mean of a straight line is the line; at the ends the window is
+    extended with its first and last values, so a constant stays itself everywhere."""
+    from transduce.forecasting.models import moving_average
+
+    ramp = torch.arange(12.0).view(1, 12, 1).repeat(2, 1, 3)  # (B, L, C)
+    trend = moving_average(ramp, kernel)
+    assert trend.shape == ramp.shape
+    before, after = (kernel - 1) // 2, kernel // 2
+    inside = slice(before, 12 - after)
+    torch.testing.assert_close(trend[:, inside], ramp[:, inside] + (after - before) / 2)
+    first = torch.tensor([0.0] * before + [float(n) for n in range(kernel - before)]).mean()
+    torch.testing.assert_close(trend[0, 0, 0], first)
+    flat = torch.full((1, 9, 2), 3.0)
+    torch.testing.assert_close(moving_average(flat, kernel), flat)
+
+
+def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
+    """DLinear: with the map of the remainder silenced and the trend's map copying the last
+    step, the forecast is the window's moving average at its last step."""
+    model = build_forecaster(ForecastConfig(csv="x.csv", model="linear", input_length=8,
+                                            horizon=3, revin=False, trend_kernel=5), 1).eval()
+    with torch.no_grad():
+        model.linear.weight.zero_()
+        model.linear.bias.zero_()
+        model.trend.weight.zero_()
+        model.trend.weight[:, -1] = 1.0
+        model.trend.bias.zero_()
+    x = torch.tensor([1.0, 2, 3, 4, 5, 6, 10, 20]).view(1, 8, 1)
+    y, _ = model(x)
+    last = torch.tensor([6.0, 10, 20, 20, 20]).mean()  # two steps back, the end twice more
+    torch.testing.assert_close(y[0, :, 0, 0], last.repeat(3))
+    assert ForecastConfig(csv="x.csv", model="linear").trend_kernel == 0
+    assert build_forecaster(ForecastConfig(csv="x.csv", model="linear"), 1).trend is None

@@ -25,8 +25,8 @@ class ForecastConfig:
     Data: ``csv`` with a ``date_column``; ``columns`` (comma-separated, empty for every
     numeric column not named below) are forecast and read; ``inputs`` are past-observed
     covariates (read, not forecast); ``known`` are known-future covariates (read over the
-    input window and the horizon: ``predict`` wants their future rows). ``split``: "auto" (ETT borders for ETTh*/ETTm* files,
-    else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``layers``: the sizes, dropouts,
+    input window and the horizon: ``predict`` wants their future rows). ``split``: "auto"
+    (ETT borders for ETTh*/ETTm* files, else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``layers``: the sizes, dropouts,
     activation and residual placement of the encoder (and decoder) layers, as the library's
     TransformerConfig declares them (``norm`` may also be "batch" for the patch model);
     its keys may be given bare (``d_model=16``). ``engine``: the training engine's
@@ -59,6 +59,8 @@ class ForecastConfig:
     stride: int = 8
     head_dropout: float = 0.0
     patch_calendar: bool = False
+    # linear
+    trend_kernel: int = 0
     # transformer
     label_length: int = 48
     calendar: bool = True
@@ -106,6 +108,8 @@ class ForecastConfig:
         "head_dropout": "patch model: dropout before the forecasting head",
         "patch_calendar": "patch model: add a linear map of the horizon's calendar features "
                           "to the forecast (with known covariates it is always on)",
+        "trend_kernel": "linear model: split each window into its moving average over this "
+                        "many steps and the rest, one map for each (DLinear: 25; 0: one map)",
         "label_length": "transformer: known time steps the decoder starts from",
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates or patch_calendar)",
@@ -161,6 +165,10 @@ class ForecastConfig:
         if self.known and self.model not in ("transformer", "patch"):
             found.append(("known", f"known-future covariates are for the transformer and "
                                    f"patch models, not {self.model}"))
+        found += in_range(self, "trend_kernel", 0, self.input_length, high_included=True)
+        if self.trend_kernel and self.model != "linear":
+            found.append(("trend_kernel", f"trend_kernel is for the linear model, not "
+                                          f"{self.model}; set trend_kernel=0"))
         if self.patch_calendar and (self.model != "patch" or not self.calendar):
             found.append(("patch_calendar", "patch_calendar is for the patch model with "
                                             "calendar=true; set patch_calendar=false"))
@@ -211,7 +219,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return RepeatLast(cfg.horizon)
     if cfg.model == "linear":
         return LinearForecaster(cfg.input_length, cfg.horizon, channels, cfg.revin,
-                                cfg.revin_center)
+                                cfg.revin_center, cfg.trend_kernel)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
                       norm=L.norm, revin=cfg.revin, revin_center=cfg.revin_center,
