@@ -26,12 +26,13 @@ class ForecastConfig:
     numeric column not named below) are forecast and read; ``inputs`` are past-observed
     covariates (read, not forecast); ``known`` are known-future covariates (read over the
     input window and the horizon: ``predict`` wants their future rows). ``split``: "auto"
-    (ETT borders for ETTh*/ETTm* files, else 70/10/20), "ett_hour", "ett_minute" or "ratio". ``layers``: the sizes, dropouts,
-    activation and residual placement of the encoder (and decoder) layers, as the library's
-    TransformerConfig declares them (``norm`` may also be "batch" for the patch model);
-    its keys may be given bare (``d_model=16``). ``engine``: the training engine's
-    settings (its keys may be given bare: ``max_epochs=10``); by default it validates and
-    writes a checkpoint at the end of every epoch and keeps the one of lowest validation MSE.
+    (ETT borders for ETTh*/ETTm* files, else 70/10/20), "ett_hour", "ett_minute" or "ratio".
+    ``layers``: the sizes, dropouts, activation and residual placement of the encoder (and
+    decoder) layers, as the library's TransformerConfig declares them (``norm`` may also be
+    "batch" for the patch model); its keys may be given bare (``d_model=16``). ``engine``:
+    the training engine's settings (its keys may be given bare: ``max_epochs=10``); by
+    default it validates and writes a checkpoint at the end of every epoch and keeps the one
+    of lowest validation MSE.
     """
 
     csv: str = ""
