@@ -147,6 +147,7 @@ def write_markdown(saved: dict, out: Path) -> None:
                    "a later one replacing the scores of the rows it covers:\n\n"
                    + "".join(f"- `{r['command']}`: {r['total_seconds'] / 60:.1f} min, "
                              f"{r['rows']} rows\n" for r in saved["rescored"]))
-    text = "Commands (a later one replaces the rows it ran):\n\n" + header + table(saved["results"])
+    text = ("Commands (a later one replaces the rows it ran):\n\n" + header
+            + table(saved["results"]))
     write_text(out / "results.md", text)
     print(text)

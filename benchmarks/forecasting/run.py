@@ -2,7 +2,8 @@
 every horizon, the two Transformers and the two baselines; results beside published figures.
 
     python benchmarks/forecasting/run.py --data DIR_WITH_CSVS [--minutes 2.5]
-    python benchmarks/forecasting/run.py --data DIR_WITH_CSVS --plan benchmarks/forecasting/plan.yaml --jobs 2
+    python benchmarks/forecasting/run.py --data DIR_WITH_CSVS \\
+        --plan benchmarks/forecasting/plan.yaml --jobs 2
 
 Each (dataset, horizon, model) trains in runs/bench/forecast/NAME (resumable: finished runs
 are scored again, not retrained), then is scored on the test split. A plan gives each

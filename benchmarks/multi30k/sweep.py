@@ -113,7 +113,8 @@ def main() -> None:
     write_text(args.results.with_suffix(".json"), json.dumps(results, indent=2) + "\n")
     lines = [f"Variants of `{args.config}`, trained at once ({train_minutes:.1f} min), "
              "scored on val only (tokenized lowercased BLEU, beam 5, chosen by `transduce "
-             "tune`).", "", "| variant | overrides | val BLEU (tok) | chosen |", "|---|---|---:|---|"]
+             "tune`).", "", "| variant | overrides | val BLEU (tok) | chosen |",
+             "|---|---|---:|---|"]
     for name, row in sorted(rows.items(), key=lambda kv: -kv[1]["val_bleu_tok"]):
         c = row["chosen"]
         lines.append(f"| {name} | {' '.join(row['overrides']) or '(none)'} | "

@@ -155,7 +155,8 @@ def test_the_export_readme_is_all_a_ctranslate2_user_needs(trained_run, tmp_path
     out = export_ctranslate2(run, tmp_path / "ct2")
     readme = (out / "README.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    assert "beam_size=3, length_penalty=1" in code and "no_repeat_ngram_size=2" in code
+    assert "beam_size=3," in code and "length_penalty=1," in code
+    assert "no_repeat_ngram_size=2" in code
     lines = [LINES[2]]  # one at a time: transduce limits each output by its own source
     code = code.replace('["A man rides a bike."]', repr(lines))
     code += "\nimport sys\nassert not [m for m in sys.modules if m.startswith('transduce')]\n"

@@ -121,7 +121,8 @@ def test_smoothing_floor_is_the_loss_of_the_smoothed_target_itself(epsilon, clas
     q = torch.full((2, classes), epsilon / classes)
     q[torch.arange(2), target] += 1 - epsilon
     best = LabelSmoothedCrossEntropy(epsilon, ignore_index=-1)(q.log(), target)
-    assert smoothing_floor(epsilon, classes) == pytest.approx(float(best), rel=1e-4)  # float32 sums
+    # rel: float32 sums
+    assert smoothing_floor(epsilon, classes) == pytest.approx(float(best), rel=1e-4)
     worse = q.log() + torch.randn(2, classes) * 0.1  # any other distribution loses more
     assert float(LabelSmoothedCrossEntropy(epsilon, ignore_index=-1)(worse, target)) > float(best)
 

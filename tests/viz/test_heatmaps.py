@@ -58,7 +58,8 @@ def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
     monkeypatch.setattr(matplotlib.axes.Axes, "imshow",
                         lambda self, *a, **k: (seen.update(k), imshow(self, *a, **k))[1])
     monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
-                        lambda self, t, *a, **k: (titles.append(t), set_title(self, t, *a, **k))[1])
+                        lambda self, t, *a, **k: (titles.append(t),
+                                                  set_title(self, t, *a, **k))[1])
     L, K, H = 48, 4, 12
     weights = np.full((K + H, L), 1 / L) + np.random.default_rng(0).normal(0, 1e-4, (K + H, L))
     dates = [datetime(2021, 1, 1) + timedelta(hours=i) for i in range(L + H)]

@@ -23,7 +23,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                        "Starting again on a run directory resumes it (with no "
                                        "CONFIG, with its own config.yaml). Under torchrun it "
                                        "trains on every process.",
-                           epilog=settings_epilog(ForecastConfig()), formatter_class=SettingsHelpFormatter)
+                           epilog=settings_epilog(ForecastConfig()),
+                           formatter_class=SettingsHelpFormatter)
     add_run_arguments(train, "configs/forecast_*.yaml", "horizon=192")
     train.set_defaults(run=run_train)
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",

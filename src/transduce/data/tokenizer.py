@@ -32,7 +32,8 @@ class SubwordTokenizer:
             data = self.path.read_bytes()
             self.sp = spm.SentencePieceProcessor(model_proto=data)
         except (OSError, RuntimeError) as error:
-            raise UserError(f"{model_path}: not a readable SentencePiece model ({error})") from None
+            raise UserError(f"{model_path}: not a readable SentencePiece model "
+                            f"({error})") from None
         self.fingerprint = hashlib.sha256(data).hexdigest()[:16]
         self._bpe: BpeDropout | None = None
         if (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD_ID, BOS_ID, EOS_ID):

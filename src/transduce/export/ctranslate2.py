@@ -183,7 +183,8 @@ import sentencepiece as spm
 sp = spm.SentencePieceProcessor(model_file="{TOKENIZER}")
 translator = ctranslate2.Translator(".", device="cpu")
 sources = [sp.encode(line, out_type=str) for line in ["A man rides a bike."]]
-results = translator.translate_batch(sources, beam_size={decoding.beam}, length_penalty={decoding.lenpen:g},
+results = translator.translate_batch(sources, beam_size={decoding.beam},
+                                     length_penalty={decoding.lenpen:g},
                                      no_repeat_ngram_size={decoding.no_repeat_ngram},
                                      max_decoding_length=max(len(s) for s in sources) + 51)
 print([sp.decode(r.hypotheses[0]) for r in results])
