@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from transduce.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
@@ -106,10 +107,8 @@ def moving_average(x: Tensor, kernel: int) -> Tensor:
     """The trend of each channel: the mean of the ``kernel`` steps around each step, the
     window's ends extended by repeating its first and last values so that every step has a
     full neighbourhood. Args: x (B, L, C). Returns: (B, L, C)."""
-    before, after = (kernel - 1) // 2, kernel // 2
-    series = x.transpose(1, 2)  # (B, C, L)
-    padded = torch.cat([series[..., :1].expand(-1, -1, before), series,
-                        series[..., -1:].expand(-1, -1, after)], -1)  # (B, C, L + kernel - 1)
+    padded = F.pad(x.transpose(1, 2), ((kernel - 1) // 2, kernel // 2),
+                   mode="replicate")  # (B, C, L + kernel - 1)
     return padded.unfold(-1, kernel, 1).mean(-1).transpose(1, 2)
 
 
