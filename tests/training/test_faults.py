@@ -42,7 +42,8 @@ def test_no_pair_surviving_filtering_stops_at_once_and_writes_nothing(config, tm
     ("lr=nan", "lr"), ("label_smoothing=2", "label_smoothing"), ("patience=-1", "patience"),
     ("max_minutes=-1", "max_minutes"), ("valid_bleu_sentences=-1", "valid_bleu_sentences"),
     ("max_ratio=0", "max_ratio"), ("threads=-1", "threads"), ("bpe_dropout=1", "bpe_dropout"),
-    ("bpe_dropout=-0.1", "bpe_dropout"),
+    ("bpe_dropout=-0.1", "bpe_dropout"), ("weight_decay=-0.01", "weight_decay"),
+    ("weight_decay=1", "weight_decay"),
 ])
 def test_invalid_values_are_refused_before_anything_is_written(config, tmp_path, capsys,
                                                                setting, named):

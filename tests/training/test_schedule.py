@@ -48,3 +48,19 @@ def test_unknown_schedule_name():
 
     with pytest.raises(ValueError, match="unknown schedule"):
         schedule_for(paper_adam([torch.nn.Parameter(torch.zeros(1))]), "cosine", 8, 10, 1.0)
+
+
+def test_weight_decay_shrinks_matrices_by_rate_times_decay_and_spares_vectors():
+    matrix = torch.nn.Parameter(torch.full((2, 3), 2.0))
+    vector = torch.nn.Parameter(torch.full((3,), 2.0))
+    optimizer = paper_adam([matrix, vector], weight_decay=0.1)
+    optimizer.param_groups[0]["lr"] = optimizer.param_groups[1]["lr"] = 0.5
+    matrix.grad, vector.grad = torch.zeros_like(matrix), torch.zeros_like(vector)
+    optimizer.step()  # no gradient: only the decay moves anything
+    assert torch.allclose(matrix, torch.full((2, 3), 2.0 * (1 - 0.5 * 0.1)))
+    assert torch.equal(vector, torch.full((3,), 2.0))
+
+
+def test_no_weight_decay_is_the_papers_adam():
+    optimizer = paper_adam([torch.nn.Parameter(torch.zeros(2, 2))], weight_decay=0.0)
+    assert type(optimizer) is torch.optim.Adam and len(optimizer.param_groups) == 1

@@ -244,3 +244,14 @@ def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_pat
     assert any(s == p for s, p in zip(src, data.train_src) if len(p) == longest)
     batch = task.batches(2)[0]  # the batches use the epoch's segmentation
     assert task.src == task.segment(2)[0] and all(i < len(task.src) for i in batch)
+
+
+def test_weight_decay_reaches_the_optimizer_of_a_translation_run(config, tmp_path):
+    assert train(config, tmp_path / "plain", "max_steps=4") == 0
+    assert train(config, tmp_path / "decayed", "max_steps=4", "weight_decay=0.05") == 0
+    plain = load_checkpoint(tmp_path / "plain" / "checkpoints" / "step_4.pt")
+    decayed = load_checkpoint(tmp_path / "decayed" / "checkpoints" / "step_4.pt")
+    assert [g["weight_decay"] for g in plain["optimizer"]["param_groups"]] == [0]
+    assert [g["weight_decay"] for g in decayed["optimizer"]["param_groups"]] == [0.05, 0.0]
+    assert plain["model"].keys() == decayed["model"].keys()
+    assert any(not torch.equal(plain["model"][k], decayed["model"][k]) for k in plain["model"])

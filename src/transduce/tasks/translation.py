@@ -73,8 +73,8 @@ class TranslationTask:
         return build_transformer(self.model_config)
 
     def build_optimizer(self, model):
-        optimizer = paper_adam(model.parameters())
         c = self.cfg
+        optimizer = paper_adam(model.parameters(), c.weight_decay)
         return optimizer, schedule_for(optimizer, c.schedule, c.model.d_model, c.warmup, c.lr)
 
     def batches(self, epoch: int) -> list[list[int]]:

@@ -42,6 +42,7 @@ class TrainConfig:
     spm_model_type: str = "bpe"
     model: TransformerConfig = SMALL
     label_smoothing: float = 0.1
+    weight_decay: float = 0.0
     schedule: str = "noam"
     lr: float = 1.0
     warmup: int = 4000
@@ -62,6 +63,8 @@ class TrainConfig:
         "vocab_size": "subwords of the joint SentencePiece model trained on both sides",
         "spm_model_type": "SentencePiece algorithm: bpe, unigram, char or word",
         "label_smoothing": "label smoothing ε of the loss (§5.4)",
+        "weight_decay": "AdamW's decoupled weight decay of the weight matrices and "
+                        "embeddings, times the rate (0: the paper's Adam)",
         "schedule": "learning rate: noam (the paper's, lr multiplies it) or inverse_sqrt "
                     "(lr is the peak)",
         "lr": "learning rate: noam's factor, or inverse_sqrt's peak",
@@ -93,6 +96,7 @@ class TrainConfig:
         found += at_least(self, 0, "valid_bleu_sentences")
         found += in_range(self, "label_smoothing", 0, 1)
         found += in_range(self, "bpe_dropout", 0, 1)
+        found += in_range(self, "weight_decay", 0, 1)
         if self.bpe_dropout and self.spm_model_type != "bpe":
             found.append(("bpe_dropout", f"bpe_dropout needs spm_model_type=bpe, not "
                                          f"{self.spm_model_type}"))
