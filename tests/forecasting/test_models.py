@@ -215,3 +215,18 @@ def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
     torch.testing.assert_close(y[0, :, 0, 0], last.repeat(3))
     assert ForecastConfig(csv="x.csv", model="linear").trend_kernel == 0
     assert build_forecaster(ForecastConfig(csv="x.csv", model="linear"), 1).trend is None
+
+
+def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
+    """PatchTST's patching: 10 steps in patches of 4 every 2 make (10 − 4) // 2 + 2 = 5
+    patches, the last of them the final two steps and two repeats of the last one."""
+    from transduce.forecasting.models import cut_patches
+
+    ramp = torch.arange(10.0).view(1, 1, 10).repeat(2, 3, 1)  # (B, C, L)
+    patches = cut_patches(ramp, patch_len=4, stride=2)
+    assert patches.shape == (2, 3, 5, 4)
+    torch.testing.assert_close(patches[0, 0], torch.tensor([
+        [0.0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7], [6, 7, 8, 9], [8, 9, 9, 9]]))
+    model = build_forecaster(ForecastConfig(csv="x.csv", model="patch", input_length=10,
+                                            horizon=2, patch_len=4, stride=2), 1)
+    assert model.num_patches == patches.shape[2]

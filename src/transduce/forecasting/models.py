@@ -140,6 +140,13 @@ class LinearForecaster(nn.Module):
         return _finish(y, self.revin, stats), None
 
 
+def cut_patches(series: Tensor, patch_len: int, stride: int) -> Tensor:
+    """(B, C, L) → (B, C, N, P): windows of ``patch_len`` steps every ``stride`` steps after
+    the end is extended by ``stride`` repeats of the last value, N = (L − P) // S + 2."""
+    padded = F.pad(series, (0, stride), mode="replicate")  # (B, C, L + S)
+    return padded.unfold(-1, patch_len, stride)
+
+
 class PatchForecaster(nn.Module):
     """A channel-independent Transformer encoder over patches (Nie et al. 2023, PatchTST).
 
@@ -180,9 +187,7 @@ class PatchForecaster(nn.Module):
         stats = None
         if self.revin is not None:
             x, stats = self.revin.normalise(x)
-        series = x.transpose(1, 2)  # (B, C, L)
-        series = torch.cat([series, series[..., -1:].expand(-1, -1, self.stride)], -1)
-        patches = series.unfold(-1, self.patch_len, self.stride)  # (B, C, N, P)
+        patches = cut_patches(x.transpose(1, 2), self.patch_len, self.stride)  # (B, C, N, P)
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
         h, _ = self.encoder(h, None)
