@@ -88,3 +88,17 @@ def test_bpe_dropout_samples_the_papers_distribution(tokenizer):
     # two samples of n from the paper's procedure differ by about 0.02 here
     total_variation = sum(abs(paper[k] - ours[k]) for k in paper.keys() | ours.keys()) / 2 / n
     assert total_variation < 0.06
+
+
+def test_a_lowercasing_tokenizer_reads_every_casing_as_lowercase(tmp_path):
+    texts = [english(n).capitalize() + "." for n in range(0, 3000, 7)]
+    texts += [german(n).capitalize() + " Straße." for n in range(0, 3000, 7)]
+    cased = SubwordTokenizer.train(texts, tmp_path / "cased.model", 150)
+    lower = SubwordTokenizer.train(texts, tmp_path / "lower.model", 150, lowercase=True)
+    assert not cased.lowercases and lower.lowercases
+    assert SubwordTokenizer(lower.path).lowercases  # the rule travels in the model file
+    assert cased.encode(["Three"]) != cased.encode(["three"])
+    [ids] = lower.encode(["Three HUNDRED Straße."])
+    assert lower.encode(["three hundred straße."]) == [ids]
+    assert lower.decode(ids) == "three hundred straße."  # ß is kept, not folded to ss
+    assert not any(c.isupper() for i in range(4, len(lower)) for c in lower.pieces([i])[0])

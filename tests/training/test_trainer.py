@@ -255,3 +255,30 @@ def test_weight_decay_reaches_the_optimizer_of_a_translation_run(config, tmp_pat
     assert [g["weight_decay"] for g in decayed["optimizer"]["param_groups"]] == [0.05, 0.0]
     assert plain["model"].keys() == decayed["model"].keys()
     assert any(not torch.equal(plain["model"][k], decayed["model"][k]) for k in plain["model"])
+
+
+def test_lowercase_trains_and_validates_in_lowercase_and_translates_into_it(
+        config, corpus, tmp_path, monkeypatch):
+    import transduce
+    from transduce.data.tokenizer import SubwordTokenizer
+    from transduce.training import validate
+
+    capitalised = tmp_path / "capitalised"
+    capitalised.mkdir()
+    for path in corpus.iterdir():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        (capitalised / path.name).write_text("".join(f"{line.capitalize()}\n" for line in lines),
+                                             encoding="utf-8")
+    scored = []
+    monkeypatch.setattr(validate, "bleu", lambda hyps, refs: scored.append(refs) or 0.0)
+    for name, lowercase in (("cased", "false"), ("lower", "true")):
+        assert train(config, tmp_path / name, f"data_dir={capitalised}", "max_steps=4",
+                     f"lowercase={lowercase}") == 0
+    cased, lower = (SubwordTokenizer(tmp_path / name / "spm.model") for name in ("cased", "lower"))
+    upper = [any(c.isupper() for i in range(4, len(t)) for c in t.pieces([i])[0])
+             for t in (cased, lower)]
+    assert upper == [True, False] and (cased.lowercases, lower.lowercases) == (False, True)
+    assert scored and all(any(r[0].isupper() for r in refs) for refs in scored[:1])
+    assert all(r == r.lower() for refs in scored[-1:] for r in refs)  # the lowercase run's
+    out = transduce.load(tmp_path / "lower", verbose=False).translate(["Three Hundred", "FIVE"])
+    assert all(line == line.lower() for line in out)

@@ -35,6 +35,7 @@ class SubwordTokenizer:
             raise UserError(f"{model_path}: not a readable SentencePiece model "
                             f"({error})") from None
         self.fingerprint = hashlib.sha256(data).hexdigest()[:16]
+        self.lowercases = self.sp.normalize("A") in ("a", "\u2581a")  # trained lowercase=True
         self._bpe: BpeDropout | None = None
         if (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD_ID, BOS_ID, EOS_ID):
             raise UserError(f"{model_path}: special ids differ from pad 0, bos 1, eos 2; "
@@ -42,9 +43,12 @@ class SubwordTokenizer:
 
     @classmethod
     def train(cls, sentences: Iterable[str], model_path: str | os.PathLike, vocab_size: int,
-              model_type: str = "bpe") -> SubwordTokenizer:
+              model_type: str = "bpe", lowercase: bool = False) -> SubwordTokenizer:
         """Train on ``sentences`` (source and target text together, for a joint vocabulary)
-        and write ``model_path`` atomically."""
+        and write ``model_path`` atomically. With ``lowercase``, the model's own normaliser
+        lowercases all text (SentencePiece's ``nmt_nfkc_cf`` rule: NFKC and case folding,
+        with ß kept) before it is split, in training and in every later use, so its
+        subwords and its decoded text are lowercase."""
         model_path = Path(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         # Staged beside the model under a name that remove_staging() recognises.
@@ -56,7 +60,8 @@ class SubwordTokenizer:
                     sentence_iterator=iter(list(sentences)), model_prefix=prefix,
                     vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
                     pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
-                    num_threads=1, minloglevel=2, hard_vocab_limit=False)
+                    num_threads=1, minloglevel=2, hard_vocab_limit=False,
+                    normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc")
             except (RuntimeError, ValueError) as error:  # e.g. fewer subwords than characters
                 reason = str(error).strip().splitlines()[-1][:300]
                 raise UserError(f"SentencePiece cannot train with vocab_size={vocab_size}, "

@@ -40,6 +40,7 @@ class TrainConfig:
     valid_prefix: str = "val"
     vocab_size: int = 8000
     spm_model_type: str = "bpe"
+    lowercase: bool = False
     model: TransformerConfig = SMALL
     label_smoothing: float = 0.1
     weight_decay: float = 0.0
@@ -62,6 +63,9 @@ class TrainConfig:
         "valid_prefix": "name of the validation files before .LANG",
         "vocab_size": "subwords of the joint SentencePiece model trained on both sides",
         "spm_model_type": "SentencePiece algorithm: bpe, unigram, char or word",
+        "lowercase": "the tokenizer lowercases all text, as the literature's Multi30k "
+                     "lc.norm.tok files are: translations come out lowercased, for "
+                     "lowercased BLEU",
         "label_smoothing": "label smoothing ε of the loss (§5.4)",
         "weight_decay": "AdamW's decoupled weight decay of the weight matrices and "
                         "embeddings, times the rate (0: the paper's Adam)",

@@ -60,9 +60,11 @@ def load_run_data(cfg: TrainConfig, corpora: tuple[list[str], ...], run_dir: Pat
             tokenizer, new = SubwordTokenizer(spm_path), False
         else:
             log.info(f"training a joint {cfg.spm_model_type} SentencePiece model, "
-                     f"{cfg.vocab_size} subwords, on {2 * len(train_src):,} sentences")
+                     f"{cfg.vocab_size} subwords, on {2 * len(train_src):,} sentences"
+                     + (", lowercased" if cfg.lowercase else ""))
             tokenizer = SubwordTokenizer.train(train_src + train_tgt, Path(scratch) / "spm.model",
-                                               cfg.vocab_size, cfg.spm_model_type)
+                                               cfg.vocab_size, cfg.spm_model_type,
+                                               cfg.lowercase)
             new = True
         src_ids, tgt_ids = tokenizer.encode(train_src), tokenizer.encode(train_tgt)
         keep, dropped = filter_pairs(src_ids, tgt_ids, cfg.max_len, cfg.max_ratio)

@@ -17,7 +17,8 @@ from transduce.nn import padding_mask
 @torch.no_grad()
 def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
     """Returns valid_loss (cross-entropy per target token, no smoothing), valid_ppl and
-    valid_bleu (cased sacreBLEU of greedy translations)."""
+    valid_bleu (cased sacreBLEU of greedy translations; against the lowercased references
+    when the tokenizer lowercases)."""
     model.eval()
     tok = data.tokenizer
     lengths = [max(len(s), len(t)) + 2 for s, t in zip(data.valid_src, data.valid_tgt)]
@@ -34,6 +35,9 @@ def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
     translations = Translator(model, tok, device, precision).search(data.valid_src_text,
                                                                       beam_size=1)
     hyps = [t[0][0] for t in translations]
+    refs = data.valid_tgt_text
+    if tok.lowercases:  # its translations are lowercase: score them against lowercase text
+        refs = [line.lower() for line in refs]
     loss = nll / max(tokens, 1)
     return {"valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 2),
-            "valid_bleu": round(bleu(hyps, data.valid_tgt_text), 2)}
+            "valid_bleu": round(bleu(hyps, refs), 2)}
