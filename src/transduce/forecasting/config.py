@@ -15,6 +15,7 @@ from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, P
                                           RepeatLast, SeriesTransformer)
 
 MODELS = ("transformer", "patch", "linear", "repeat")
+POINT_LOSSES = ("mse", "mae")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
@@ -69,6 +70,7 @@ class ForecastConfig:
     # lr_decay after each epoch (PatchTST's schedule: 0.9 after 3); budgets, validation and
     # the rest in ``engine``
     batch_size: int = 128
+    point_loss: str = "mse"
     lr: float = 1e-4
     lr_decay: float = 1.0
     lr_decay_after: int = 3
@@ -115,6 +117,8 @@ class ForecastConfig:
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates or patch_calendar)",
         "batch_size": "windows per batch",
+        "point_loss": "what training minimises for the point forecast: mse (squared error: "
+                      "the mean) or mae (absolute error: the median; DUET's and TFB's loss)",
         "lr": "AdamW's learning rate (the first lr_decay_after epochs)",
         "lr_decay": "multiply lr by this after each epoch past lr_decay_after (PatchTST: "
                     "0.9; 1: constant)",
@@ -130,7 +134,8 @@ class ForecastConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        found = one_of(self, "model", MODELS) + one_of(self, "revin_center", CENTERS)
+        found = (one_of(self, "model", MODELS) + one_of(self, "revin_center", CENTERS)
+                 + one_of(self, "point_loss", POINT_LOSSES))
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         L = self.layers

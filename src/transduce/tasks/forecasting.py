@@ -20,10 +20,11 @@ from transduce.training.train import train_task
 
 
 class ForecastTask:
-    """Shuffled batches of training windows, the summed squared error of the point forecast
-    (plus the pinball loss of the quantiles, if any; for an ensemble, the mean of the
-    members' losses, each on its own forecast), AdamW (its rate decayed per epoch if
-    ``lr_decay`` < 1), validation MSE/MAE on the validation windows (lowest MSE is best)."""
+    """Shuffled batches of training windows, the summed squared (``point_loss=mse``) or
+    absolute (``mae``) error of the point forecast (plus the pinball loss of the quantiles,
+    if any; for an ensemble, the mean of the members' losses, each on its own forecast),
+    AdamW (its rate decayed per epoch if ``lr_decay`` < 1), validation MSE/MAE on the
+    validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
 
@@ -61,7 +62,8 @@ class ForecastTask:
         forecast = forecast.float()
         members = forecast.shape[0] // y.shape[0]
         target = y.repeat(members, *(1,) * (y.dim() - 1))  # each member learns on its own
-        loss = ((forecast[..., 0] - target) ** 2).sum()
+        error = forecast[..., 0] - target
+        loss = error.abs().sum() if self.cfg.point_loss == "mae" else (error ** 2).sum()
         if self.cfg.quantiles:
             loss = loss + pinball(forecast[..., 1:], target, self.cfg.quantiles)
         return loss / members, y.numel()  # the members' mean loss, comparable with one
