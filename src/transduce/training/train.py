@@ -37,7 +37,12 @@ def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ..
     session = distributed.start(cfg.device, cfg.precision)
     try:
         with runs.lock(run_dir) if session.is_main else contextlib.nullcontext():
-            return _train(make_task, config, run_dir, extendable, session)
+            result = _train(make_task, config, run_dir, extendable, session)
+        # Every process reaches this point before any tears the group down: without it a
+        # process that leaves first can make gloo abort its peer at exit ("terminate called
+        # without an active exception", about one two-process run in ten here).
+        session.barrier()
+        return result
     finally:
         distributed.end(session)
 
