@@ -62,11 +62,11 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
     (["quantiles=0.9,0.1"], "quantiles must be increasing levels between 0 and 1"),
     (["quantiles=0,0.5"], "quantiles must be increasing levels between 0 and 1"),
     (["quantiles=0.5,0.5"], "quantiles must be increasing levels between 0 and 1"),
-    (["model=linear", "quantiles=0.1,0.9"], "quantiles are for the transformer and patch"),
+    (["model=linear", "quantiles=0.1,0.9"], "quantiles are for the transformer, patch and channel"),
     (["model=linear", "input_length=24", "trend_kernel=25"],
      "trend_kernel must be at least 0 and at most 24"),
     (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),
-    (["model=patch", "trend_kernel=25"], "trend_kernel is for the linear model, not patch"),
+    (["model=patch", "trend_kernel=25"], "trend_kernel is for the linear and channel models, not patch"),
 ])
 def test_bad_quantiles_are_refused(items, message):
     from transduce.forecasting.config import ForecastConfig

@@ -45,7 +45,7 @@ def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     validation MSE (the test split is read only for the kept one), score it on every test
     window."""
     start = time.perf_counter()
-    if model not in ("patch", "transformer"):
+    if model not in ("patch", "channel", "transformer"):
         members = None  # the baselines are one model each
     trained = {(length, size): train(data, dataset, horizon, model, minutes, overrides, length,
                                      size, runs)
@@ -93,7 +93,7 @@ def run_path(dataset: str, model: str, horizon: int, input_length: int | None,
 
 def config_path(dataset: str, model: str) -> Path:
     """The config a dataset's runs of ``model`` start from (the baselines: the patch one)."""
-    kind = "transformer" if model == "transformer" else "patch"
+    kind = model if model in ("transformer", "channel") else "patch"
     config = ROOT / "configs" / f"forecast_{DATASETS[dataset][1]}_{kind}.yaml"
     if not config.exists():  # a dataset without its own config for this model: ETTh1's
         config = ROOT / "configs" / f"forecast_etth1_{kind}.yaml"

@@ -11,10 +11,11 @@ from torch import nn
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
-                                          RepeatLast, SeriesTransformer)
+from transduce.forecasting.models import (CENTERS, ChannelForecaster, Ensemble, LinearForecaster,
+                                          PatchForecaster, RepeatLast, SeriesTransformer)
 
-MODELS = ("transformer", "patch", "linear", "repeat")
+MODELS = ("transformer", "patch", "channel", "linear", "repeat")
+NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
 POINT_LOSSES = ("mse", "mae")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
@@ -61,8 +62,11 @@ class ForecastConfig:
     stride: int = 8
     head_dropout: float = 0.0
     patch_calendar: bool = False
-    # linear
+    # linear and channel
     trend_kernel: int = 0
+    # channel
+    experts: int = 4
+    mix_channels: bool = True
     # transformer
     label_length: int = 48
     calendar: bool = True
@@ -83,7 +87,7 @@ class ForecastConfig:
         "date_column": "name of the date column",
         "columns": "comma-separated columns to forecast, each also an input (empty: every "
                    "numeric column not in inputs or known)",
-        "inputs": "transformer: comma-separated past-observed covariates, read but not "
+        "inputs": "transformer and channel: comma-separated past-observed covariates, read but not "
                   "forecast",
         "known": "transformer and patch: comma-separated known-future covariates (e.g. a "
                  "planned price), read over the input and the horizon; predict needs their "
@@ -92,27 +96,33 @@ class ForecastConfig:
                  "70/10/20), ett_hour, ett_minute or ratio",
         "input_length": "time steps the model reads",
         "horizon": "time steps it forecasts",
-        "model": "patch (PatchTST), transformer (encoder–decoder), linear or repeat "
+        "model": "patch (PatchTST), transformer (encoder–decoder), channel (attention across "
+                 "channels, each embedded by a mixture of linear experts), linear or repeat "
                  "(baselines)",
         "revin": "normalise each input window by its own mean and deviation (RevIN)",
         "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
                         "value, so that zero change repeats it: for series near a random "
                         "walk)",
-        "quantiles": "transformer and patch: quantile levels to forecast beside the point "
+        "quantiles": "transformer, patch and channel: quantile levels to forecast beside the point "
                      "forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
         "calibrate": "with quantiles: after training, move each quantile level by what the "
                      "validation split says it needs (split-conformal; written to "
                      "calibration.json, used by test, predict and plot)",
-        "members": "transformer and patch: train this many copies from different initial "
+        "members": "transformer, patch and channel: train this many copies from different initial "
                    "weights side by side and forecast their mean (a deep ensemble: steadier "
                    "across seeds; each step costs members × as much)",
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
-        "head_dropout": "patch model: dropout before the forecasting head",
+        "head_dropout": "patch and channel models: dropout before the forecasting head",
         "patch_calendar": "patch model: add a linear map of the horizon's calendar features "
                           "to the forecast (with known covariates it is always on)",
-        "trend_kernel": "linear model: split each window into its moving average over this "
-                        "many steps and the rest, one map for each (DLinear: 25; 0: one map)",
+        "trend_kernel": "linear and channel models: split each window into its moving "
+                        "average over this many steps and the rest, one map for each "
+                        "(DLinear: 25; 0: one map)",
+        "experts": "channel model: linear experts whose gated mixture embeds each channel's "
+                   "window (DUET's temporal clustering; 1: one linear map)",
+        "mix_channels": "channel model: each channel's token attends to every channel's "
+                        "(true) or only to its own (false: channel-independent)",
         "label_length": "transformer: known time steps the decoder starts from",
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates or patch_calendar)",
@@ -145,9 +155,14 @@ class ForecastConfig:
         found += L.problems(decoder=self.model == "transformer")
         found += at_least(self, 1, "input_length", "horizon", "batch_size", "patch_len",
                           "stride", "members")
-        if self.members > 1 and self.model not in ("transformer", "patch"):
-            found.append(("members", f"members is for the transformer and patch models, not "
-                                     f"{self.model}; set members=1"))
+        found += at_least(self, 1, "experts")
+        if self.inputs and self.model == "channel" and not self.mix_channels:
+            found.append(("mix_channels", "past-observed covariates (inputs) reach the "
+                                          "forecast only through channel attention; set "
+                                          "mix_channels=true or inputs= (none)"))
+        if self.members > 1 and self.model not in NEURAL:
+            found.append(("members", f"members is for the transformer, patch and channel "
+                                     f"models, not {self.model}; set members=1"))
         for key in ("input_length", "horizon"):
             if getattr(self, key) > MAX_LENGTH:
                 found.append((key, f"{key} must be at most {MAX_LENGTH:,} time steps, not "
@@ -164,17 +179,18 @@ class ForecastConfig:
         if len(named) != len(set(named)):
             found.append(("known" if self.known else "inputs",
                           "a column is named twice among columns, inputs and known"))
-        if self.inputs and self.model != "transformer":
+        if self.inputs and self.model not in ("transformer", "channel"):
             found.append(("inputs", f"past-observed covariates (inputs) are for the "
-                                    f"transformer model, not {self.model} (the patch model "
-                                    "reads each channel on its own); set model=transformer"))
+                                    f"transformer and channel models, not {self.model} (the "
+                                    "others read each channel on its own); set "
+                                    "model=transformer or model=channel"))
         if self.known and self.model not in ("transformer", "patch"):
             found.append(("known", f"known-future covariates are for the transformer and "
                                    f"patch models, not {self.model}"))
         found += in_range(self, "trend_kernel", 0, self.input_length, high_included=True)
-        if self.trend_kernel and self.model != "linear":
-            found.append(("trend_kernel", f"trend_kernel is for the linear model, not "
-                                          f"{self.model}; set trend_kernel=0"))
+        if self.trend_kernel and self.model not in ("linear", "channel"):
+            found.append(("trend_kernel", f"trend_kernel is for the linear and channel models, "
+                                          f"not {self.model}; set trend_kernel=0"))
         if self.patch_calendar and (self.model != "patch" or not self.calendar):
             found.append(("patch_calendar", "patch_calendar is for the patch model with "
                                             "calendar=true; set patch_calendar=false"))
@@ -182,9 +198,9 @@ class ForecastConfig:
         if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
             found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
                                        f"not {list(q)}"))
-        if q and self.model not in ("transformer", "patch"):
-            found.append(("quantiles", f"quantiles are for the transformer and patch models, "
-                                       f"not {self.model}; set quantiles= (none)"))
+        if q and self.model not in NEURAL:
+            found.append(("quantiles", f"quantiles are for the transformer, patch and channel "
+                                       f"models, not {self.model}; set quantiles= (none)"))
         if self.model == "patch" and self.patch_len > self.input_length:
             found.append(("patch_len", f"patch_len={self.patch_len} exceeds input_length="
                                        f"{self.input_length}"))
@@ -233,6 +249,12 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.members > 1:
         return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
                          for _ in range(cfg.members)])
+    if cfg.model == "channel":
+        return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
+                                 num_layers=L.num_encoder_layers, experts=cfg.experts,
+                                 trend_kernel=cfg.trend_kernel, head_dropout=cfg.head_dropout,
+                                 quantiles=cfg.quantiles, targets=channels - inputs,
+                                 mix_channels=cfg.mix_channels, **layer_args)
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,

@@ -1,4 +1,5 @@
-"""Forecasters: the paper's encoder–decoder on series, a patch encoder, and two baselines.
+"""Forecasters: the paper's encoder–decoder on series, a patch encoder, an encoder across
+channels, and two baselines.
 
 Every model maps an input window to the whole horizon at once:
 ``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``, the
@@ -196,6 +197,75 @@ class PatchForecaster(nn.Module):
             features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
             y = y + self.future(features.flatten(1)).view(B, -1, 1, self.outputs)
         return _finish(ordered(y), self.revin, stats), None
+
+
+class ChannelForecaster(nn.Module):
+    """A Transformer encoder across channels, each channel's whole window one token (as in
+    iTransformer, Liu et al. 2024), embedded by a mixture of linear experts (DUET's temporal
+    clustering, Qiu et al. 2025).
+
+    Inside reversible instance normalisation, each channel's window (L steps) is split into
+    its moving average over ``trend_kernel`` steps and the rest; each of E experts maps both
+    parts linearly to D features (DLinear's map, to a token instead of the horizon), and a
+    softmax gate, itself a linear map of the window, mixes the experts' tokens, so windows of
+    different shapes can lean on different experts. The C tokens attend to each other
+    through the encoder, and a linear head maps each to its channel's horizon. The first
+    ``targets`` channels are forecast; the rest (past-observed covariates) are only read.
+    With ``mix_channels=False`` each token attends only to itself, so every channel is
+    forecast from its own window alone (channel independence, as PatchTST), and the encoder
+    is a per-channel network on the experts' features.
+    """
+
+    def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
+                 num_heads: int, d_ff: int, num_layers: int, dropout: float,
+                 experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
+                 norm: str = "post", revin: bool = True, activation: str = "relu",
+                 quantiles: tuple[float, ...] = (), targets: int | None = None,
+                 revin_center: str = "mean", mix_channels: bool = True) -> None:
+        super().__init__()
+        self.outputs, self.targets = 1 + len(quantiles), targets or channels
+        self.horizon, self.trend_kernel = horizon, trend_kernel
+        self.mix_channels = mix_channels
+        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
+        scale = input_length ** -0.5
+        # (E, L, D) for the seasonal part and the trend part of each expert
+        self.seasonal = nn.Parameter(torch.empty(experts, input_length, d_model)
+                                     .uniform_(-scale, scale))
+        self.trend = nn.Parameter(torch.empty(experts, input_length, d_model)
+                                  .uniform_(-scale, scale))
+        self.bias = nn.Parameter(torch.zeros(experts, d_model))
+        self.gate = nn.Linear(input_length, experts)
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
+                               activation=activation) for _ in range(num_layers)]
+        self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm != "batch" else None)
+        self.head = nn.Sequential(Dropout(head_dropout),
+                                  nn.Linear(d_model, horizon * self.outputs))
+
+    def tokens(self, x: Tensor) -> Tensor:
+        """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts."""
+        series = x.transpose(1, 2)  # (B, C, L)
+        if self.trend_kernel:
+            trend = moving_average(x, self.trend_kernel).transpose(1, 2)  # (B, C, L)
+        else:
+            trend = torch.zeros_like(series)
+        per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
+                      + torch.einsum("bcl,eld->bced", trend, self.trend)
+                      + self.bias)  # (B, C, E, D)
+        weights = self.gate(series).softmax(-1)  # (B, C, E)
+        return (weights.unsqueeze(-1) * per_expert).sum(2)  # (B, C, D)
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        B = x.shape[0]
+        stats = None
+        if self.revin is not None:
+            x, stats = self.revin.normalise(x)
+        mask = None  # every channel's token attends to every other one's
+        if not self.mix_channels:  # each only to its own: the channels stay independent
+            mask = torch.eye(x.shape[2], dtype=torch.bool, device=x.device).unsqueeze(0)
+        h, _ = self.encoder(self.tokens(x), mask)  # (B, C, D)
+        y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
+        y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
+        return _finish(ordered(y), self.revin, stats), None  # (B, H, C', 1 + Q)
 
 
 class SeriesTransformer(nn.Module):

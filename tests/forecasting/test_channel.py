@@ -1,0 +1,105 @@
+"""The `channel` model: channel tokens embedded by a mixture of linear experts."""
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+import torch
+
+from transduce.cli.main import main
+from transduce.forecasting.models import ChannelForecaster
+
+
+def built(mix: bool, quantiles=(), targets=None, channels=3):
+    torch.manual_seed(0)
+    model = ChannelForecaster(channels=channels, input_length=40, horizon=6, d_model=16,
+                              num_heads=2, d_ff=32, num_layers=2, dropout=0.1, experts=3,
+                              trend_kernel=5, mix_channels=mix, quantiles=quantiles,
+                              targets=targets)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return model.eval()
+
+
+@pytest.mark.parametrize("mix", [True, False])
+def test_an_affine_change_of_one_channel_moves_only_its_forecast(mix):
+    """RevIN standardises each channel, so a·x + b on one channel leaves every token as it
+    was: that channel's forecast becomes a·ŷ + b and the others do not move."""
+    model = built(mix)
+    x = torch.randn(4, 40, 3)
+    changed = x.clone()
+    changed[..., 1] = 2.5 * x[..., 1] + 4.0
+    with torch.no_grad():
+        y, _ = model(x)
+        y_changed, _ = model(changed)
+    assert y.shape == (4, 6, 3, 1)
+    torch.testing.assert_close(y_changed[..., 1, 0], 2.5 * y[..., 1, 0] + 4.0,
+                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(y_changed[..., [0, 2], :], y[..., [0, 2], :])
+
+
+@pytest.mark.parametrize("mix", [True, False])
+def test_channels_inform_each_other_only_when_mixed(mix):
+    model = built(mix)
+    x = torch.randn(4, 40, 3)
+    changed = x.clone()
+    changed[:, 20:, 1] = torch.randn(4, 20)  # a new shape for channel 1, not an affine map
+    with torch.no_grad():
+        y, _ = model(x)
+        y_changed, _ = model(changed)
+    others_moved = (y_changed[..., [0, 2], :] - y[..., [0, 2], :]).abs().max().item()
+    assert not torch.allclose(y_changed[..., 1, :], y[..., 1, :])
+    assert (others_moved > 1e-3) if mix else (others_moved == 0.0), others_moved
+
+
+def test_quantiles_are_ordered_and_only_the_targets_are_forecast():
+    model = built(True, quantiles=(0.1, 0.5, 0.9), targets=2, channels=4)
+    with torch.no_grad():
+        y, _ = model(torch.randn(5, 40, 4) * 3.0)
+    assert y.shape == (5, 6, 2, 4)  # two targets of four channels; point + three quantiles
+    assert (y[..., 1:].diff(dim=-1) >= 0).all()
+
+
+def write_leading(path, n=1200, lead=8, seed=0):
+    """y repeats the past-observed column a, ``lead`` hours later; b is noise."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=n + lead), rng.normal(size=n)
+    start = datetime(2021, 1, 1)
+    rows = [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{a[i]:.4f},{a[i + lead]:.4f},"
+            f"{b[i]:.4f}" for i in range(n)]
+    path.write_text("\n".join(["date,y,a,b"] + rows) + "\n")
+    return path
+
+
+TINY = ["model=channel", "input_length=24", "horizon=8", "d_model=32", "d_ff=64",
+        "num_heads=2", "num_encoder_layers=1", "dropout=0.0", "experts=2", "lr=0.003",
+        "batch_size=32", "max_epochs=8", "threads=1", "seed=3", "quantiles="]
+
+
+def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attention(
+        tmp_path, capsys):
+    """y at hour t + 8 is a at hour t: with a as an input every step of the 8-hour horizon
+    is known from the window; without it y is noise."""
+    csv = write_leading(tmp_path / "leading.csv")
+    scores = {}
+    for name, extra in (("with", ["inputs=a,b"]), ("without", [])):
+        run = tmp_path / name
+        assert main(["forecast", "train", f"csv={csv}", "columns=y", *extra, *TINY,
+                     "--run-dir", str(run)]) == 0
+        assert main(["forecast", "test", str(run)]) == 0
+        scores[name] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
+    assert scores["with"] < 0.3 * scores["without"], scores
+
+
+@pytest.mark.parametrize("items, message", [
+    (["inputs=a", "mix_channels=false"], "set mix_channels=true or inputs="),
+    (["known=b"], "known-future covariates are for the transformer and patch"),
+    (["experts=0"], "experts"),
+])
+def test_channel_settings_are_checked(tmp_path, capsys, items, message):
+    csv = write_leading(tmp_path / "s.csv", n=200)
+    assert main(["forecast", "train", f"csv={csv}", "columns=y", "model=channel", *items,
+                 "--run-dir", str(tmp_path / "r")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
