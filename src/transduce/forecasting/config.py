@@ -46,16 +46,18 @@ class ForecastConfig:
     input_length: int = 336
     horizon: int = 96
     model: str = "patch"
-    # transformer and patch: the library's Transformer settings (vocabulary fields unused)
+    # transformer, patch and channel: the library's Transformer settings (vocabulary fields
+    # unused)
     layers: TransformerConfig = TransformerConfig(
         d_model=16, num_heads=4, d_ff=128, num_encoder_layers=3, num_decoder_layers=1,
         dropout=0.3, norm="pre")
     revin: bool = True
     revin_center: str = "mean"
-    # transformer and patch: quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
+    # transformer, patch and channel: quantile levels forecast beside the point (e.g.
+    # [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
     calibrate: bool = True
-    # transformer and patch: models trained side by side, forecasting their mean
+    # transformer, patch and channel: models trained side by side, forecasting their mean
     members: int = 1
     # patch
     patch_len: int = 16
@@ -87,8 +89,8 @@ class ForecastConfig:
         "date_column": "name of the date column",
         "columns": "comma-separated columns to forecast, each also an input (empty: every "
                    "numeric column not in inputs or known)",
-        "inputs": "transformer and channel: comma-separated past-observed covariates, read but not "
-                  "forecast",
+        "inputs": "transformer and channel: comma-separated past-observed covariates, read "
+                  "but not forecast",
         "known": "transformer and patch: comma-separated known-future covariates (e.g. a "
                  "planned price), read over the input and the horizon; predict needs their "
                  "future rows",
@@ -103,8 +105,8 @@ class ForecastConfig:
         "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
                         "value, so that zero change repeats it: for series near a random "
                         "walk)",
-        "quantiles": "transformer, patch and channel: quantile levels to forecast beside the point "
-                     "forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
+        "quantiles": "transformer, patch and channel: quantile levels to forecast beside "
+                     "the point forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
         "calibrate": "with quantiles: after training, move each quantile level by what the "
                      "validation split says it needs (split-conformal; written to "
                      "calibration.json, used by test, predict and plot)",
