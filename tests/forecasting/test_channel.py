@@ -103,3 +103,30 @@ def test_channel_settings_are_checked(tmp_path, capsys, items, message):
                  "--run-dir", str(tmp_path / "r")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band(tmp_path, capsys):
+    from tests.forecasting.test_cli import write_sine
+
+    csv = write_sine(tmp_path / "sine.csv")
+    scores = {}
+    for model in ("repeat", "channel"):
+        run = tmp_path / model
+        extra = ["quantiles=0.1,0.9", "mix_channels=false"] if model == "channel" else []
+        assert main(["forecast", "train", f"csv={csv}", f"model={model}", "input_length=48",
+                     "horizon=12", "d_model=16", "num_heads=2", "d_ff=32",
+                     "num_encoder_layers=1", "dropout=0.0", "lr=0.003", "batch_size=32",
+                     "max_epochs=4", "threads=1", *extra, "--run-dir", str(run)]) == 0
+        assert main(["forecast", "test", str(run)]) == 0
+        scores[model] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
+    assert scores["channel"] < 0.3 * scores["repeat"], scores
+    run = tmp_path / "channel"
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "date,load,temp,load_q0.1,temp_q0.1,load_q0.9,temp_q0.9"
+    assert len(lines) == 13
+    for line in lines[1:]:
+        v = [float(x) for x in line.split(",")[1:]]
+        assert v[2] <= v[4] and v[3] <= v[5]
+    assert main(["forecast", "plot", str(run), "--future", "--csv", str(csv)]) == 0
+    assert (run / "forecast_future.png").stat().st_size > 5000
