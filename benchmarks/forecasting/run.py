@@ -32,6 +32,7 @@ from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: 
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.config import read_yaml  # noqa: E402
+from transduce.forecasting.config import NEURAL  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 ROOT = HERE.parents[1]
@@ -45,7 +46,7 @@ def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     validation MSE (the test split is read only for the kept one), score it on every test
     window."""
     start = time.perf_counter()
-    if model not in ("patch", "channel", "transformer"):
+    if model not in NEURAL:
         members = None  # the baselines are one model each
     trained = {(length, size): train(data, dataset, horizon, model, minutes, overrides, length,
                                      size, runs)

@@ -110,9 +110,9 @@ class ForecastConfig:
         "calibrate": "with quantiles: after training, move each quantile level by what the "
                      "validation split says it needs (split-conformal; written to "
                      "calibration.json, used by test, predict and plot)",
-        "members": "transformer, patch and channel: train this many copies from different initial "
-                   "weights side by side and forecast their mean (a deep ensemble: steadier "
-                   "across seeds; each step costs members × as much)",
+        "members": "transformer, patch and channel: train this many copies from different "
+                   "initial weights side by side and forecast their mean (a deep ensemble: "
+                   "steadier across seeds; each step costs members × as much)",
         "patch_len": "patch model: time steps per patch",
         "stride": "patch model: time steps between patch starts",
         "head_dropout": "patch and channel models: dropout before the forecasting head",

@@ -228,11 +228,12 @@ class ChannelForecaster(nn.Module):
         self.mix_channels = mix_channels
         self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         scale = input_length ** -0.5
-        # (E, L, D) for the seasonal part and the trend part of each expert
+        # (E, L, D): each expert's map of the window (without its trend, if split) and of
+        # its trend
         self.seasonal = nn.Parameter(torch.empty(experts, input_length, d_model)
                                      .uniform_(-scale, scale))
-        self.trend = nn.Parameter(torch.empty(experts, input_length, d_model)
-                                  .uniform_(-scale, scale))
+        self.trend = (nn.Parameter(torch.empty(experts, input_length, d_model)
+                                   .uniform_(-scale, scale)) if trend_kernel else None)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
         self.gate = nn.Linear(input_length, experts)
         layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
@@ -244,13 +245,13 @@ class ChannelForecaster(nn.Module):
     def tokens(self, x: Tensor) -> Tensor:
         """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts."""
         series = x.transpose(1, 2)  # (B, C, L)
-        if self.trend_kernel:
-            trend = moving_average(x, self.trend_kernel).transpose(1, 2)  # (B, C, L)
+        if self.trend is None:
+            per_expert = torch.einsum("bcl,eld->bced", series, self.seasonal)  # (B, C, E, D)
         else:
-            trend = torch.zeros_like(series)
-        per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
-                      + torch.einsum("bcl,eld->bced", trend, self.trend)
-                      + self.bias)  # (B, C, E, D)
+            trend = moving_average(x, self.trend_kernel).transpose(1, 2)  # (B, C, L)
+            per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
+                          + torch.einsum("bcl,eld->bced", trend, self.trend))
+        per_expert = per_expert + self.bias
         weights = self.gate(series).softmax(-1)  # (B, C, E)
         return (weights.unsqueeze(-1) * per_expert).sum(2)  # (B, C, D)
 
