@@ -205,8 +205,8 @@ class ChannelForecaster(nn.Module):
     clustering, Qiu et al. 2025).
 
     Inside reversible instance normalisation, each channel's window (L steps) is split into
-    its moving average over ``trend_kernel`` steps and the rest; each of E experts maps both
-    parts linearly to D features (DLinear's map, to a token instead of the horizon), and a
+    its moving average over ``trend_kernel`` steps and the rest (not split if 0); each of E
+    experts maps both parts linearly to D features (DLinear's map, to a token instead of the horizon), and a
     softmax gate, itself a linear map of the window, mixes the experts' tokens, so windows of
     different shapes can lean on different experts. The C tokens attend to each other
     through the encoder, and a linear head maps each to its channel's horizon. The first
