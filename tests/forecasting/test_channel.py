@@ -7,26 +7,27 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.forecasting.models import ChannelForecaster
+from transduce.forecasting.models import ChannelForecaster, ChannelMask
 
 
-def built(mix: bool, quantiles=(), targets=None, channels=3):
+def built(mix: bool, quantiles=(), targets=None, channels=3, learned_mask=False):
     torch.manual_seed(0)
     model = ChannelForecaster(channels=channels, input_length=40, horizon=6, d_model=16,
                               num_heads=2, d_ff=32, num_layers=2, dropout=0.1, experts=3,
                               trend_kernel=5, mix_channels=mix, quantiles=quantiles,
-                              targets=targets)
+                              targets=targets, learned_mask=learned_mask)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.2)
     return model.eval()
 
 
-@pytest.mark.parametrize("mix", [True, False])
-def test_an_affine_change_of_one_channel_moves_only_its_forecast(mix):
-    """RevIN standardises each channel, so a·x + b on one channel leaves every token as it
-    was: that channel's forecast becomes a·ŷ + b and the others do not move."""
-    model = built(mix)
+@pytest.mark.parametrize("mix, learned_mask", [(True, False), (False, False), (True, True)])
+def test_an_affine_change_of_one_channel_moves_only_its_forecast(mix, learned_mask):
+    """RevIN standardises each channel, so a·x + b on one channel leaves every token (and
+    the learned mask, which reads the standardised windows) as it was: that channel's
+    forecast becomes a·ŷ + b and the others do not move."""
+    model = built(mix, learned_mask=learned_mask)
     x = torch.randn(4, 40, 3)
     changed = x.clone()
     changed[..., 1] = 2.5 * x[..., 1] + 4.0
@@ -36,7 +37,8 @@ def test_an_affine_change_of_one_channel_moves_only_its_forecast(mix):
     assert y.shape == (4, 6, 3, 1)
     torch.testing.assert_close(y_changed[..., 1, 0], 2.5 * y[..., 1, 0] + 4.0,
                                atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(y_changed[..., [0, 2], :], y[..., [0, 2], :])
+    torch.testing.assert_close(y_changed[..., [0, 2], :], y[..., [0, 2], :], atol=1e-4,
+                               rtol=1e-4)
 
 
 @pytest.mark.parametrize("mix", [True, False])
@@ -51,6 +53,45 @@ def test_channels_inform_each_other_only_when_mixed(mix):
     others_moved = (y_changed[..., [0, 2], :] - y[..., [0, 2], :]).abs().max().item()
     assert not torch.allclose(y_changed[..., 1, :], y[..., 1, :])
     assert (others_moved > 1e-3) if mix else (others_moved == 0.0), others_moved
+
+
+def spectra_at_distances():
+    """Four channels whose windows' spectra differ only at one frequency: channel 1 is
+    channel 0 plus a cosine of amplitude 1, channel 2 of amplitude 2, channel 3 of 4."""
+    t = torch.arange(32.0)
+    base = torch.sin(2 * torch.pi * 3 * t / 32)
+    wave = torch.cos(2 * torch.pi * 5 * t / 32)
+    return torch.stack([base, base + wave, base + 2 * wave, base + 4 * wave], -1)[None]
+
+
+def test_the_channel_mask_keeps_a_channel_as_often_as_it_is_near():
+    """|F| differs by 16 per unit of amplitude at frequency 5, so d_ij = (16·w_5·Δa)²; each
+    channel keeps its nearest other channel (and itself) with probability 0.99, and one k
+    times as far as that with 0.99/k²."""
+    mask = ChannelMask(32)
+    p = mask.probabilities(spectra_at_distances())[0]
+    expected = torch.tensor([[1, 1, 1 / 4, 1 / 16],
+                             [1, 1, 1, 1 / 9],
+                             [1 / 4, 1, 1, 1 / 4],
+                             [1 / 4, 4 / 9, 1, 1]]) * 0.99
+    torch.testing.assert_close(p, expected)
+    torch.manual_seed(0)
+    samples = torch.stack([mask(spectra_at_distances()) for _ in range(4000)])
+    assert set(samples.unique().tolist()) == {0.0, 1.0}
+    torch.testing.assert_close(samples.mean(0)[0], expected, atol=0.025, rtol=0)
+    assert torch.equal(mask.eval()(spectra_at_distances())[0], expected > 0.5)
+
+
+def test_the_channel_mask_learns_through_its_samples():
+    """The sampled 0/1 gates carry a gradient to the frequency weights (straight-through),
+    and the gates act in the encoder's attention."""
+    torch.manual_seed(0)
+    model = built(True, channels=4, learned_mask=True).train()
+    x = torch.randn(8, 40, 4)
+    model(x)[0].square().sum().backward()
+    assert model.channel_mask.weight.grad.abs().sum() > 0
+    gates = model.channel_mask(model.revin.normalise(x)[0])
+    assert gates.requires_grad and not torch.all(gates == 1)
 
 
 def test_quantiles_are_ordered_and_only_the_targets_are_forecast():
@@ -94,6 +135,8 @@ def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attentio
 
 @pytest.mark.parametrize("items, message", [
     (["inputs=a", "mix_channels=false"], "set mix_channels=true or inputs="),
+    (["learned_mask=true", "mix_channels=false"], "learned_mask is for the channel model "
+                                                  "with mix_channels=true"),
     (["known=b"], "known-future covariates are for the transformer and patch"),
     (["experts=0"], "experts"),
 ])

@@ -104,3 +104,39 @@ def test_gradcheck_additive_attention():
     v = torch.randn(2, 4, 3, dtype=torch.double, requires_grad=True)
     lens = torch.tensor([2, 4])
     assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, lens)[0], (q, k, v))
+
+
+def test_float_gates_of_zero_and_one_act_as_a_boolean_mask():
+    scores = torch.randn(2, 3, 5)
+    mask = torch.rand(2, 3, 5) > 0.4
+    mask[..., 0] = True  # no fully masked row: those are checked below
+    torch.testing.assert_close(masked_softmax(scores, mask=mask.float()),
+                               masked_softmax(scores, mask=mask))
+    # a dropped key scoring far above the kept ones must not underflow them to nothing
+    far = torch.tensor([200.0, 0.0, 1.0])
+    torch.testing.assert_close(masked_softmax(far, mask=torch.tensor([0.0, 1.0, 1.0])),
+                               masked_softmax(far, mask=torch.tensor([False, True, True])))
+
+
+def test_float_gates_weigh_each_key_and_a_row_of_zero_gates_stays_zero():
+    scores = torch.tensor([[[0.0, 1.0, 2.0], [3.0, 1.0, 0.0]]])
+    gates = torch.tensor([[[0.5, 1.0, 0.0], [0.0, 0.0, 0.0]]])
+    expected = torch.tensor([0.5, math.e, 0.0]) / (0.5 + math.e)
+    weights = masked_softmax(scores, mask=gates)
+    torch.testing.assert_close(weights[0, 0], expected)
+    assert torch.all(weights[0, 1] == 0)
+    scores.requires_grad_()
+    gates.requires_grad_()
+    (masked_softmax(scores, mask=gates) * torch.tensor([1.0, -2.0, 3.0])).sum().backward()
+    assert gates.grad[0, 1].abs().max() <= 3 and torch.isfinite(scores.grad).all()
+
+
+def test_gradcheck_masked_softmax_with_gates_reaches_dropped_keys():
+    """A mask sampled as 0/1 and trained straight-through needs a gradient at its zeros."""
+    scores = torch.randn(2, 3, 4, dtype=torch.double, requires_grad=True)
+    gates = (torch.rand(2, 3, 4, dtype=torch.double) > 0.5).double()
+    gates[..., 0] = 1.0
+    gates.requires_grad_()
+    assert torch.autograd.gradcheck(lambda s, g: masked_softmax(s, mask=g), (scores, gates))
+    (masked_softmax(scores, mask=gates) * torch.randn(2, 3, 4)).sum().backward()
+    assert (gates.grad[gates == 0] != 0).all()

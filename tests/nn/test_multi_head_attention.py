@@ -57,6 +57,19 @@ def test_fast_path_equals_explicit_path():
     assert torch.all(weights.masked_select(~mask[:, None]) == 0)
 
 
+def test_a_float_mask_of_gates_is_not_added_to_the_scores():
+    """The fused kernel would add a float mask to the scores; gates of 0 and 1 must act as
+    the boolean mask does, on either path."""
+    attention = MultiHeadAttention(32, 4).eval()
+    query, memory = torch.randn(3, 5, 32), torch.randn(3, 7, 32)
+    mask = torch.rand(3, 5, 7) > 0.5
+    mask[..., 0] = True
+    expected, _ = attention(query, memory, memory, mask)
+    gated, none = attention(query, memory, memory, mask.float())
+    assert none is None
+    torch.testing.assert_close(gated, expected, atol=1e-6, rtol=1e-5)
+
+
 def test_dropout_acts_on_weights_in_training_only():
     attention = MultiHeadAttention(16, 2, dropout=0.5)
     x = torch.randn(2, 5, 16)

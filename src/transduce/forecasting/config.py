@@ -69,6 +69,7 @@ class ForecastConfig:
     # channel
     experts: int = 4
     mix_channels: bool = True
+    learned_mask: bool = False
     # transformer
     label_length: int = 48
     calendar: bool = True
@@ -125,6 +126,10 @@ class ForecastConfig:
                    "window (DUET's temporal clustering; 1: one linear map)",
         "mix_channels": "channel model: each channel's token attends to every channel's "
                         "(true) or only to its own (false: channel-independent)",
+        "learned_mask": "channel model with mix_channels=true: each window chooses which "
+                        "channels a channel's token attends to, the nearer in spectrum the "
+                        "likelier, by a learned distance (DUET's channel clustering); false: "
+                        "all of them",
         "label_length": "transformer: known time steps the decoder starts from",
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates or patch_calendar)",
@@ -162,6 +167,9 @@ class ForecastConfig:
             found.append(("mix_channels", "past-observed covariates (inputs) reach the "
                                           "forecast only through channel attention; set "
                                           "mix_channels=true or inputs= (none)"))
+        if self.learned_mask and (self.model != "channel" or not self.mix_channels):
+            found.append(("learned_mask", "learned_mask is for the channel model with "
+                                          "mix_channels=true; set learned_mask=false"))
         if self.members > 1 and self.model not in NEURAL:
             found.append(("members", f"members is for the transformer, patch and channel "
                                      f"models, not {self.model}; set members=1"))
@@ -256,7 +264,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                  num_layers=L.num_encoder_layers, experts=cfg.experts,
                                  trend_kernel=cfg.trend_kernel, head_dropout=cfg.head_dropout,
                                  quantiles=cfg.quantiles, targets=channels - inputs,
-                                 mix_channels=cfg.mix_channels, **layer_args)
+                                 mix_channels=cfg.mix_channels,
+                                 learned_mask=cfg.learned_mask, **layer_args)
     if cfg.model == "patch":
         return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
                                cfg.stride, num_layers=L.num_encoder_layers,

@@ -213,7 +213,9 @@ class ChannelForecaster(nn.Module):
     ``targets`` channels are forecast; the rest (past-observed covariates) are only read.
     With ``mix_channels=False`` each token attends only to itself, so every channel is
     forecast from its own window alone (channel independence, as PatchTST), and the encoder
-    is a per-channel network on the experts' features.
+    is a per-channel network on the experts' features. With ``learned_mask=True`` each
+    window's :class:`ChannelMask` chooses which channels each token attends to (DUET's
+    channel clustering).
     """
 
     def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
@@ -221,11 +223,15 @@ class ChannelForecaster(nn.Module):
                  experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
                  norm: str = "post", revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 revin_center: str = "mean", mix_channels: bool = True) -> None:
+                 revin_center: str = "mean", mix_channels: bool = True,
+                 learned_mask: bool = False) -> None:
         super().__init__()
+        if learned_mask and not mix_channels:
+            raise ValueError("learned_mask needs mix_channels=True")
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
         self.horizon, self.trend_kernel = horizon, trend_kernel
         self.mix_channels = mix_channels
+        self.channel_mask = ChannelMask(input_length) if learned_mask else None
         self.revin = InstanceNorm(channels, center=revin_center) if revin else None
         scale = input_length ** -0.5
         # (E, L, D): each expert's map of the window (without its trend, if split) and of
@@ -263,10 +269,58 @@ class ChannelForecaster(nn.Module):
         mask = None  # every channel's token attends to every other one's
         if not self.mix_channels:  # each only to its own: the channels stay independent
             mask = torch.eye(x.shape[2], dtype=torch.bool, device=x.device).unsqueeze(0)
+        elif self.channel_mask is not None:
+            mask = self.channel_mask(x)  # (B, C, C), sampled per window
         h, _ = self.encoder(self.tokens(x), mask)  # (B, C, D)
         y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
         y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
         return _finish(ordered(y), self.revin, stats), None  # (B, H, C', 1 + Q)
+
+
+class ChannelMask(nn.Module):
+    """Which channels each channel's token may attend to, chosen per window from how alike
+    their spectra are (DUET's channel clustering, Qiu et al. 2025).
+
+    Channels i and j are compared by the magnitudes of their windows' real FFTs, each
+    frequency weighed by a learned w_f: d_ij = Σ_f (w_f (|F_i,f| − |F_j,f|))². Channel j is
+    kept for i with probability p_ij = 0.99 · (1/d_ij) / max_k≠i (1/d_ik), so the nearest
+    other channel almost always, a channel twice as far half as often; p_ii = 0.99. In
+    training the mask is a Bernoulli(p) sample, its 0/1 values carrying the gradient of a
+    logistic relaxation (straight-through), as floating-point gates for
+    :func:`~transduce.nn.attention.masked_softmax`; in evaluation it is each entry's more
+    likely value, p > ½, so forecasts are deterministic.
+
+    Departures from DUET's code, each for a stated reason: the windows are compared after
+    instance normalisation (so the mask, like the tokens, ignores each channel's level and
+    scale); w starts at ones, not random (no frequency favoured before training); and a
+    dropped channel gets no weight, where DUET adds a constant score of about −1 to it.
+    """
+
+    def __init__(self, input_length: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(input_length // 2 + 1))  # (F,)
+
+    def probabilities(self, x: Tensor) -> Tensor:
+        """x (B, L, C) → p (B, C, C): channel j's probability of being kept for channel i."""
+        with torch.autocast(x.device.type, enabled=False):  # no FFT in bfloat16
+            spectra = torch.fft.rfft(x.float().transpose(1, 2), dim=-1).abs()  # (B, C, F)
+            gaps = (spectra.unsqueeze(2) - spectra.unsqueeze(1)) * self.weight  # (B, C, C, F)
+            closeness = 1 / (gaps.square().sum(-1) + 1e-10)  # (B, C, C)
+            own = torch.eye(x.shape[2], dtype=torch.bool, device=x.device)
+            closeness = closeness.masked_fill(own, 0.0)
+            nearest = closeness.amax(-1, keepdim=True).detach().clamp_min(1e-30)
+            return 0.99 * (closeness / nearest).masked_fill(own, 1.0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (B, L, C) → (B, C, C) gates: float 0/1 in training, boolean in evaluation."""
+        p = self.probabilities(x)
+        if not self.training:
+            return p > 0.5
+        p = p.clamp_min(1e-6)  # log(0) would give an infinite, then NaN, gradient
+        u = torch.rand_like(p).clamp(1e-6, 1 - 1e-6)
+        logits = torch.log(p) - torch.log1p(-p) + torch.log(u) - torch.log1p(-u)
+        soft = torch.sigmoid(logits)  # > ½ exactly when the Bernoulli(p) sample is 1
+        return (soft > 0.5).to(soft.dtype) + (soft - soft.detach())  # exactly 0 or 1
 
 
 class SeriesTransformer(nn.Module):

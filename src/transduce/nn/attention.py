@@ -42,7 +42,11 @@ def masked_softmax(
     Args:
         scores: (..., Q, K) attention scores.
         valid_lens: (B,) or (B, Q) valid key counts, as in :func:`lengths_to_mask`.
-        mask: boolean, broadcastable to ``scores``; True keeps a key. Give at most one of
+        mask: boolean, broadcastable to ``scores``; True keeps a key. Or floating-point
+            gates g ≥ 0 that weigh each key: weight ∝ g·exp(score), so 0 drops a key and 1
+            keeps it as a boolean mask would, and the gradient reaches every gate, dropped
+            ones included (a sampled mask trained straight-through, as in
+            :class:`transduce.forecasting.models.ChannelMask`). Give at most one of
             ``valid_lens`` and ``mask``.
 
     Returns:
@@ -55,6 +59,18 @@ def masked_softmax(
         mask = lengths_to_mask(valid_lens, scores.shape[-1])
     if mask is None:
         return torch.softmax(scores, dim=-1)
+    if mask.is_floating_point():
+        # In float32, shifted by the highest score among the kept keys (a constant for the
+        # gradient), so that the kept keys cannot all underflow. A dropped key scoring far
+        # above them has its exponent capped: it has no weight, and its gate's gradient
+        # stays finite. A row whose gates are all zero stays zero, divided by 1 rather than
+        # by its zero sum, so that its gradient stays finite too.
+        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+        top = scores.masked_fill(mask <= 0, float("-inf")).amax(-1, keepdim=True)
+        top = torch.where(torch.isfinite(top), top, scores.amax(-1, keepdim=True)).detach()
+        weighted = torch.exp((scores - top).clamp(max=30.0)) * mask
+        total = weighted.sum(-1, keepdim=True)
+        return weighted / torch.where(total > 0, total, torch.ones_like(total))
     # The most negative finite value, not -inf: a fully masked row then softmaxes to a finite
     # uniform row instead of NaN, and multiplying by the mask zeroes it (and every masked key).
     filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -78,7 +94,8 @@ def scaled_dot_product_attention(
         query: (..., Q, d_k).
         key: (..., K, d_k).
         value: (..., K, d_v).
-        mask: boolean, broadcastable to (..., Q, K); True keeps a key.
+        mask: broadcastable to (..., Q, K), as in :func:`masked_softmax`: boolean (True
+            keeps a key) or floating-point gates.
         dropout_p: dropout on the weights, applied only when ``training``.
 
     Returns:

@@ -79,7 +79,10 @@ class MultiHeadAttention(nn.Module):
             keys, values: (B / g, H, K, Dh), from :meth:`project_kv`. With g > 1 each row
                 of keys serves g consecutive query rows (the beams of one sentence), and the
                 mask must be (B / g, 1, K): one key mask per row of keys.
-            mask: boolean (B, Q|1, K) or (B, H|1, Q|1, K); True keeps a key.
+            mask: boolean (B, Q|1, K) or (B, H|1, Q|1, K); True keeps a key. A
+                floating-point mask holds gates that weigh the keys (see
+                :func:`~transduce.nn.attention.masked_softmax`) and takes the explicit path,
+                since the fused kernel would add it to the scores.
             need_weights: return per-head weights (takes the explicit path).
 
         Returns:
@@ -95,8 +98,9 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (B, 1, Q|1, K): the same mask for every head
         p = self.dropout if self.training else 0.0
-        if need_weights:
+        if need_weights or (mask is not None and mask.is_floating_point()):
             out, weights = scaled_dot_product_attention(q, keys, values, mask, p, self.training)
+            weights = weights if need_weights else None
         else:
             out, weights = _attention_output(q, keys, values, mask, p), None
         if g > 1:
