@@ -118,13 +118,16 @@ TINY = ["model=channel", "input_length=24", "horizon=8", "d_model=32", "d_ff=64"
         "batch_size=32", "max_epochs=8", "threads=1", "seed=3", "quantiles="]
 
 
+@pytest.mark.parametrize("mask", ["learned_mask=false", "learned_mask=true"])
 def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attention(
-        tmp_path, capsys):
+        tmp_path, capsys, mask):
     """y at hour t + 8 is a at hour t: with a as an input every step of the 8-hour horizon
-    is known from the window; without it y is noise."""
+    is known from the window; without it y is noise. The learned mask keeps a for y: their
+    windows, eight hours apart, share two thirds of their values and so most of their
+    spectrum."""
     csv = write_leading(tmp_path / "leading.csv")
     scores = {}
-    for name, extra in (("with", ["inputs=a,b"]), ("without", [])):
+    for name, extra in (("with", ["inputs=a,b", mask]), ("without", [])):
         run = tmp_path / name
         assert main(["forecast", "train", f"csv={csv}", "columns=y", *extra, *TINY,
                      "--run-dir", str(run)]) == 0
