@@ -160,9 +160,9 @@ def main() -> None:
                         help="train each run with each of these input lengths and keep the "
                              "one of lowest validation MSE (default: the config's)")
     parser.add_argument("--members", type=lambda text: [int(n) for n in text.split(",")],
-                        help="patch and transformer: train each run as an ensemble of each of "
-                             "these sizes (members=N, N times the minutes) and keep the one of "
-                             "lowest validation MSE (default: the config's)")
+                        help="patch, transformer and channel: train each run as an ensemble "
+                             "of each of these sizes (members=N, N times the minutes) and keep "
+                             "the one of lowest validation MSE (default: the config's)")
     parser.add_argument("--plan", type=Path,
                         help="YAML of minutes, members and input_length per dataset and model "
                              "(replaces --minutes, --members and --input-lengths), e.g. "
