@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
+from transduce.forecasting.evaluation import load_run
 from transduce.forecasting.models import ChannelForecaster, ChannelMask
 
 
@@ -94,6 +95,25 @@ def test_the_channel_mask_learns_through_its_samples():
     assert gates.requires_grad and not torch.all(gates == 1)
 
 
+@pytest.mark.parametrize("mix, learned_mask", [(True, False), (False, False), (True, True)])
+def test_the_attention_between_channels_is_returned_when_asked(mix, learned_mask):
+    model = built(mix, channels=4, learned_mask=learned_mask)
+    x = torch.randn(5, 40, 4)
+    with torch.no_grad():
+        y, weights = model(x, need_weights=True)
+        y_alone, none = model(x)
+    assert none is None and weights.shape == (5, 2, 4, 4)  # (B, heads, C, C), last layer
+    torch.testing.assert_close(y, y_alone)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(5, 2, 4))
+    if not mix:
+        assert torch.equal(weights, torch.eye(4).expand(5, 2, 4, 4))
+    elif learned_mask:  # each window's mask leaves out the channels far from a channel
+        mask = model.channel_mask(model.revin.normalise(x)[0])  # (B, C, C)
+        assert torch.all(weights.masked_select(~mask[:, None]) == 0)
+    else:
+        assert (weights > 0).all()
+
+
 def test_quantiles_are_ordered_and_only_the_targets_are_forecast():
     model = built(True, quantiles=(0.1, 0.5, 0.9), targets=2, channels=4)
     with torch.no_grad():
@@ -134,6 +154,16 @@ def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attentio
         assert main(["forecast", "test", str(run)]) == 0
         scores[name] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
     assert scores["with"] < 0.3 * scores["without"], scores
+    assert main(["forecast", "plot", str(tmp_path / "with")]) == 0  # channels read each other
+    assert (tmp_path / "with" / "forecast_0_attention.png").stat().st_size > 5000
+    # what the heatmap shows: y's token reads a's, and hardly its own or b's
+    _, model, data = load_run(tmp_path / "with")
+    windows = data.windows["test"]
+    with torch.no_grad():
+        _, weights = model(torch.stack([windows[i][0] for i in range(0, len(windows), 7)]),
+                           need_weights=True)
+    y_reads = weights.mean((0, 1))[0]  # columns y, a, b
+    assert y_reads[1] > 0.8, y_reads
 
 
 @pytest.mark.parametrize("items, message", [
@@ -176,3 +206,6 @@ def test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band(tmp_pa
         assert v[2] <= v[4] and v[3] <= v[5]
     assert main(["forecast", "plot", str(run), "--future", "--csv", str(csv)]) == 0
     assert (run / "forecast_future.png").stat().st_size > 5000
+    assert main(["forecast", "plot", str(run)]) == 0
+    assert (run / "forecast_0.png").exists()  # channels kept apart: no attention to draw
+    assert not (run / "forecast_0_attention.png").exists()

@@ -73,7 +73,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                           description="Plot a test-split window per channel against its dates"
                                       " (original units, with the quantile bands of a "
                                       "probabilistic run); for the transformer model also its "
-                                      "decoder's cross-attention over the input. With --future "
+                                      "decoder's cross-attention over the input, for the channel "
+                                      "model with mix_channels=true the attention between its "
+                                      "channels. With --future "
                                       "--csv FILE, the forecast after the file's last row, "
                                       "after its history.")
     plot.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
@@ -159,7 +161,8 @@ def run_plot(args: argparse.Namespace) -> int:
 
     from transduce.errors import UserError
     from transduce.forecasting.evaluation import load_run
-    from transduce.viz.forecast import plot_cross_attention, plot_forecast
+    from transduce.viz.forecast import (plot_channel_attention, plot_cross_attention,
+                                        plot_forecast)
 
     if args.future or args.csv:
         if not (args.future and args.csv):
@@ -171,8 +174,10 @@ def run_plot(args: argparse.Namespace) -> int:
     if not 0 <= args.window < len(windows):
         raise UserError(f"--window must be between 0 and {len(windows) - 1}")
     x, y, x_time, y_time = (t.unsqueeze(0) for t in windows[args.window])
+    # the channel model's attention is worth drawing only where channels read each other
+    attends = cfg.model == "transformer" or (cfg.model == "channel" and cfg.mix_channels)
     with torch.no_grad():
-        forecast, weights = model(x, x_time, y_time, need_weights=cfg.model == "transformer")
+        forecast, weights = model(x, x_time, y_time, need_weights=attends)
     inverse = data.target_scaler.inverse
     out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
     title = f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model)} · test window " \
@@ -188,8 +193,13 @@ def run_plot(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")
-        plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap, title,
-                             heads=weights.shape[1], dates=dates)
+        if cfg.model == "channel":
+            plot_channel_attention(weights[0].mean(0).numpy(), list(data.series.columns),
+                                   heatmap, title, heads=weights.shape[1],
+                                   targets=data.targets or None)
+        else:
+            plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap,
+                                 title, heads=weights.shape[1], dates=dates)
         print(f"wrote {heatmap}")
     return 0
 

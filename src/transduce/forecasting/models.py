@@ -271,10 +271,11 @@ class ChannelForecaster(nn.Module):
             mask = torch.eye(x.shape[2], dtype=torch.bool, device=x.device).unsqueeze(0)
         elif self.channel_mask is not None:
             mask = self.channel_mask(x)  # (B, C, C), sampled per window
-        h, _ = self.encoder(self.tokens(x), mask)  # (B, C, D)
+        h, weights = self.encoder(self.tokens(x), mask, need_weights)  # (B, C, D)
         y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
         y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
-        return _finish(ordered(y), self.revin, stats), None  # (B, H, C', 1 + Q)
+        # the last layer's attention between the channel tokens, (B, heads, C, C), if asked
+        return _finish(ordered(y), self.revin, stats), weights[-1] if need_weights else None
 
 
 class ChannelMask(nn.Module):

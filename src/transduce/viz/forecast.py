@@ -1,4 +1,5 @@
-"""Forecast plots: history, forecast and truth per channel; cross-attention over the input."""
+"""Forecast plots: history, forecast and truth per channel; cross-attention over the input;
+attention between channels."""
 
 from __future__ import annotations
 
@@ -93,4 +94,34 @@ def plot_cross_attention(weights: np.ndarray, label_length: int, path: str | os.
     fig.colorbar(image, ax=axis, label=f"attention weight (uniform: 1/{L} = {1 / L:.3f})")
     what = f"cross-attention, mean of {heads} heads" if heads > 1 else "cross-attention"
     axis.set_title(f"{title} · {what}" if title else what, fontsize=10)
+    _save(fig, path)
+
+
+def plot_channel_attention(weights: np.ndarray, names: list[str], path: str | os.PathLike,
+                           title: str = "", heads: int = 1, targets: int | None = None) -> None:
+    """Heatmap of the attention between channel tokens (the ``channel`` model's), the mean
+    of ``heads`` heads: row i is how much channel i's token read each channel's.
+
+    Args: weights (C, C); names: the C column names, forecast columns first, then the
+        past-observed inputs (``targets`` of them are forecast; a line separates the rest).
+
+    As for cross-attention, the colour scale starts at 0 and reaches at least 5 × the
+    uniform weight 1/C (at most 1), so near-uniform attention looks pale.
+    """
+    C = len(names)
+    top = max(float(weights.max()), min(1.0, 5.0 / C))
+    size = 2.5 + 0.45 * C
+    fig, axis = plt.subplots(figsize=(size + 1.5, size))
+    image = axis.imshow(weights, cmap="Blues", vmin=0.0, vmax=top, interpolation="nearest")
+    axis.set_xticks(range(C), names, rotation=45, ha="right")
+    axis.set_yticks(range(C), names)
+    if targets and targets < C:
+        axis.axhline(targets - 0.5, color="tab:red", lw=0.8, ls="--")
+        axis.axvline(targets - 0.5, color="tab:red", lw=0.8, ls="--")
+    axis.set_xlabel("channel read (key)")
+    axis.set_ylabel("channel reading (query)")
+    fig.colorbar(image, ax=axis, label=f"attention weight (uniform: 1/{C} = {1 / C:.3f})")
+    what = (f"attention between channels, mean of {heads} heads" if heads > 1
+            else "attention between channels")
+    axis.set_title(f"{title}\n{what}" if title else what, fontsize=10)
     _save(fig, path)
