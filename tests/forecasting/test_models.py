@@ -143,6 +143,26 @@ def test_batch_norm_is_refused_for_the_encoder_decoder():
                     ).validate("run.yaml")
 
 
+@pytest.mark.parametrize("model", ["patch", "channel", "transformer"])
+def test_the_attention_and_activation_dropouts_reach_every_layer(model):
+    """Settings of the library's Transformer that forecasting reads must not be dropped on
+    the way to the model."""
+    from transduce.config import apply_overrides
+
+    cfg = apply_overrides(ForecastConfig(csv="x.csv"), [
+        f"model={model}", "input_length=48", "horizon=12", "patch_len=8", "stride=8",
+        "label_length=12", "attention_dropout=0.3", "activation_dropout=0.2"])
+    cfg.validate("run.yaml")
+    forecaster = build_forecaster(cfg, channels=3)
+    layers = list(forecaster.encoder.layers)
+    if model == "transformer":
+        layers += list(forecaster.decoder.layers)
+    assert layers
+    for layer in layers:
+        assert layer.self_attn.dropout == 0.3
+        assert layer.ffn.dropout.p == 0.2
+
+
 @pytest.mark.parametrize("on", [True, False])
 def test_patch_calendar_makes_the_forecast_depend_on_the_horizon_dates(on):
     """patch_calendar=true: the horizon's calendar features reach the forecast; false (the

@@ -254,8 +254,9 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                 cfg.revin_center, cfg.trend_kernel)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
-                      norm=L.norm, revin=cfg.revin, revin_center=cfg.revin_center,
-                      activation=L.activation)
+                      attention_dropout=L.attention_dropout,
+                      activation_dropout=L.activation_dropout, norm=L.norm, revin=cfg.revin,
+                      revin_center=cfg.revin_center, activation=L.activation)
     if cfg.members > 1:
         return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
                          for _ in range(cfg.members)])

@@ -164,7 +164,8 @@ class PatchForecaster(nn.Module):
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
                  revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), future_features: int = 0,
-                 calendar: bool = True, revin_center: str = "mean") -> None:
+                 calendar: bool = True, revin_center: str = "mean",
+                 attention_dropout: float = 0.0, activation_dropout: float = 0.0) -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
@@ -174,7 +175,8 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = Dropout(dropout)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
+                               activation_dropout, residual=PATCH_RESIDUALS[norm],
                                activation=activation) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), Dropout(head_dropout),
@@ -224,7 +226,8 @@ class ChannelForecaster(nn.Module):
                  norm: str = "post", revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
                  revin_center: str = "mean", mix_channels: bool = True,
-                 learned_mask: bool = False) -> None:
+                 learned_mask: bool = False, attention_dropout: float = 0.0,
+                 activation_dropout: float = 0.0) -> None:
         super().__init__()
         if learned_mask and not mix_channels:
             raise ValueError("learned_mask needs mix_channels=True")
@@ -242,7 +245,8 @@ class ChannelForecaster(nn.Module):
                                    .uniform_(-scale, scale)) if trend_kernel else None)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
         self.gate = nn.Linear(input_length, experts)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, residual=PATCH_RESIDUALS[norm],
+        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
+                               activation_dropout, residual=PATCH_RESIDUALS[norm],
                                activation=activation) for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm != "batch" else None)
         self.head = nn.Sequential(Dropout(head_dropout),
@@ -340,7 +344,8 @@ class SeriesTransformer(nn.Module):
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
                  max_len: int = 4096, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 known: int = 0, revin_center: str = "mean") -> None:
+                 known: int = 0, revin_center: str = "mean", attention_dropout: float = 0.0,
+                 activation_dropout: float = 0.0) -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
@@ -353,7 +358,9 @@ class SeriesTransformer(nn.Module):
         residual = RESIDUALS[norm]
         final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
         layer = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
-                     residual=residual, activation=activation)
+                     attention_dropout=attention_dropout,
+                     activation_dropout=activation_dropout, residual=residual,
+                     activation=activation)
         self.encoder = Encoder([EncoderLayer(**layer) for _ in range(num_encoder_layers)], final())
         self.decoder = Decoder([DecoderLayer(**layer) for _ in range(num_decoder_layers)], final())
         self.project = nn.Linear(d_model, self.targets * self.outputs)
