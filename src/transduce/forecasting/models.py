@@ -288,8 +288,8 @@ class ChannelMask(nn.Module):
 
     Channels i and j are compared by the magnitudes of their windows' real FFTs, each
     frequency weighed by a learned w_f: d_ij = Σ_f (w_f (|F_i,f| − |F_j,f|))². Channel j is
-    kept for i with probability p_ij = 0.99 · (1/d_ij) / max_k≠i (1/d_ik), so the nearest
-    other channel almost always, a channel twice as far half as often; p_ii = 0.99. In
+    kept for i with probability p_ij = 0.99 · (1/d_ij) / max_k≠i (1/d_ik): the nearest other
+    channel almost always, one whose d is twice the nearest's half as often; p_ii = 0.99. In
     training the mask is a Bernoulli(p) sample, its 0/1 values carrying the gradient of a
     logistic relaxation (straight-through), as floating-point gates for
     :func:`~transduce.nn.attention.masked_softmax`; in evaluation it is each entry's more

@@ -65,12 +65,13 @@ def masked_softmax(
         # above them has its exponent capped: it has no weight, and its gate's gradient
         # stays finite. A row whose gates are all zero stays zero, divided by 1 rather than
         # by its zero sum, so that its gradient stays finite too.
-        scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+        given = scores.dtype
+        scores = scores.to(torch.promote_types(given, torch.float32))
         top = scores.masked_fill(mask <= 0, float("-inf")).amax(-1, keepdim=True)
         top = torch.where(torch.isfinite(top), top, scores.amax(-1, keepdim=True)).detach()
         weighted = torch.exp((scores - top).clamp(max=30.0)) * mask
         total = weighted.sum(-1, keepdim=True)
-        return weighted / torch.where(total > 0, total, torch.ones_like(total))
+        return (weighted / torch.where(total > 0, total, torch.ones_like(total))).to(given)
     # The most negative finite value, not -inf: a fully masked row then softmaxes to a finite
     # uniform row instead of NaN, and multiplying by the mask zeroes it (and every masked key).
     filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
