@@ -8,7 +8,7 @@ import torch
 
 from transduce.cli.main import main
 from transduce.forecasting.evaluation import load_run
-from transduce.forecasting.models import ChannelForecaster, ChannelMask
+from transduce.forecasting.channel import ChannelForecaster, ChannelMask
 
 
 def built(mix: bool, quantiles=(), targets=None, channels=3, learned_mask=False):

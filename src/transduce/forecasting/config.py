@@ -11,8 +11,9 @@ from torch import nn
 from transduce.config import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.models import (CENTERS, ChannelForecaster, Ensemble, LinearForecaster,
-                                          PatchForecaster, RepeatLast, SeriesTransformer)
+from transduce.forecasting.channel import ChannelForecaster
+from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
+                                          RepeatLast, SeriesTransformer)
 
 MODELS = ("transformer", "patch", "channel", "linear", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members

@@ -1,5 +1,5 @@
-"""Forecasters: the paper's encoder–decoder on series, a patch encoder, an encoder across
-channels, and two baselines.
+"""Forecasters: the paper's encoder–decoder on series, a patch encoder, and two baselines
+(the encoder across channels is in :mod:`transduce.forecasting.channel`).
 
 Every model maps an input window to the whole horizon at once:
 ``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``, the
@@ -138,7 +138,7 @@ class LinearForecaster(nn.Module):
             trend = moving_average(x, self.trend_kernel)  # (B, L, C)
             y = self.linear((x - trend).transpose(1, 2)) + self.trend(trend.transpose(1, 2))
         y = y.transpose(1, 2).unsqueeze(-1)  # (B, H, C, 1)
-        return _finish(y, self.revin, stats), None
+        return finish(y, self.revin, stats), None
 
 
 def cut_patches(series: Tensor, patch_len: int, stride: int) -> Tensor:
@@ -198,134 +198,7 @@ class PatchForecaster(nn.Module):
         if self.future is not None:
             features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
             y = y + self.future(features.flatten(1)).view(B, -1, 1, self.outputs)
-        return _finish(ordered(y), self.revin, stats), None
-
-
-class ChannelForecaster(nn.Module):
-    """A Transformer encoder across channels, each channel's whole window one token (as in
-    iTransformer, Liu et al. 2024), embedded by a mixture of linear experts (DUET's temporal
-    clustering, Qiu et al. 2025).
-
-    Inside reversible instance normalisation, each channel's window (L steps) is split into
-    its moving average over ``trend_kernel`` steps and the rest (not split if 0); each of E
-    experts maps both parts linearly to D features (DLinear's map, to a token instead of the horizon), and a
-    softmax gate, itself a linear map of the window, mixes the experts' tokens, so windows of
-    different shapes can lean on different experts. The C tokens attend to each other
-    through the encoder, and a linear head maps each to its channel's horizon. The first
-    ``targets`` channels are forecast; the rest (past-observed covariates) are only read.
-    With ``mix_channels=False`` each token attends only to itself, so every channel is
-    forecast from its own window alone (channel independence, as PatchTST), and the encoder
-    is a per-channel network on the experts' features. With ``learned_mask=True`` each
-    window's :class:`ChannelMask` chooses which channels each token attends to (DUET's
-    channel clustering).
-    """
-
-    def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
-                 num_heads: int, d_ff: int, num_layers: int, dropout: float,
-                 experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
-                 norm: str = "post", revin: bool = True, activation: str = "relu",
-                 quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 revin_center: str = "mean", mix_channels: bool = True,
-                 learned_mask: bool = False, attention_dropout: float = 0.0,
-                 activation_dropout: float = 0.0) -> None:
-        super().__init__()
-        if learned_mask and not mix_channels:
-            raise ValueError("learned_mask needs mix_channels=True")
-        self.outputs, self.targets = 1 + len(quantiles), targets or channels
-        self.horizon, self.trend_kernel = horizon, trend_kernel
-        self.mix_channels = mix_channels
-        self.channel_mask = ChannelMask(input_length) if learned_mask else None
-        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
-        scale = input_length ** -0.5
-        # (E, L, D): each expert's map of the window (without its trend, if split) and of
-        # its trend
-        self.seasonal = nn.Parameter(torch.empty(experts, input_length, d_model)
-                                     .uniform_(-scale, scale))
-        self.trend = (nn.Parameter(torch.empty(experts, input_length, d_model)
-                                   .uniform_(-scale, scale)) if trend_kernel else None)
-        self.bias = nn.Parameter(torch.zeros(experts, d_model))
-        self.gate = nn.Linear(input_length, experts)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
-                               activation_dropout, residual=PATCH_RESIDUALS[norm],
-                               activation=activation) for _ in range(num_layers)]
-        self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm != "batch" else None)
-        self.head = nn.Sequential(Dropout(head_dropout),
-                                  nn.Linear(d_model, horizon * self.outputs))
-
-    def tokens(self, x: Tensor) -> Tensor:
-        """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts."""
-        series = x.transpose(1, 2)  # (B, C, L)
-        if self.trend is None:
-            per_expert = torch.einsum("bcl,eld->bced", series, self.seasonal)  # (B, C, E, D)
-        else:
-            trend = moving_average(x, self.trend_kernel).transpose(1, 2)  # (B, C, L)
-            per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
-                          + torch.einsum("bcl,eld->bced", trend, self.trend))
-        per_expert = per_expert + self.bias
-        weights = self.gate(series).softmax(-1)  # (B, C, E)
-        return (weights.unsqueeze(-1) * per_expert).sum(2)  # (B, C, D)
-
-    def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        B = x.shape[0]
-        stats = None
-        if self.revin is not None:
-            x, stats = self.revin.normalise(x)
-        mask = None  # every channel's token attends to every other one's
-        if not self.mix_channels:  # each only to its own: the channels stay independent
-            mask = torch.eye(x.shape[2], dtype=torch.bool, device=x.device).unsqueeze(0)
-        elif self.channel_mask is not None:
-            mask = self.channel_mask(x)  # (B, C, C), sampled per window
-        h, weights = self.encoder(self.tokens(x), mask, need_weights)  # (B, C, D)
-        y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
-        y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
-        # the last layer's attention between the channel tokens, (B, heads, C, C), if asked
-        return _finish(ordered(y), self.revin, stats), weights[-1] if need_weights else None
-
-
-class ChannelMask(nn.Module):
-    """Which channels each channel's token may attend to, chosen per window from how alike
-    their spectra are (DUET's channel clustering, Qiu et al. 2025).
-
-    Channels i and j are compared by the magnitudes of their windows' real FFTs, each
-    frequency weighed by a learned w_f: d_ij = Σ_f (w_f (|F_i,f| − |F_j,f|))². Channel j is
-    kept for i with probability p_ij = 0.99 · (1/d_ij) / max_k≠i (1/d_ik): the nearest other
-    channel almost always, one whose d is twice the nearest's half as often; p_ii = 0.99. In
-    training the mask is a Bernoulli(p) sample, its 0/1 values carrying the gradient of a
-    logistic relaxation (straight-through), as floating-point gates for
-    :func:`~transduce.nn.attention.masked_softmax`; in evaluation it is each entry's more
-    likely value, p > ½, so forecasts are deterministic.
-
-    Departures from DUET's code, each for a stated reason: the windows are compared after
-    instance normalisation (so the mask, like the tokens, ignores each channel's level and
-    scale); w starts at ones, not random (no frequency favoured before training); and a
-    dropped channel gets no weight, where DUET adds a constant score of about −1 to it.
-    """
-
-    def __init__(self, input_length: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(input_length // 2 + 1))  # (F,)
-
-    def probabilities(self, x: Tensor) -> Tensor:
-        """x (B, L, C) → p (B, C, C): channel j's probability of being kept for channel i."""
-        with torch.autocast(x.device.type, enabled=False):  # no FFT in bfloat16
-            spectra = torch.fft.rfft(x.float().transpose(1, 2), dim=-1).abs()  # (B, C, F)
-            gaps = (spectra.unsqueeze(2) - spectra.unsqueeze(1)) * self.weight  # (B, C, C, F)
-            closeness = 1 / (gaps.square().sum(-1) + 1e-10)  # (B, C, C)
-            own = torch.eye(x.shape[2], dtype=torch.bool, device=x.device)
-            closeness = closeness.masked_fill(own, 0.0)
-            nearest = closeness.amax(-1, keepdim=True).detach().clamp_min(1e-30)
-            return 0.99 * (closeness / nearest).masked_fill(own, 1.0)
-
-    def forward(self, x: Tensor) -> Tensor:
-        """x (B, L, C) → (B, C, C) gates: float 0/1 in training, boolean in evaluation."""
-        p = self.probabilities(x)
-        if not self.training:
-            return p > 0.5
-        p = p.clamp_min(1e-6)  # log(0) would give an infinite, then NaN, gradient
-        u = torch.rand_like(p).clamp(1e-6, 1 - 1e-6)
-        logits = torch.log(p) - torch.log1p(-p) + torch.log(u) - torch.log1p(-u)
-        soft = torch.sigmoid(logits)  # > ½ exactly when the Bernoulli(p) sample is 1
-        return (soft > 0.5).to(soft.dtype) + (soft - soft.detach())  # exactly 0 or 1
+        return finish(ordered(y), self.revin, stats), None
 
 
 class SeriesTransformer(nn.Module):
@@ -391,7 +264,7 @@ class SeriesTransformer(nn.Module):
         out = self.decoder(self.embed(dec_values, dec_times), cache, mask, need_weights)
         y = self.project(out.hidden[:, K:])  # (B, H, C · (1 + Q))
         y = ordered(y.view(*y.shape[:2], -1, self.outputs))  # (B, H, C, 1 + Q)
-        y = _finish(y, self.revin, stats)
+        y = finish(y, self.revin, stats)
         return y, (out.cross_weights[-1] if need_weights else None)
 
 
@@ -419,7 +292,7 @@ class Ensemble(nn.Module):
         return forecasts.mean(0), (torch.stack(weights).mean(0) if weights else None)
 
 
-def _finish(y: Tensor, revin: InstanceNorm | None, stats) -> Tensor:
+def finish(y: Tensor, revin: InstanceNorm | None, stats) -> Tensor:
     """Back to the input's units; the quantiles sorted (RevIN's learned scale may be
     negative, which would turn them upside down)."""
     if revin is not None:
