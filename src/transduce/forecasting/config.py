@@ -162,8 +162,7 @@ class ForecastConfig:
             found.append(("norm", "norm=batch is for the patch model; use post or pre"))
         found += L.problems(decoder=self.model == "transformer")
         found += at_least(self, 1, "input_length", "horizon", "batch_size", "patch_len",
-                          "stride", "members")
-        found += at_least(self, 1, "experts")
+                          "stride", "members", "experts")
         if self.inputs and self.model == "channel" and not self.mix_channels:
             found.append(("mix_channels", "past-observed covariates (inputs) reach the "
                                           "forecast only through channel attention; set "
