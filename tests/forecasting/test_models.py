@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -161,6 +163,62 @@ def test_the_attention_and_activation_dropouts_reach_every_layer(model):
     for layer in layers:
         assert layer.self_attn.dropout == 0.3
         assert layer.ffn.dropout.p == 0.2
+
+
+def test_residual_attention_adds_the_previous_layers_scores():
+    """Each layer's scores are its own QKᵀ/√d_h plus the layer below's; with no prior the
+    layer computes what the library's encoder layer computes with the same weights."""
+    import torch.nn.functional as F
+
+    from transduce.forecasting.models import PATCH_RESIDUALS, ResidualAttentionLayer
+    from transduce.nn.layers import EncoderLayer
+
+    torch.manual_seed(0)
+    args = dict(d_model=16, num_heads=4, d_ff=32, dropout=0.1,
+                residual=PATCH_RESIDUALS["batch"])
+    layer = randomised(ResidualAttentionLayer(**args))
+    plain = EncoderLayer(**args)
+    plain.load_state_dict(layer.state_dict())
+    plain.eval()
+    x = torch.randn(5, 7, 16)
+    prior = torch.randn(5, 4, 7, 7)
+    attn = layer.self_attn
+    with torch.no_grad():
+        out, scores = layer(x)
+        torch.testing.assert_close(out, plain(x, None)[0])
+        q, k, v = (attn.split_heads(p(x)) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+        own = q @ k.transpose(-2, -1) / 2.0  # √(16 / 4)
+        torch.testing.assert_close(scores, own)
+        out, scores = layer(x, prior)
+        torch.testing.assert_close(scores, own + prior)
+        # the output attends with softmax(own + prior): SDPA adds a float mask to the scores
+        expected = attn.out_proj(attn.merge_heads(F.scaled_dot_product_attention(
+            q, k, v, attn_mask=prior)))
+        torch.testing.assert_close(out, plain.residuals[1](
+            plain.residuals[0](x, lambda h: (expected, None))[0],
+            lambda h: (plain.ffn(h), None))[0])
+
+
+def test_the_patch_model_passes_scores_from_layer_to_layer():
+    """residual_attention=true: every layer after the first receives the one below's scores,
+    and the forecast differs from the same weights without them."""
+    cfg = ForecastConfig(csv="x.csv", input_length=48, horizon=12, patch_len=8, stride=8,
+                         residual_attention=True)
+    cfg.validate("test")
+    model = randomised(build_forecaster(cfg, channels=2))
+    seen = []
+    for layer in model.encoder.layers:
+        layer.register_forward_hook(lambda m, args, out: seen.append((args[1], out[1])))
+    x = torch.randn(3, 48, 2)
+    with torch.no_grad():
+        y, _ = model(x)
+    assert [prior is None for prior, _ in seen] == [True, False, False]
+    for (_, below), (prior, _) in zip(seen, seen[1:]):
+        assert prior is below
+    plain = build_forecaster(dataclasses.replace(cfg, residual_attention=False), channels=2)
+    plain.load_state_dict(model.state_dict())  # the same weights, each layer on its own scores
+    with torch.no_grad():
+        assert not torch.allclose(plain.eval()(x)[0], y, atol=1e-3)
 
 
 @pytest.mark.parametrize("on", [True, False])

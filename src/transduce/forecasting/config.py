@@ -65,6 +65,7 @@ class ForecastConfig:
     stride: int = 8
     head_dropout: float = 0.0
     patch_calendar: bool = False
+    residual_attention: bool = False
     # linear and channel
     trend_kernel: int = 0
     # channel
@@ -120,6 +121,8 @@ class ForecastConfig:
         "head_dropout": "patch and channel models: dropout before the forecasting head",
         "patch_calendar": "patch model: add a linear map of the horizon's calendar features "
                           "to the forecast (with known covariates it is always on)",
+        "residual_attention": "patch model: each layer's attention scores add the previous "
+                              "layer's (PatchTST's res_attention, RealFormer)",
         "trend_kernel": "linear and channel models: split each window into its moving "
                         "average over this many steps and the rest, one map for each "
                         "(DLinear: 25; 0: one map)",
@@ -201,6 +204,10 @@ class ForecastConfig:
         if self.trend_kernel and self.model not in ("linear", "channel"):
             found.append(("trend_kernel", f"trend_kernel is for the linear and channel models, "
                                           f"not {self.model}; set trend_kernel=0"))
+        if self.residual_attention and self.model != "patch":
+            found.append(("residual_attention", f"residual_attention is for the patch model, "
+                                                f"not {self.model}; set "
+                                                "residual_attention=false"))
         if self.patch_calendar and (self.model != "patch" or not self.calendar):
             found.append(("patch_calendar", "patch_calendar is for the patch model with "
                                             "calendar=true; set patch_calendar=false"))
@@ -273,7 +280,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
                                future_features=((4 if cfg.calendar else 0) + known
                                                 if known or cfg.patch_calendar else 0),
-                               calendar=cfg.calendar, **layer_args)
+                               calendar=cfg.calendar,
+                               residual_attention=cfg.residual_attention, **layer_args)
     return SeriesTransformer(channels, cfg.horizon, cfg.label_length, targets=channels - inputs,
                              known=known,
                              num_encoder_layers=L.num_encoder_layers,

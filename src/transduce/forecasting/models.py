@@ -12,13 +12,15 @@ K label (known) length fed to the decoder, Q quantile levels.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from transduce.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
-from transduce.nn.dropout import Dropout
+from transduce.nn.dropout import Dropout, dropout
 from transduce.nn.layers import DecoderLayer, EncoderLayer
 from transduce.nn.masks import subsequent_mask
 from transduce.nn.positional import PositionalEncoding
@@ -93,6 +95,31 @@ class PostBatchNorm(nn.Module):
 PATCH_RESIDUALS = {**RESIDUALS, "batch": PostBatchNorm}
 
 
+class ResidualAttentionLayer(EncoderLayer):
+    """An encoder layer whose attention scores carry the previous layer's (He et al. 2020,
+    RealFormer; PatchTST's ``res_attention``, on in its reference code): layer l attends with
+    softmax(S_l) V, S_l = Q_l K_lᵀ / √d_h + S_{l−1}, so each layer starts from where the
+    one below it looked. The scores are computed explicitly (the fused kernel does not return
+    them). ``forward(x, prior) -> (x, S_l)``, S (B, H, N, N); the first layer's prior is None.
+    """
+
+    def forward(self, x: Tensor, prior: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        attn = self.self_attn
+
+        def attend(h: Tensor) -> tuple[Tensor, Tensor]:
+            q, k, v = (attn.split_heads(proj(h)) for proj in
+                       (attn.q_proj, attn.k_proj, attn.v_proj))  # (B, H, N, Dh)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(attn.head_size)  # (B, H, N, N)
+            if prior is not None:
+                scores = scores + prior
+            weights = dropout(torch.softmax(scores, -1), attn.dropout, self.training)
+            return attn.out_proj(attn.merge_heads(weights @ v)), scores
+
+        x, scores = self.residuals[0](x, attend)
+        x, _ = self.residuals[1](x, lambda h: (self.ffn(h), None))
+        return x, scores
+
+
 class RepeatLast(nn.Module):
     """Baseline: every future value equals the last observed one."""
 
@@ -156,7 +183,9 @@ class PatchForecaster(nn.Module):
     learned position, the encoder runs over the N patches, and a linear head maps all N·D
     features to the horizon. Reversible instance normalisation surrounds it. With
     ``future_features`` F > 0 (known-future covariates, and the calendar), one linear map,
-    shared by the channels, adds their effect from the horizon's H × F features.
+    shared by the channels, adds their effect from the horizon's H × F features. With
+    ``residual_attention`` each layer's attention scores add the previous layer's
+    (:class:`ResidualAttentionLayer`).
     """
 
     def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
@@ -165,7 +194,8 @@ class PatchForecaster(nn.Module):
                  revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), future_features: int = 0,
                  calendar: bool = True, revin_center: str = "mean",
-                 attention_dropout: float = 0.0, activation_dropout: float = 0.0) -> None:
+                 attention_dropout: float = 0.0, activation_dropout: float = 0.0,
+                 residual_attention: bool = False) -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
@@ -175,9 +205,11 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = Dropout(dropout)
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
-                               activation_dropout, residual=PATCH_RESIDUALS[norm],
-                               activation=activation) for _ in range(num_layers)]
+        layer = ResidualAttentionLayer if residual_attention else EncoderLayer
+        layers = [layer(d_model, num_heads, d_ff, dropout, attention_dropout, activation_dropout,
+                        residual=PATCH_RESIDUALS[norm], activation=activation)
+                  for _ in range(num_layers)]
+        self.residual_attention = residual_attention
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon * self.outputs))
@@ -193,7 +225,13 @@ class PatchForecaster(nn.Module):
         patches = cut_patches(x.transpose(1, 2), self.patch_len, self.stride)  # (B, C, N, P)
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
-        h, _ = self.encoder(h, None)
+        if self.residual_attention:
+            scores = None
+            for layer in self.encoder.layers:
+                h, scores = layer(h, scores)
+            h = self.encoder.norm(h) if self.encoder.norm is not None else h
+        else:
+            h, _ = self.encoder(h, None)
         y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
         if self.future is not None:
             features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
