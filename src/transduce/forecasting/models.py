@@ -120,6 +120,19 @@ class ResidualAttentionLayer(EncoderLayer):
         return x, scores
 
 
+class ResidualAttentionEncoder(Encoder):
+    """A stack of :class:`ResidualAttentionLayer` handing each layer's scores to the next;
+    called as :class:`~transduce.nn.transformer.Encoder` is (no mask: patches are all
+    real), it returns no weights."""
+
+    def forward(self, x: Tensor, mask: Tensor | None = None,
+                need_weights: bool = False) -> tuple[Tensor, list[None]]:
+        scores = None
+        for layer in self.layers:
+            x, scores = layer(x, scores)
+        return (self.norm(x) if self.norm is not None else x), [None] * len(self.layers)
+
+
 class RepeatLast(nn.Module):
     """Baseline: every future value equals the last observed one."""
 
@@ -205,12 +218,12 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = Dropout(dropout)
-        layer = ResidualAttentionLayer if residual_attention else EncoderLayer
+        layer, encoder = ((ResidualAttentionLayer, ResidualAttentionEncoder) if residual_attention
+                          else (EncoderLayer, Encoder))
         layers = [layer(d_model, num_heads, d_ff, dropout, attention_dropout, activation_dropout,
                         residual=PATCH_RESIDUALS[norm], activation=activation)
                   for _ in range(num_layers)]
-        self.residual_attention = residual_attention
-        self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
+        self.encoder = encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
         self.head = nn.Sequential(nn.Flatten(-2), Dropout(head_dropout),
                                   nn.Linear(self.num_patches * d_model, horizon * self.outputs))
         self.calendar = calendar
@@ -225,13 +238,7 @@ class PatchForecaster(nn.Module):
         patches = cut_patches(x.transpose(1, 2), self.patch_len, self.stride)  # (B, C, N, P)
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
-        if self.residual_attention:
-            scores = None
-            for layer in self.encoder.layers:
-                h, scores = layer(h, scores)
-            h = self.encoder.norm(h) if self.encoder.norm is not None else h
-        else:
-            h, _ = self.encoder(h, None)
+        h, _ = self.encoder(h, None)
         y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
         if self.future is not None:
             features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
