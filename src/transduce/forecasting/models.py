@@ -127,6 +127,8 @@ class ResidualAttentionEncoder(Encoder):
 
     def forward(self, x: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, list[None]]:
+        if mask is not None:
+            raise ValueError("ResidualAttentionEncoder takes no mask")
         scores = None
         for layer in self.layers:
             x, scores = layer(x, scores)
