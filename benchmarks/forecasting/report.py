@@ -15,7 +15,7 @@ DATASETS = {  # file, config stem, horizons
     "ETTh2": ("ETTh2.csv", "etth1", [96, 192, 336, 720]),
     "exchange_rate": ("exchange_rate.csv", "exchange", [96, 192, 336, 720]),
 }
-MODELS = ("repeat", "linear", "patch", "channel", "transformer")
+MODELS = ("repeat", "linear", "sparse", "patch", "channel", "transformer")
 # The reference implementations score the test split with a loader that drops the last
 # incomplete batch: batch 32 for Informer, DLinear and the repeat baseline (our repeat scores
 # equal the published ones with it), PatchTST's training batch for PatchTST (128 ETT, 16 ILI).

@@ -13,9 +13,9 @@ from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.channel import ChannelForecaster
 from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
-                                          RepeatLast, SeriesTransformer)
+                                          SparseForecaster, RepeatLast, SeriesTransformer)
 
-MODELS = ("transformer", "patch", "channel", "linear", "repeat")
+MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
 POINT_LOSSES = ("mse", "mae")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
@@ -68,6 +68,8 @@ class ForecastConfig:
     residual_attention: bool = False
     # linear and channel
     trend_kernel: int = 0
+    # sparse
+    period: int = 24
     # channel
     experts: int = 4
     mix_channels: bool = True
@@ -102,8 +104,8 @@ class ForecastConfig:
         "input_length": "time steps the model reads",
         "horizon": "time steps it forecasts",
         "model": "patch (PatchTST), transformer (encoder–decoder), channel (attention across "
-                 "channels, each embedded by a mixture of linear experts), linear or repeat "
-                 "(baselines)",
+                 "channels, each embedded by a mixture of linear experts), linear, sparse "
+                 "(SparseTSF: a linear map across periods) or repeat (baselines)",
         "revin": "normalise each input window by its own mean and deviation (RevIN)",
         "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
                         "value, so that zero change repeats it: for series near a random "
@@ -126,6 +128,9 @@ class ForecastConfig:
         "trend_kernel": "linear and channel models: split each window into its moving "
                         "average over this many steps and the rest, one map for each "
                         "(DLinear: 25; 0: one map)",
+        "period": "sparse model: time steps of the series' cycle (24 for hourly data with a "
+                  "daily one); one small map, shared by the phases of the cycle, forecasts "
+                  "each phase from its own past",
         "experts": "channel model: linear experts whose gated mixture embeds each channel's "
                    "window (DUET's temporal clustering; 1: one linear map)",
         "mix_channels": "channel model: each channel's token attends to every channel's "
@@ -204,6 +209,8 @@ class ForecastConfig:
         if self.trend_kernel and self.model not in ("linear", "channel"):
             found.append(("trend_kernel", f"trend_kernel is for the linear and channel models, "
                                           f"not {self.model}; set trend_kernel=0"))
+        if self.model == "sparse":
+            found += in_range(self, "period", 1, self.input_length, high_included=True)
         if self.residual_attention and self.model != "patch":
             found.append(("residual_attention", f"residual_attention is for the patch model, "
                                                 f"not {self.model}; set "
@@ -256,6 +263,9 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     channels -= known  # known-future columns ride with the calendar features
     if cfg.model == "repeat":
         return RepeatLast(cfg.horizon)
+    if cfg.model == "sparse":
+        return SparseForecaster(cfg.input_length, cfg.horizon, cfg.period, channels,
+                                cfg.revin, cfg.revin_center)
     if cfg.model == "linear":
         return LinearForecaster(cfg.input_length, cfg.horizon, channels, cfg.revin,
                                 cfg.revin_center, cfg.trend_kernel)
