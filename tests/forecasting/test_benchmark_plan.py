@@ -35,6 +35,7 @@ def test_shipped_plan_covers_every_row_once(bench):
     assert by_key["exchange_rate", "patch", 96]["input_lengths"] == [96]
     assert by_key["ETTh1", "patch", 96]["minutes"] == 9.0
     assert by_key["ILI", "linear", 24]["members"] is None
+    assert by_key["ETTh1", "sparse", 720]["input_lengths"] == [512]
 
 
 def test_plan_filters(bench, tmp_path):
