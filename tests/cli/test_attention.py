@@ -117,7 +117,13 @@ def test_figures_of_the_study_notes(tmp_path):
     # trained to reverse six tokens: output t attends most to source 5 - t
     reverse = np.arange(5, -1, -1)
     bahdanau = found["bahdanau_attention"]["weights"].numpy()
-    assert (bahdanau[:6].argmax(-1) == reverse).mean() >= 0.6
+    # The RNN encoder reads forwards, so its state at source 6 - t has read 5 - t too: output
+    # t may attend to either, and which one training settles on changed with the CPU's
+    # rounding (AMD: mostly 5 - t; Intel with AMX: a band over both). Either way the band is
+    # the anti-diagonal.
+    t = np.arange(6)
+    on_band = bahdanau[t, 5 - t] + bahdanau[t, 6 - t]
+    assert np.all(on_band > 0.75), on_band
     transformer = found["transformer_attention"]
     last_cross = transformer["cross"][-1].mean(0).numpy()  # (T, S), mean of heads
     assert (last_cross[:6].argmax(-1) == reverse).mean() >= 0.6

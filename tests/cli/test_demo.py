@@ -10,7 +10,10 @@ from transduce.cli.main import main
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """A reduced `transduce demo`: the real pipeline, sized to run in seconds."""
+    """A reduced `transduce demo`: the real pipeline, sized to run in seconds. Its short
+    warm-up would take the paper's rate to 2.8 times the full demo's peak; at that rate the
+    loss climbed back from 1.4 to 2.2 on an Intel Xeon (AMX) while it fell on an AMD Zen 5,
+    so the rate is halved (loss 0.83, 88% exact match on either thread count there)."""
     out = tmp_path_factory.mktemp("demo")
     import io
     from contextlib import redirect_stderr, redirect_stdout
@@ -19,6 +22,7 @@ def demo_run(tmp_path_factory):
     with redirect_stdout(buffer), redirect_stderr(errors):
         status = main(["demo", "max_steps=150", "batch_size=64", "held_out=40", "warmup=50",
                        "valid_every=50", "log_every=10", "valid_numbers=20", "precision=fp32",
+                       "lr_factor=0.5",
                        "--out", str(out)])
     return status, buffer.getvalue(), out, errors.getvalue()
 
@@ -40,7 +44,7 @@ def test_training_made_progress(demo_run):
     _, _, out, _ = demo_run
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open(encoding="utf-8")]
     losses = [row["train_loss"] for row in rows if "train_loss" in row]
-    assert len(losses) == 15 and losses[-1] < 2.0 < losses[0]  # from ln(67) ≈ 4.2
+    assert len(losses) == 15 and losses[-1] < 1.2 and losses[0] > 2.0  # from ln(67) ≈ 4.2
     assert "exact match:" in (out / "train.log").read_text(encoding="utf-8")
 
 
