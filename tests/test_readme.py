@@ -111,7 +111,7 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     from tests.forecasting.test_cli import write_sine
 
     assert [c.split()[2] for c in FORECAST] == ["train", "test", "predict", "plot"]
-    assert [c.split()[2] for c in BLEND] == ["train", "blend", "predict"]
+    assert [c.split()[2] for c in BLEND] == ["train", "train", "blend", "predict"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").mkdir()
     for config in (Path(__file__).parents[1] / "configs").glob("forecast_*.yaml"):
