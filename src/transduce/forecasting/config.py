@@ -13,7 +13,7 @@ from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.channel import ChannelForecaster
 from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
-                                          SparseForecaster, RepeatLast, SeriesTransformer)
+                                          RepeatLast, SeriesTransformer, SparseForecaster)
 
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
