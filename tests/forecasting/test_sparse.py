@@ -76,8 +76,8 @@ def test_a_window_longer_than_whole_periods_reads_its_last_ones():
 def test_about_a_thousand_weights_at_the_longest_setting():
     """SparseTSF's title: (720 / 24)·(720 / 24) + 25 = 925 weights, against 519,120 for one
     linear map of the window."""
-    cfg = ForecastConfig(csv="x.csv", model="sparse", input_length=720, horizon=720,
-                         revin=False)
+    cfg = ForecastConfig(csv="x.csv", model="sparse", period=24, input_length=720,
+                         horizon=720, revin=False)
     assert sum(p.numel() for p in build_forecaster(cfg, 7).parameters()) == 925
     plain = build_forecaster(ForecastConfig(csv="x.csv", model="linear", input_length=720,
                                             horizon=720, revin=False), 7)
@@ -98,19 +98,23 @@ def test_instance_normalisation_makes_it_follow_an_affine_change_per_channel():
     torch.testing.assert_close(y_changed[..., [0, 2]], y[..., [0, 2]])
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("period=0", "period must be at least 1"),
-    ("period=49", "period must be at least 1 and at most 48, not 49"),
-    ("quantiles=0.1,0.9", "quantiles are for the transformer, patch and channel"),
-    ("members=2", "members is for the transformer, patch and channel"),
+@pytest.mark.parametrize("settings, message", [
+    (["model=sparse"], "the sparse model needs period"),
+    (["model=sparse", "period=-1"], "period must be at least 1"),
+    (["model=sparse", "period=49"], "period must be at least 1 and at most 48, not 49"),
+    (["model=sparse", "period=24", "quantiles=0.1,0.9"],
+     "quantiles are for the transformer, patch and channel"),
+    (["model=sparse", "period=24", "members=2"],
+     "members is for the transformer, patch and channel"),
+    (["model=linear", "period=24"], "period is for the sparse model, not linear"),
 ])
-def test_bad_settings_get_one_line(tmp_path, capsys, setting, message):
+def test_bad_settings_get_one_line(tmp_path, capsys, settings, message):
     from tests.forecasting.test_cli import write_sine
 
     csv = write_sine(tmp_path / "sine.csv")
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "model=sparse", "input_length=48",
-                 "horizon=12", setting, "--run-dir", str(run)]) != 0
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 *settings, "--run-dir", str(run)]) != 0
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not run.exists()
@@ -121,10 +125,10 @@ def test_sparse_learns_a_daily_sine_well_below_repeating_it(tmp_path):
 
     csv = write_sine(tmp_path / "sine.csv")
     scores = {}
-    for model in ("repeat", "sparse"):
+    for model, extra in (("repeat", []), ("sparse", ["period=24"])):
         run = tmp_path / model
         assert main(["forecast", "train", f"csv={csv}", f"model={model}", "input_length=48",
-                     "horizon=12", "period=24", "lr=0.02", "max_epochs=10", "threads=1",
+                     "horizon=12", *extra, "lr=0.02", "max_epochs=10", "threads=1",
                      "--run-dir", str(run)]) == 0
         assert main(["forecast", "test", str(run)]) == 0
         scores[model] = json.loads((run / "test_results.json").read_text())["mse"]

@@ -68,8 +68,8 @@ class ForecastConfig:
     residual_attention: bool = False
     # linear and channel
     trend_kernel: int = 0
-    # sparse
-    period: int = 24
+    # sparse (0: not set)
+    period: int = 0
     # channel
     experts: int = 4
     mix_channels: bool = True
@@ -130,7 +130,8 @@ class ForecastConfig:
                         "(DLinear: 25; 0: one map)",
         "period": "sparse model: time steps of the series' cycle (24 for hourly data with a "
                   "daily one); one small map, shared by the phases of the cycle, forecasts "
-                  "each phase from its own past",
+                  "each phase from its own past (0: not set; sparse needs it, the other "
+                  "models refuse it)",
         "experts": "channel model: linear experts whose gated mixture embeds each channel's "
                    "window (DUET's temporal clustering; 1: one linear map)",
         "mix_channels": "channel model: each channel's token attends to every channel's "
@@ -209,8 +210,14 @@ class ForecastConfig:
         if self.trend_kernel and self.model not in ("linear", "channel"):
             found.append(("trend_kernel", f"trend_kernel is for the linear and channel models, "
                                           f"not {self.model}; set trend_kernel=0"))
-        if self.model == "sparse":
+        if self.model == "sparse" and not self.period:
+            found.append(("period", "the sparse model needs period, the time steps of the "
+                                    "series' cycle: e.g. period=24 for hourly data"))
+        elif self.model == "sparse":
             found += in_range(self, "period", 1, self.input_length, high_included=True)
+        elif self.period:
+            found.append(("period", f"period is for the sparse model, not {self.model}; "
+                                    "set period=0"))
         if self.residual_attention and self.model != "patch":
             found.append(("residual_attention", f"residual_attention is for the patch model, "
                                                 f"not {self.model}; set "
