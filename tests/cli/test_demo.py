@@ -13,7 +13,8 @@ def demo_run(tmp_path_factory):
     """A reduced `transduce demo`: the real pipeline, sized to run in seconds. Its short
     warm-up would take the paper's rate to 2.8 times the full demo's peak; at that rate the
     loss climbed back from 1.4 to 2.2 on an Intel Xeon (AMX) while it fell on an AMD Zen 5,
-    so the rate is halved (loss 0.83, 88% exact match on either thread count there)."""
+    so the rate is halved (there: loss 0.83 and 0.81, exact match 87.5% and 90% at one and
+    two threads)."""
     out = tmp_path_factory.mktemp("demo")
     import io
     from contextlib import redirect_stderr, redirect_stdout
