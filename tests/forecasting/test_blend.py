@@ -89,6 +89,45 @@ def test_the_weights_are_those_of_lowest_validation_mse_and_test_is_their_blend(
     assert record["models"] == ["linear", "linear", "patch"]
 
 
+def test_equal_weights_give_the_mean_and_choose_nothing(runs_on_a_sine, tmp_path, capsys):
+    runs = [runs_on_a_sine["linear48"], runs_on_a_sine["linear24"], runs_on_a_sine["patch24"]]
+    assert main(["forecast", "blend", *runs, "--out", str(tmp_path / "b"), "--equal"]) == 0
+    assert "nothing was chosen on validation" in capsys.readouterr().out
+    record = json.loads((tmp_path / "b" / "blend.json").read_text())
+    loaded = [load_run(run) for run in runs]
+    data = loaded[0][2]
+    val, test = truth(data, "val"), truth(data, "test")
+    val_f = [point_forecasts(m, data, "val", cfg.input_length) for cfg, m, _ in loaded]
+    test_f = [point_forecasts(m, data, "test", cfg.input_length) for cfg, m, _ in loaded]
+    assert record["weights"] == pytest.approx([1 / 3] * 3)
+    assert record["equal"] is True and record["step"] is None
+    assert record["val_mse"] == pytest.approx(float(((sum(val_f) / 3 - val) ** 2).mean()))
+    assert record["test"]["mse"] == pytest.approx(float(((sum(test_f) / 3 - test) ** 2).mean()))
+    assert record["val_mse_alone"] == pytest.approx(
+        [float(((f - val) ** 2).mean()) for f in val_f])
+
+
+def test_a_bag_of_blends_is_the_mean_of_the_blends_and_loads_like_a_run(runs_on_a_sine,
+                                                                        tmp_path, capsys):
+    runs = runs_on_a_sine
+    first = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "first", step=0.5)
+    second = blend_runs([runs["patch24b"], runs["linear48"]], tmp_path / "second", step=0.5)
+    bag = blend_runs([str(tmp_path / "first"), str(tmp_path / "second")], tmp_path / "bag",
+                     equal=True)
+    assert bag["weights"] == [0.5, 0.5]
+    assert all(model.startswith("blend of ") for model in bag["models"])
+    cfg, model, data = load_run(tmp_path / "bag")
+    test = truth(data, "test")
+    each = [point_forecasts(load_run(tmp_path / name)[1], data, "test", cfg.input_length)
+            for name in ("first", "second")]
+    mean = (each[0] + each[1]) / 2
+    assert bag["test"]["mse"] == pytest.approx(float(((mean - test) ** 2).mean()))
+    assert bag["test"]["mse"] != pytest.approx(first["test"]["mse"])
+    assert bag["test"]["mse"] != pytest.approx(second["test"]["mse"])
+    assert main(["forecast", "test", str(tmp_path / "bag")]) == 0
+    assert f"{bag['test']['mse']:.4f}" in capsys.readouterr().out
+
+
 def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
         runs_on_a_sine, tmp_path, monkeypatch):
     runs = runs_on_a_sine

@@ -53,11 +53,16 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "and horizon (any models and input lengths) into their weighted mean. "
                     "The weights are searched over the simplex in steps of --step, a run "
                     "alone included, and those of lowest validation MSE are kept; the blend "
-                    "is then scored on the test split. Writes OUT/blend.json.")
+                    "is then scored on the test split. With --equal the weights are 1/n "
+                    "each (a bag of seeds). Writes OUT/blend.json.")
     blend.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="forecasting runs")
     blend.add_argument("--out", required=True, help="folder for blend.json")
     blend.add_argument("--step", type=float, default=0.25,
                        help="the weights' grid step; it must divide 1 (default 0.25)")
+    blend.add_argument("--equal", action="store_true",
+                       help="fix the weights at 1/n each and choose nothing on validation: "
+                            "the mean of the same model or blend trained from several seeds "
+                            "(a bag); a RUN_DIR may be a blend folder")
     blend.add_argument("--drop-last", type=positive_int, action="append", default=[],
                        metavar="B", help="as for forecast test")
     blend.set_defaults(run=run_blend)
@@ -121,11 +126,14 @@ def run_test(args: argparse.Namespace) -> int:
 def run_blend(args: argparse.Namespace) -> int:
     from transduce.forecasting.blend import BLEND_FILE, blend_runs
 
-    record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last))
+    record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last),
+                        args.equal)
     for run, model, weight, alone in zip(record["runs"], record["models"], record["weights"],
                                          record["val_mse_alone"]):
         print(f"{weight:.2f} × {model} ({run}): validation mse alone {alone:.4f}")
     test = record["test"]
+    if record["equal"]:
+        print("equal weights (--equal): nothing was chosen on validation")
     print(f"blend: validation mse {record['val_mse']:.4f}; test mse {test['mse']:.4f} "
           f"mae {test['mae']:.4f} ({test['windows']} windows, horizon {record['horizon']})")
     for batch, scores in test.get("drop_last", {}).items():

@@ -133,9 +133,11 @@ def truth(data, split: str) -> np.ndarray:
 
 
 def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
-               drop_last: tuple[int, ...] = ()) -> dict:
+               drop_last: tuple[int, ...] = (), equal: bool = False) -> dict:
     """Choose the weights of ``run_dirs``' forecasts on validation, score the blend on test,
-    and write OUT/blend.json; returns its record.
+    and write OUT/blend.json; returns its record. With ``equal``, the weights are fixed at
+    1/n each and nothing is chosen: the mean of the same pipeline trained from several
+    seeds (a bag). A member may itself be a blend folder.
 
     Raises:
         UserError: fewer than two runs, or runs that do not forecast the same values
@@ -143,7 +145,10 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     """
     if len(run_dirs) < 2:
         raise UserError("forecast blend needs two or more run directories")
-    grid = simplex(len(run_dirs), step)  # a bad --step fails before any run is loaded
+    # a bad --step fails before any run is loaded
+    alone = simplex(len(run_dirs), 1.0)
+    grid = alone + [(1 / len(run_dirs),) * len(run_dirs)] if equal else \
+        simplex(len(run_dirs), step)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
@@ -175,7 +180,7 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         blended = sum(w * f for w, f in zip(weights, forecasts) if w)
         return float(((blended - val_truth) ** 2).mean())
     scored = [(val_mse(weights), index) for index, weights in enumerate(grid)]
-    best_mse, best = min(scored)
+    best_mse, best = scored[-1] if equal else min(scored)
     weights = list(grid[best])
     chosen = [i for i, w in enumerate(weights) if w]
     levels = {tuple(loaded[i][0].quantiles) for i in chosen}
@@ -184,8 +189,9 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     test = evaluate(model, data, "test", drop_last=drop_last, quantiles=quantiles)
     record = {
         "runs": [str(Path(run).resolve()) for run in run_dirs],
-        "models": [cfg.model for cfg, _, _ in loaded], "input_lengths": lengths,
-        "horizon": first_cfg.horizon, "step": step, "weights": weights,
+        "models": [getattr(model, "label", cfg.model) for cfg, model, _ in loaded],
+        "input_lengths": lengths, "horizon": first_cfg.horizon,
+        "step": None if equal else step, "equal": equal, "weights": weights,
         "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:len(run_dirs)]],
         "quantiles": list(quantiles), "test": test,
     }
