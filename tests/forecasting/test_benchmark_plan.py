@@ -145,3 +145,47 @@ def test_results_table_rows_means_and_choices(bench):
     assert "| transduce patch, B=32 | 2.000 | 3.000 | 4.000 | 5.000 | 3.500 |" in lines
     assert "transduce linear" not in text
     assert "input length chosen" not in text
+
+
+def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, monkeypatch,
+                                                                     capsys):
+    from tests.forecasting.test_cli import write_sine
+    from transduce.cli.main import main
+    from transduce.forecasting.blend import blend_runs, point_forecasts, truth
+    from transduce.forecasting.evaluation import load_run
+
+    spec = importlib.util.spec_from_file_location("forecast_bag", SCRIPT.with_name("bag.py"))
+    bag = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bag)
+    monkeypatch.setitem(bag.DATASETS, "sine", ("sine.csv", "sine", [12]))
+    monkeypatch.setitem(bag.REFERENCE_BATCHES, "sine", (8,))
+    csv = write_sine(tmp_path / "sine.csv")
+    seeds = [tmp_path / "s1", tmp_path / "s2"]
+    for seed, folder in enumerate(seeds, 1):
+        runs = []
+        for length in (24, 48):
+            run = folder / f"linear_{length}"
+            assert main(["forecast", "train", f"csv={csv}", "horizon=12", "model=linear",
+                         f"input_length={length}", "quantiles=", "max_epochs=2", "threads=1",
+                         f"seed={seed}", "--run-dir", str(run)]) == 0
+            runs.append(str(run))
+        blend_runs(runs, bag.blend_dir(folder, "sine", ["linear", "linear"], 12), step=0.5)
+    argv = ["bag.py", "--dataset", "sine", "--models", "linear,linear", "--runs",
+            ",".join(map(str, seeds)), "--out", str(tmp_path / "out")]
+    monkeypatch.setattr(sys, "argv", argv)
+    bag.main()
+    row = json.loads((tmp_path / "out" / "bag_linear+linear.json").read_text())["results"][0]
+    blends = [bag.blend_dir(folder, "sine", ["linear", "linear"], 12) for folder in seeds]
+    cfg, _, data = load_run(blends[0])
+    each = [point_forecasts(load_run(b)[1], data, "test", cfg.input_length) for b in blends]
+    mean_mse = float((((each[0] + each[1]) / 2 - truth(data, "test")) ** 2).mean())
+    assert row["mse"] == pytest.approx(mean_mse, abs=1e-4)
+    assert row["test_mse_each"] == [
+        round(json.loads((b / "blend.json").read_text())["test"]["mse"], 4) for b in blends]
+    assert "| bag of the 2, test |" in (tmp_path / "out" / "bag_linear+linear.md").read_text()
+    # a seed without its blend: named, and nothing written
+    monkeypatch.setattr(sys, "argv", [*argv[:5], "--runs", f"{seeds[0]},{tmp_path / 's3'}",
+                                      "--out", str(tmp_path / "out2")])
+    with pytest.raises(SystemExit, match="s3/blend/sine_linear\\+linear_12: no blend there"):
+        bag.main()
+    assert not (tmp_path / "out2").exists()
