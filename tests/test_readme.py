@@ -30,8 +30,9 @@ def console_block(marker: str) -> list[str]:
 PIPELINE = console_block("transduce data multi30k")
 SERVING = console_block("transduce export")
 FORECAST = console_block("> next_96_hours.csv")
-BLEND = console_block("transduce forecast blend")
-COMMANDS = [c for c in COMMANDS if c not in PIPELINE + SERVING + FORECAST + BLEND]
+BLEND = console_block("next_blend.csv")
+BAG = console_block("--equal")
+COMMANDS = [c for c in COMMANDS if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG]
 
 
 def run_console(command: str, capsys, replace=(), extra=()) -> str:
@@ -107,11 +108,12 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
 
 def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
     """The forecasting commands on a generated hourly series and a tiny model, then the
-    blend of that run with a linear one."""
+    blend of that run with a linear and a sparse one, then a bag of two sparse seeds."""
     from tests.forecasting.test_cli import write_sine
 
     assert [c.split()[2] for c in FORECAST] == ["train", "test", "predict", "plot"]
     assert [c.split()[2] for c in BLEND] == ["train", "train", "blend", "predict"]
+    assert [c.split()[2] for c in BAG] == ["train", "blend"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "configs").mkdir()
     for config in (Path(__file__).parents[1] / "configs").glob("forecast_*.yaml"):
@@ -121,9 +123,10 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
             "threads=1"]
     outputs = [run_console(command, capsys, [("PATH/ETTh1.csv", str(csv))],
                            tiny if " train " in command else ())
-               for command in FORECAST + BLEND]
+               for command in FORECAST + BLEND + BAG]
     assert outputs[1].startswith("test mse ")
-    assert "blend: validation mse" in outputs[-2]
+    assert "blend: validation mse" in outputs[-4]
+    assert "nothing was chosen on validation" in outputs[-1]
     assert len((tmp_path / "next_blend.csv").read_text().splitlines()) == 1 + 12
     assert len((tmp_path / "next_96_hours.csv").read_text().splitlines()) == 1 + 12
     assert list(tmp_path.glob("runs/*/forecast_0.png"))
