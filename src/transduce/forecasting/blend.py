@@ -145,10 +145,10 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     """
     if len(run_dirs) < 2:
         raise UserError("forecast blend needs two or more run directories")
-    # a bad --step fails before any run is loaded
-    alone = simplex(len(run_dirs), 1.0)
-    grid = alone + [(1 / len(run_dirs),) * len(run_dirs)] if equal else \
-        simplex(len(run_dirs), step)
+    n = len(run_dirs)
+    # each run alone first, as simplex() orders them, then what may be kept; a bad --step
+    # fails before any run is loaded
+    grid = simplex(n, 1.0) + [(1 / n,) * n] if equal else simplex(n, step)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
@@ -192,7 +192,7 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         "models": [getattr(model, "label", cfg.model) for cfg, model, _ in loaded],
         "input_lengths": lengths, "horizon": first_cfg.horizon,
         "step": None if equal else step, "equal": equal, "weights": weights,
-        "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:len(run_dirs)]],
+        "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:n]],
         "quantiles": list(quantiles), "test": test,
     }
     out.mkdir(parents=True, exist_ok=True)
