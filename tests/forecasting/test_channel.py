@@ -188,11 +188,11 @@ def test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band(tmp_pa
     scores = {}
     for model in ("repeat", "channel"):
         run = tmp_path / model
-        extra = ["quantiles=0.1,0.9", "mix_channels=false"] if model == "channel" else []
+        extra = ["quantiles=0.1,0.9", "mix_channels=false", "d_model=16", "num_heads=2",
+                 "d_ff=32", "num_encoder_layers=1", "dropout=0.0"] if model == "channel" else []
         assert main(["forecast", "train", f"csv={csv}", f"model={model}", "input_length=48",
-                     "horizon=12", "d_model=16", "num_heads=2", "d_ff=32",
-                     "num_encoder_layers=1", "dropout=0.0", "lr=0.003", "batch_size=32",
-                     "max_epochs=4", "threads=1", *extra, "--run-dir", str(run)]) == 0
+                     "horizon=12", "lr=0.003", "batch_size=32", "max_epochs=4", "threads=1",
+                     *extra, "--run-dir", str(run)]) == 0
         assert main(["forecast", "test", str(run)]) == 0
         scores[model] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
     assert scores["channel"] < 0.3 * scores["repeat"], scores

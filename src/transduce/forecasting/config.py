@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from torch import nn
 
-from transduce.config import Origin, at_least, in_range, one_of, raise_problems
+from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise_problems,
+                              resolve_key)
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.channel import ChannelForecaster
@@ -18,6 +20,20 @@ from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, P
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
 POINT_LOSSES = ("mse", "mae")
+# Settings only some models read, by dotted key. A YAML file shared by several models may
+# hold them; given by name (a command-line item, a setting of Forecaster.fit) for a model
+# that does not read them, they are refused instead of silently ignored. Keys that other
+# models cannot take at any value (quantiles, members, period, ...) are refused by value
+# in ForecastConfig.problems.
+READ_BY = {
+    "patch_len": ("patch",), "stride": ("patch",), "head_dropout": ("patch", "channel"),
+    "experts": ("channel",), "mix_channels": ("channel",),
+    "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
+    **{f"layers.{key}": NEURAL for key in ("d_model", "num_heads", "d_ff",
+                                           "num_encoder_layers", "dropout",
+                                           "attention_dropout", "activation_dropout",
+                                           "activation", "norm")},
+}
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
@@ -240,9 +256,25 @@ class ForecastConfig:
                                           f"input_length={self.input_length}"))
         return found + self.engine.problems()
 
+    def unread(self, keys: Iterable[str]) -> list[tuple[str, str]]:
+        """(key, what is wrong) for each of ``keys`` (given by name, bare or dotted) that
+        this config's model does not read (see ``READ_BY``)."""
+        leaves, found = flatten(self), []
+        for key in keys:
+            path = resolve_key(key, leaves, "forecast config")
+            readers = READ_BY.get(path, (self.model,))
+            if self.model not in readers:
+                found.append((path, f"{key} is read by the {' and '.join(readers)} "
+                                    f"model{'s' if len(readers) > 1 else ''}, not "
+                                    f"{self.model}; leave it out"))
+        return found
+
     def validate(self, origin: Origin | str) -> None:
-        """Raise a UserError naming where the faulty value came from."""
-        raise_problems(self.problems(), origin)
+        """Raise a UserError naming where the faulty value came from; a setting given on
+        the command line that the model does not read is one too."""
+        given = origin.given if isinstance(origin, Origin) else ()
+        raise_problems(self.problems() + self.unread(item.partition("=")[0].strip()
+                                                     for item in given), origin)
 
     def column_list(self) -> list[str]:
         return _names(self.columns)

@@ -47,7 +47,7 @@ class Forecaster:
         load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
         ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
         Calling it again on the same ``run_dir`` resumes that run."""
-        from transduce.config import apply_mapping, load_config
+        from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
         from transduce.forecasting.config import ForecastConfig
         from transduce.io import write_text
         from transduce.tasks.forecasting import train_forecaster
@@ -61,6 +61,7 @@ class Forecaster:
             csv_path = Path(data)
         cfg = load_config(ForecastConfig, config)
         cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
+        raise_problems(cfg.unread(flatten_dict(settings)), "settings")
         train_forecaster(cfg, run_dir)
         return cls(run_dir)
 

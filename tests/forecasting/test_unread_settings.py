@@ -1,0 +1,51 @@
+"""A setting given by name for a model that does not read it is refused, not ignored."""
+
+import pytest
+
+from tests.forecasting.test_cli import write_sine
+from transduce.cli.main import main
+from transduce.errors import UserError
+from transduce.forecasting.config import READ_BY, ForecastConfig
+from transduce.forecasting.predict import Forecaster
+
+
+@pytest.mark.parametrize("settings, message", [
+    (["model=linear", "patch_len=8"], "command line patch_len=8: patch_len is read by the "
+                                      "patch model, not linear; leave it out"),
+    (["model=sparse", "period=24", "d_model=8"],
+     "command line d_model=8: d_model is read by the transformer and patch and channel "
+     "models, not sparse"),
+    (["model=patch", "experts=2"], "experts is read by the channel model, not patch"),
+    (["model=patch", "label_length=4"], "label_length is read by the transformer model"),
+    (["model=channel", "layers.num_decoder_layers=2"],
+     "layers.num_decoder_layers is read by the transformer model, not channel"),
+    (["model=repeat", "head_dropout=0.1"], "head_dropout is read by the patch and channel"),
+])
+def test_a_setting_the_model_does_not_read_is_one_line(tmp_path, capsys, settings, message):
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 "quantiles=", "max_epochs=1", "threads=1", *settings, "--run-dir",
+                 str(run)]) != 0
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not run.exists()
+
+
+def test_settings_the_model_reads_and_shared_files_pass():
+    patch = ForecastConfig(csv="x.csv", model="patch")
+    assert patch.unread(["patch_len", "stride", "d_model", "layers.dropout", "head_dropout",
+                         "lr", "input_length", "revin"]) == []
+    # a YAML file's values are not given by name: a linear run from the patch config passes
+    assert ForecastConfig(csv="x.csv", model="linear", patch_len=24).problems() == []
+    assert [key for key, _ in ForecastConfig(model="transformer").unread(READ_BY)] == [
+        key for key, readers in READ_BY.items() if "transformer" not in readers]
+
+
+def test_fit_refuses_them_too(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv")
+    with pytest.raises(UserError, match="settings: stride is read by the patch model, not "
+                                        "linear"):
+        Forecaster.fit(csv, tmp_path / "run", model="linear", stride=4, input_length=48,
+                       horizon=12, quantiles=[], max_epochs=1, threads=1)
+    assert not (tmp_path / "run").exists()
