@@ -22,16 +22,11 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from blend import blend_dir, save_rows  # noqa: E402
 from report import DATASETS, EVERY_WINDOW, REFERENCE_BATCHES  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.forecasting.blend import BLEND_FILE  # noqa: E402
-from transduce.io import write_text  # noqa: E402
-
-
-def blend_dir(runs: Path, dataset: str, models: list[str], horizon: int) -> Path:
-    """Where blend.py put the blend of ``models`` at ``horizon`` (see blend.py's blend_rows)."""
-    return runs / "blend" / f"{dataset}_{'+'.join(models)}_{horizon}"
 
 
 def bag_rows(dataset: str, models: list[str], runs: list[Path]) -> list[dict]:
@@ -102,13 +97,7 @@ def main() -> None:
         raise SystemExit("--runs: give the run folders of two or more seeds")
     start = time.perf_counter()
     rows = bag_rows(args.dataset, models, runs)
-    command = "python benchmarks/forecasting/bag.py " + " ".join(sys.argv[1:])
-    seconds = time.perf_counter() - start
-    name = "bag_" + "+".join(models)
-    write_text(args.out / f"{name}.json",
-               json.dumps({"command": command, "seconds": round(seconds), "results": rows},
-                          indent=2) + "\n")
-    write_text(args.out / f"{name}.md", markdown(rows, command, seconds))
+    save_rows(args.out, "bag_" + "+".join(models), rows, markdown, time.perf_counter() - start)
 
 
 if __name__ == "__main__":

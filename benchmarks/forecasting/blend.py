@@ -36,6 +36,22 @@ def row_run(row: dict, runs: Path) -> Path:
                     row["input_length"] if searched else None, row.get("members"), runs)
 
 
+def blend_dir(runs: Path, dataset: str, models: list[str], horizon: int) -> Path:
+    """Where the blend of ``models``' runs at ``horizon`` goes (bag.py reads it there)."""
+    return runs / "blend" / f"{dataset}_{'+'.join(models)}_{horizon}"
+
+
+def save_rows(folder: Path, name: str, rows: list[dict], markdown, seconds: float) -> None:
+    """FOLDER/NAME.json (this script's command, its seconds and the rows) and FOLDER/NAME.md
+    (``markdown(rows, command, seconds)``)."""
+    command = (f"python benchmarks/forecasting/{Path(sys.argv[0]).name} " +
+               " ".join(sys.argv[1:]))
+    write_text(folder / f"{name}.json",
+               json.dumps({"command": command, "seconds": round(seconds), "results": rows},
+                          indent=2) + "\n")
+    write_text(folder / f"{name}.md", markdown(rows, command, seconds).rstrip("\n") + "\n")
+
+
 def blend_rows(results: Path, models: list[str], datasets: list[str], step: float,
                runs: Path) -> list[dict]:
     by_key = {(r["dataset"], r["model"], r["horizon"]): r for r in load_saved(results)["results"]}
@@ -49,7 +65,7 @@ def blend_rows(results: Path, models: list[str], datasets: list[str], step: floa
             missing = [d for d in dirs if not d.is_dir()]
             if missing:
                 raise SystemExit(f"{missing[0]}: no such run directory (give --runs)")
-            out = runs / "blend" / f"{dataset}_{'+'.join(models)}_{horizon}"
+            out = blend_dir(runs, dataset, models, horizon)
             scoring = [f"--drop-last={b}" for b in REFERENCE_BATCHES[dataset]]
             if transduce(["forecast", "blend", *map(str, dirs), "--out", str(out),
                           "--step", str(step), *scoring]) != 0:
@@ -117,13 +133,8 @@ def main() -> None:
     if not rows:
         raise SystemExit(f"{args.results / 'results.json'}: no dataset and horizon has a row "
                          f"of each of {', '.join(models)}")
-    command = "python benchmarks/forecasting/blend.py " + " ".join(sys.argv[1:])
-    seconds = time.perf_counter() - start
-    name = "blend_" + "+".join(models)
-    write_text(args.results / f"{name}.json",
-               json.dumps({"command": command, "seconds": round(seconds), "results": rows},
-                          indent=2) + "\n")
-    write_text(args.results / f"{name}.md", markdown(rows, command, seconds) + "\n")
+    save_rows(args.results, "blend_" + "+".join(models), rows, markdown,
+              time.perf_counter() - start)
 
 
 if __name__ == "__main__":
