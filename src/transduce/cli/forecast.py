@@ -55,7 +55,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "alone included, and those of lowest validation MSE are kept; the blend "
                     "is then scored on the test split. With --equal the weights are 1/n "
                     "each (a bag of seeds). Writes OUT/blend.json.")
-    blend.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="forecasting runs")
+    blend.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                       help="forecasting runs (or folders forecast blend wrote)")
     blend.add_argument("--out", required=True, help="folder for blend.json")
     blend.add_argument("--step", type=float, default=0.25,
                        help="the weights' grid step; it must divide 1 (default 0.25)")
