@@ -235,10 +235,13 @@ class Origin:
     file: str = "defaults"
     given: tuple[str, ...] = ()
 
+    def keys(self) -> list[str]:
+        """The key of each command-line item, as written (bare or dotted)."""
+        return [item.partition("=")[0].strip() for item in self.given]
+
     def of(self, key: str) -> str:
         leaf = key.rsplit(".", 1)[-1]
-        for item in reversed(self.given):
-            name = item.partition("=")[0].strip()
+        for item, name in reversed(list(zip(self.given, self.keys()))):
             if name.rsplit(".", 1)[-1] == leaf:
                 return f"command line {item}"
         return self.file

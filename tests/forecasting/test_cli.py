@@ -42,6 +42,19 @@ def write_sine(path, n=600, noise=0.1, seed=0):
     return path
 
 
+def refused(tmp_path, capsys, settings) -> str:
+    """The one-line error of `forecast train` on a sine with ``settings`` (48 steps in, 12
+    out), checked to exit non-zero and leave no run directory."""
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
+                 *settings, "--run-dir", str(run)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert not run.exists()
+    return err[0]
+
+
 @pytest.fixture
 def sine(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")

@@ -272,9 +272,8 @@ class ForecastConfig:
     def validate(self, origin: Origin | str) -> None:
         """Raise a UserError naming where the faulty value came from; a setting given on
         the command line that the model does not read is one too."""
-        given = origin.given if isinstance(origin, Origin) else ()
-        raise_problems(self.problems() + self.unread(item.partition("=")[0].strip()
-                                                     for item in given), origin)
+        given = origin.keys() if isinstance(origin, Origin) else []
+        raise_problems(self.problems() + self.unread(given), origin)
 
     def column_list(self) -> list[str]:
         return _names(self.columns)
