@@ -1,5 +1,6 @@
 """The `channel` model: channel tokens embedded by a mixture of linear experts."""
 
+import dataclasses
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -166,12 +167,28 @@ def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attentio
     assert y_reads[1] > 0.8, y_reads
 
 
+@pytest.mark.parametrize("trend_kernel", [0, 5])
+def test_experts_started_at_the_mean_embed_a_window_as_its_mean(trend_kernel):
+    from transduce.forecasting.config import ForecastConfig, build_forecaster
+
+    cfg = ForecastConfig(csv="x.csv", model="channel", input_length=24, horizon=6,
+                         trend_kernel=trend_kernel, expert_init="mean", experts=3,
+                         layers=dataclasses.replace(ForecastConfig().layers, d_model=8))
+    model = build_forecaster(cfg, 2)
+    x = torch.randn(4, 24, 2)
+    tokens = model.tokens(x)  # (B, C, D): every feature of every expert the window's mean
+    assert torch.allclose(tokens, x.mean(1).unsqueeze(-1).expand(4, 2, 8), atol=1e-5)
+    random = build_forecaster(dataclasses.replace(cfg, expert_init="uniform"), 2)
+    assert not torch.allclose(random.tokens(x), tokens, atol=1e-3)
+
+
 @pytest.mark.parametrize("items, message", [
     (["inputs=a", "mix_channels=false"], "set mix_channels=true or inputs="),
     (["learned_mask=true", "mix_channels=false"], "learned_mask is for the channel model "
                                                   "with mix_channels=true"),
     (["known=b"], "known-future covariates are for the transformer and patch"),
     (["experts=0"], "experts"),
+    (["expert_init=zeros"], "expert_init"),
 ])
 def test_channel_settings_are_checked(tmp_path, capsys, items, message):
     csv = write_leading(tmp_path / "s.csv", n=200)

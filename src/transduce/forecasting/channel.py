@@ -18,6 +18,8 @@ from transduce.nn.dropout import Dropout
 from transduce.nn.layers import EncoderLayer
 from transduce.nn.transformer import Encoder
 
+EXPERT_INITS = ("uniform", "mean")
+
 
 class ChannelForecaster(nn.Module):
     """A Transformer encoder across channels, each channel's whole window one token (as in
@@ -35,7 +37,9 @@ class ChannelForecaster(nn.Module):
     itself, so every channel is forecast from its own window alone (channel independence, as
     PatchTST), and the encoder is a per-channel network on the experts' features. With
     ``learned_mask=True`` each window's :class:`ChannelMask` chooses which channels each
-    token attends to (DUET's channel clustering).
+    token attends to (DUET's channel clustering). The experts' maps start random
+    (``expert_init="uniform"``, ±1/√L) or as the window's mean in every feature (``"mean"``:
+    1/L everywhere, as DLinear's and DUET's code start them).
     """
 
     def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
@@ -45,10 +49,12 @@ class ChannelForecaster(nn.Module):
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
                  revin_center: str = "mean", mix_channels: bool = True,
                  learned_mask: bool = False, attention_dropout: float = 0.0,
-                 activation_dropout: float = 0.0) -> None:
+                 activation_dropout: float = 0.0, expert_init: str = "uniform") -> None:
         super().__init__()
         if learned_mask and not mix_channels:
             raise ValueError("learned_mask needs mix_channels=True")
+        if expert_init not in EXPERT_INITS:
+            raise ValueError(f"expert_init must be one of {EXPERT_INITS}")
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
         self.horizon, self.trend_kernel = horizon, trend_kernel
         self.mix_channels = mix_channels
@@ -61,6 +67,11 @@ class ChannelForecaster(nn.Module):
                                      .uniform_(-scale, scale))
         self.trend = (nn.Parameter(torch.empty(experts, input_length, d_model)
                                    .uniform_(-scale, scale)) if trend_kernel else None)
+        if expert_init == "mean":
+            with torch.no_grad():
+                for maps in (self.seasonal, self.trend):
+                    if maps is not None:
+                        maps.fill_(1 / input_length)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
         self.gate = nn.Linear(input_length, experts)
         layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,

@@ -13,7 +13,7 @@ from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise
                               resolve_key)
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.channel import ChannelForecaster
+from transduce.forecasting.channel import EXPERT_INITS, ChannelForecaster
 from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
                                           RepeatLast, SeriesTransformer, SparseForecaster)
 
@@ -27,7 +27,7 @@ POINT_LOSSES = ("mse", "mae")
 # in ForecastConfig.problems.
 READ_BY = {
     "patch_len": ("patch",), "stride": ("patch",), "head_dropout": ("patch", "channel"),
-    "experts": ("channel",), "mix_channels": ("channel",),
+    "experts": ("channel",), "mix_channels": ("channel",), "expert_init": ("channel",),
     "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
     **{f"layers.{key}": NEURAL for key in ("d_model", "num_heads", "d_ff",
                                            "num_encoder_layers", "dropout",
@@ -88,6 +88,7 @@ class ForecastConfig:
     period: int = 0
     # channel
     experts: int = 4
+    expert_init: str = "uniform"
     mix_channels: bool = True
     learned_mask: bool = False
     # transformer
@@ -150,6 +151,9 @@ class ForecastConfig:
                   "models refuse it)",
         "experts": "channel model: linear experts whose gated mixture embeds each channel's "
                    "window (DUET's temporal clustering; 1: one linear map)",
+        "expert_init": "channel model: the experts' first weights, uniform (random, "
+                       "±1/√input_length) or mean (each feature the window's mean, as "
+                       "DLinear's and DUET's code start)",
         "mix_channels": "channel model: each channel's token attends to every channel's "
                         "(true) or only to its own (false: channel-independent)",
         "learned_mask": "channel model with mix_channels=true: each window chooses which "
@@ -178,7 +182,8 @@ class ForecastConfig:
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
         found = (one_of(self, "model", MODELS) + one_of(self, "revin_center", CENTERS)
-                 + one_of(self, "point_loss", POINT_LOSSES))
+                 + one_of(self, "point_loss", POINT_LOSSES)
+                 + one_of(self, "expert_init", EXPERT_INITS))
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         L = self.layers
@@ -318,6 +323,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.model == "channel":
         return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
                                  num_layers=L.num_encoder_layers, experts=cfg.experts,
+                                 expert_init=cfg.expert_init,
                                  trend_kernel=cfg.trend_kernel, head_dropout=cfg.head_dropout,
                                  quantiles=cfg.quantiles, targets=channels - inputs,
                                  mix_channels=cfg.mix_channels,
