@@ -9,7 +9,8 @@ Each (dataset, horizon, model) trains in runs/bench/forecast/NAME (resumable: fi
 are scored again, not retrained), then is scored on the test split. A plan gives each
 dataset and model its own minutes, ensemble members and input length (plan.yaml: the
 settings the searches chose on validation); ``--jobs N`` trains N rows at a time, each in
-its own process with cores / N threads. Results: benchmarks/forecasting/results.json (saved
+its own process with cores / N threads. A plan's ``settings`` are config items for one
+model's rows (all of them, or per horizon), before those of the command line. Results: benchmarks/forecasting/results.json (saved
 after every row) and results.md.
 """
 
@@ -31,8 +32,9 @@ sys.path.insert(0, str(HERE))
 from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.config import read_yaml  # noqa: E402
-from transduce.forecasting.config import NEURAL  # noqa: E402
+from transduce.config import apply_overrides, read_yaml  # noqa: E402
+from transduce.errors import UserError  # noqa: E402
+from transduce.forecasting.config import NEURAL, ForecastConfig  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 ROOT = HERE.parents[1]
@@ -262,10 +264,10 @@ def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
             if model not in MODELS:
                 raise SystemExit(f"{where}: unknown model; known: {', '.join(MODELS)}")
             settings = settings or {}
-            unknown = set(settings) - {"minutes", "members", "input_length"}
+            unknown = set(settings) - {"minutes", "members", "input_length", "settings"}
             if unknown:
                 raise SystemExit(f"{where}: unknown setting {sorted(unknown)[0]!r}; known: "
-                                 "minutes, members, input_length")
+                                 "minutes, members, input_length, settings")
             minutes = settings.get("minutes")
             if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0:
                 raise SystemExit(f"{where}: minutes must be a positive number, not {minutes!r}")
@@ -275,6 +277,8 @@ def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
                                       "input_length")
                 tasks.append({"dataset": dataset, "horizon": horizon, "model": model,
                               "minutes": float(minutes),
+                              "settings": _config_items(settings.get("settings"), horizon,
+                                                        where),
                               "input_lengths": [length] if length else None,
                               "members": [members] if members else None})
     wanted = [(datasets or "").split(",") if datasets else None,
@@ -298,6 +302,31 @@ def _per_horizon(value, horizon: int, where: str, name: str) -> int | None:
                               or value < 1):
         raise SystemExit(f"{where}: {name} must be a whole number of 1 or more, not {value!r}")
     return value
+
+
+def _config_items(value, horizon: int, where: str) -> list[str]:
+    """A plan's ``settings`` for one row as key=value items: one mapping of config keys for
+    every horizon, or one per horizon ({720: {dropout: 0.2}}; a horizon left out has none).
+    Each is checked as the command line's would be, so a wrong one stops the plan first."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise SystemExit(f"{where}: settings must map config keys to values")
+    if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
+        value = value.get(horizon) or {}
+        if not isinstance(value, dict):
+            raise SystemExit(f"{where}: settings for horizon {horizon} must map config keys "
+                             "to values")
+    items = []
+    for key, item in value.items():
+        if isinstance(item, (dict, list)) or item is None:
+            raise SystemExit(f"{where}: settings.{key} must be one value, not {item!r}")
+        items.append(f"{key}={str(item).lower() if isinstance(item, bool) else item}")
+    try:
+        apply_overrides(ForecastConfig(), items, f"{where} settings")
+    except UserError as error:
+        raise SystemExit(str(error)) from None
+    return items
 
 
 def execute(tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs: Path,
@@ -324,17 +353,20 @@ def execute(tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs
 
 
 def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bool) -> dict:
-    """One row; with ``quiet`` its training output goes to runs/NAME.out, not the terminal
-    that the other processes share."""
-    args = (data, task["dataset"], task["horizon"], task["model"], task["minutes"], overrides,
-            task["input_lengths"], task["members"], runs)
+    """One row (recording the plan's settings it ran with, if any); with ``quiet`` its
+    training output goes to runs/NAME.out, not the terminal that the other processes
+    share."""
+    settings = task.get("settings") or []
+    args = (data, task["dataset"], task["horizon"], task["model"], task["minutes"],
+            [*settings, *overrides], task["input_lengths"], task["members"], runs)
+    noted = {"settings": settings} if settings else {}
     if not quiet:
-        return run_one(*args)
+        return {**run_one(*args), **noted}
     log = runs / f"{task['dataset']}_{task['model']}_{task['horizon']}.out"
     with open(log, "a", encoding="utf-8") as stream, contextlib.redirect_stdout(stream), \
             contextlib.redirect_stderr(stream):
         try:
-            return run_one(*args)
+            return {**run_one(*args), **noted}
         except BaseException as error:  # noqa: BLE001 - said here, then raised in the parent
             if not isinstance(error, SystemExit):  # a failed command has said why already
                 traceback.print_exc(file=stream)

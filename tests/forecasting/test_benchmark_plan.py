@@ -49,7 +49,35 @@ def test_plan_filters(bench, tmp_path):
         bench.plan_tasks(plan, None, "transformer", None)
 
 
+def test_plan_settings_reach_their_rows_before_the_command_line(bench, tmp_path,
+                                                                 monkeypatch):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("ILI:\n  channel: {minutes: 1, settings: {36: {dropout: 0.2, "
+                    "num_encoder_layers: 2, mix_channels: false}, 60: {experts: 4}}}\n"
+                    "  patch: {minutes: 1, settings: {lr: 0.002}}\n")
+    tasks = {(t["model"], t["horizon"]): t for t in bench.plan_tasks(plan, None, None, None)}
+    assert tasks["channel", 36]["settings"] == ["dropout=0.2", "num_encoder_layers=2",
+                                                "mix_channels=false"]
+    assert tasks["channel", 60]["settings"] == ["experts=4"]
+    assert tasks["channel", 24]["settings"] == []  # a horizon left out: none
+    assert [tasks["patch", h]["settings"] for h in (24, 60)] == [["lr=0.002"]] * 2
+    seen = []
+    monkeypatch.setattr(bench, "run_one", lambda *args: seen.append(args[5]) or {"mse": 1})
+    row = bench.run_task(tasks["channel", 36], tmp_path, ["threads=1", "dropout=0.1"],
+                         tmp_path, quiet=False)
+    assert seen == [["dropout=0.2", "num_encoder_layers=2", "mix_channels=false",
+                     "threads=1", "dropout=0.1"]]  # the command line's last: it wins
+    assert row == {"mse": 1, "settings": tasks["channel", 36]["settings"]}
+    assert bench.run_task(tasks["channel", 24], tmp_path, [], tmp_path, quiet=True) == \
+        {"mse": 1}
+
+
 @pytest.mark.parametrize("text, message", [
+    ("ILI: {patch: {minutes: 1, settings: {drop_out: 0.2}}}", "unknown config key 'drop_out'"),
+    ("ILI: {patch: {minutes: 1, settings: {dropout: high}}}", "dropout"),
+    ("ILI: {patch: {minutes: 1, settings: [dropout]}}", "settings must map config keys"),
+    ("ILI: {patch: {minutes: 1, settings: {24: [1]}}}", "settings for horizon 24 must map"),
+    ("ILI: {patch: {minutes: 1, settings: {dropout: [1, 2]}}}", "settings.dropout must be one"),
     ("ILX: {patch: {minutes: 1}}", "unknown dataset 'ILX'"),
     ("ILI: {lstm: {minutes: 1}}", "ILI.lstm: unknown model"),
     ("ILI: {patch: {minutes: 0}}", "minutes must be a positive number, not 0"),
