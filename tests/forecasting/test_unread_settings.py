@@ -12,13 +12,19 @@ from transduce.forecasting.predict import Forecaster
     (["model=linear", "patch_len=8"], "command line patch_len=8: patch_len is read by the "
                                       "patch model, not linear; leave it out"),
     (["model=sparse", "period=24", "d_model=8"],
-     "command line d_model=8: d_model is read by the transformer and patch and channel "
+     "command line d_model=8: d_model is read by the transformer, patch and channel "
      "models, not sparse"),
     (["model=patch", "experts=2"], "experts is read by the channel model, not patch"),
     (["model=patch", "label_length=4"], "label_length is read by the transformer model"),
     (["model=channel", "layers.num_decoder_layers=2"],
      "layers.num_decoder_layers is read by the transformer model, not channel"),
     (["model=repeat", "head_dropout=0.1"], "head_dropout is read by the patch and channel"),
+    (["model=linear", "calendar=false"], "calendar is read by the transformer and patch "
+                                         "models, not linear"),
+    (["model=repeat", "revin=false"], "revin is read by the transformer, patch, channel, "
+                                      "linear and sparse models, not repeat"),
+    (["model=channel", "residual_attention=false"], "residual_attention is read by the patch "
+                                                   "model, not channel"),
 ])
 def test_a_setting_the_model_does_not_read_is_one_line(tmp_path, capsys, settings, message):
     assert message in refused(tmp_path, capsys,

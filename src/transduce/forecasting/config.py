@@ -29,6 +29,9 @@ READ_BY = {
     "patch_len": ("patch",), "stride": ("patch",), "head_dropout": ("patch", "channel"),
     "experts": ("channel",), "mix_channels": ("channel",), "expert_init": ("channel",),
     "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
+    "residual_attention": ("patch",), "calendar": ("transformer", "patch"),
+    **{key: ("transformer", "patch", "channel", "linear", "sparse")
+       for key in ("revin", "revin_center")},  # all but repeat
     **{f"layers.{key}": NEURAL for key in ("d_model", "num_heads", "d_ff",
                                            "num_encoder_layers", "dropout",
                                            "attention_dropout", "activation_dropout",
@@ -269,7 +272,9 @@ class ForecastConfig:
             path = resolve_key(key, leaves, "forecast config")
             readers = READ_BY.get(path, (self.model,))
             if self.model not in readers:
-                found.append((path, f"{key} is read by the {' and '.join(readers)} "
+                names = (", ".join(readers[:-1]) + " and " if len(readers) > 1 else "") \
+                    + readers[-1]
+                found.append((path, f"{key} is read by the {names} "
                                     f"model{'s' if len(readers) > 1 else ''}, not "
                                     f"{self.model}; leave it out"))
         return found
