@@ -189,6 +189,7 @@ def test_experts_started_at_the_mean_embed_a_window_as_its_mean(trend_kernel):
     (["known=b"], "known-future covariates are for the transformer and patch"),
     (["experts=0"], "experts"),
     (["expert_init=zeros"], "expert_init"),
+    (["experts=2", "top_k=3"], "top_k must be at least 0 and at most 2"),
 ])
 def test_channel_settings_are_checked(tmp_path, capsys, items, message):
     csv = write_leading(tmp_path / "s.csv", n=200)
@@ -226,3 +227,50 @@ def test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band(tmp_pa
     assert main(["forecast", "plot", str(run)]) == 0
     assert (run / "forecast_0.png").exists()  # channels kept apart: no attention to draw
     assert not (run / "forecast_0_attention.png").exists()
+
+
+def test_the_top_k_router_sends_each_window_to_k_experts():
+    from transduce.forecasting.channel import TopKRouter
+
+    torch.manual_seed(0)
+    router = TopKRouter(input_length=12, experts=4, k=2, hidden=16)
+    series = torch.randn(5, 3, 12)
+    router.eval()
+    weights = router(series)
+    assert weights.shape == (5, 3, 4) and router.balance_loss is None
+    assert ((weights > 0).sum(-1) == 2).all()
+    assert torch.allclose(weights.sum(-1), torch.ones(5, 3))
+    router.train()
+    router(series)
+    loss = router.balance_loss
+    assert loss.dim() == 0 and loss > 0
+    loss.backward()  # the loads carry the gradient to both maps, the noise's too
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in router.parameters())
+
+
+def test_the_balance_loss_is_the_squared_coefficient_of_variation():
+    from transduce.forecasting.channel import cv_squared
+
+    assert cv_squared(torch.tensor([1.0, 1.0, 1.0])) == 0
+    assert cv_squared(torch.tensor([2.0, 0.0])) == pytest.approx(2.0)  # var 2 (n − 1), mean 1
+    assert cv_squared(torch.tensor([3.0])) == 0
+
+
+def test_the_task_adds_the_routers_balance_loss(tmp_path):
+    from tests.forecasting.test_point_loss import skewed_task
+    from transduce.forecasting.config import build_forecaster
+
+    task = skewed_task(tmp_path, "mae")
+    task.cfg = dataclasses.replace(task.cfg, model="channel", experts=3, top_k=1,
+                                   quantiles=())
+    model = build_forecaster(task.cfg, 1).train()
+    batch = task.batches(0)[0]
+    torch.manual_seed(1)
+    loss, units = task.loss(model, batch)
+    balance = model.gate.balance_loss
+    assert balance > 0
+    x, y, x_time, y_time = (torch.stack(t) for t in zip(*(task.windows[int(i)] for i in batch)))
+    torch.manual_seed(1)  # the same noise and dropout: the same forecast
+    forecast, _ = model(x, x_time, y_time)
+    error = (forecast[..., 0].float() - y).abs().sum()
+    assert loss.item() == pytest.approx((error + balance * units).item(), rel=1e-5)

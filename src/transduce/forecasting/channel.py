@@ -39,7 +39,8 @@ class ChannelForecaster(nn.Module):
     ``learned_mask=True`` each window's :class:`ChannelMask` chooses which channels each
     token attends to (DUET's channel clustering). The experts' maps start random
     (``expert_init="uniform"``, ±1/√L) or as the window's mean in every feature (``"mean"``:
-    1/L everywhere, as DLinear's and DUET's code start them).
+    1/L everywhere, as DLinear's and DUET's code start them). With ``top_k`` k > 0 the gate
+    is DUET's router instead: see :class:`TopKRouter`.
     """
 
     def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
@@ -49,12 +50,15 @@ class ChannelForecaster(nn.Module):
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
                  revin_center: str = "mean", mix_channels: bool = True,
                  learned_mask: bool = False, attention_dropout: float = 0.0,
-                 activation_dropout: float = 0.0, expert_init: str = "uniform") -> None:
+                 activation_dropout: float = 0.0, expert_init: str = "uniform",
+                 top_k: int = 0) -> None:
         super().__init__()
         if learned_mask and not mix_channels:
             raise ValueError("learned_mask needs mix_channels=True")
         if expert_init not in EXPERT_INITS:
             raise ValueError(f"expert_init must be one of {EXPERT_INITS}")
+        if not 0 <= top_k <= experts:
+            raise ValueError(f"top_k must be in [0, experts={experts}]")
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
         self.horizon, self.trend_kernel = horizon, trend_kernel
         self.mix_channels = mix_channels
@@ -73,7 +77,8 @@ class ChannelForecaster(nn.Module):
                     if maps is not None:
                         maps.fill_(1 / input_length)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
-        self.gate = nn.Linear(input_length, experts)
+        self.gate = (TopKRouter(input_length, experts, top_k) if top_k
+                     else nn.Linear(input_length, experts))
         layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
                                activation_dropout, residual=PATCH_RESIDUALS[norm],
                                activation=activation) for _ in range(num_layers)]
@@ -81,8 +86,9 @@ class ChannelForecaster(nn.Module):
         self.head = nn.Sequential(Dropout(head_dropout),
                                   nn.Linear(d_model, horizon * self.outputs))
 
-    def tokens(self, x: Tensor) -> Tensor:
-        """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts."""
+    def tokens(self, x: Tensor, raw: Tensor | None = None) -> Tensor:
+        """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts (a top-k
+        router reads the window before normalisation, ``raw``, as DUET's does)."""
         series = x.transpose(1, 2)  # (B, C, L)
         if self.trend is None:
             per_expert = torch.einsum("bcl,eld->bced", series, self.seasonal)  # (B, C, E, D)
@@ -91,11 +97,14 @@ class ChannelForecaster(nn.Module):
             per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
                           + torch.einsum("bcl,eld->bced", trend, self.trend))
         per_expert = per_expert + self.bias
-        weights = self.gate(series).softmax(-1)  # (B, C, E)
+        if isinstance(self.gate, TopKRouter):
+            weights = self.gate((x if raw is None else raw).transpose(1, 2))  # (B, C, E)
+        else:
+            weights = self.gate(series).softmax(-1)  # (B, C, E)
         return (weights.unsqueeze(-1) * per_expert).sum(2)  # (B, C, D)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        B = x.shape[0]
+        B, raw = x.shape[0], x
         stats = None
         if self.revin is not None:
             x, stats = self.revin.normalise(x)
@@ -104,11 +113,71 @@ class ChannelForecaster(nn.Module):
             mask = torch.eye(x.shape[2], dtype=torch.bool, device=x.device).unsqueeze(0)
         elif self.channel_mask is not None:
             mask = self.channel_mask(x)  # (B, C, C), sampled per window
-        h, weights = self.encoder(self.tokens(x), mask, need_weights)  # (B, C, D)
+        h, weights = self.encoder(self.tokens(x, raw), mask, need_weights)  # (B, C, D)
         y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
         y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
         # the last layer's attention between the channel tokens, (B, heads, C, C), if asked
         return finish(ordered(y), self.revin, stats), weights[-1] if need_weights else None
+
+
+class TopKRouter(nn.Module):
+    """DUET's distribution router (after Shazeer et al. 2017's noisy top-k gate): a
+    two-layer map of the window (L → 256 → E, no biases) scores the experts; in training a
+    second such map sets the standard deviation (softplus + 0.01) of Gaussian noise added to
+    the scores. Each window goes to its k best-scored experts, weighted by the softmax of
+    their scores (0 for the others). In training it also keeps ``balance_loss``, the squared
+    coefficient of variation of the experts' summed weights and of their expected loads
+    (the probability, under the noise, that each expert is among a window's k), which the
+    task adds to the loss so that no expert is left unused; ``None`` in evaluation.
+
+    One departure from DUET's code, for a stated reason: the loads compare each expert's
+    score with the k-th and (k+1)-th noisy scores themselves, as Shazeer et al. define
+    them; DUET's code compares scores with softmax probabilities.
+    """
+
+    def __init__(self, input_length: int, experts: int, k: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.k = k
+        self.score, self.noise = (nn.Sequential(nn.Linear(input_length, hidden, bias=False),
+                                                nn.ReLU(),
+                                                nn.Linear(hidden, experts, bias=False))
+                                  for _ in range(2))
+        self.balance_loss: Tensor | None = None
+
+    def forward(self, series: Tensor) -> Tensor:
+        """series (B, C, L) → weights (B, C, E), k of them non-zero per window, summing to 1."""
+        clean = self.score(series)  # (B, C, E)
+        experts = clean.shape[-1]
+        noisy = self.training and self.k < experts
+        if noisy:
+            std = nn.functional.softplus(self.noise(series)) + 0.01
+            scores = clean + torch.randn_like(clean) * std
+        else:
+            scores = clean
+        top, index = scores.topk(min(self.k + 1, experts), dim=-1)  # (B, C, k + 1)
+        weights = torch.zeros_like(scores).scatter(-1, index[..., :self.k],
+                                                   top[..., :self.k].softmax(-1))
+        if not self.training:
+            self.balance_loss = None
+            return weights
+        rows = weights.flatten(0, -2)  # (B·C, E)
+        if noisy:  # P(expert e is among the k | the other scores), Shazeer et al.'s load
+            kth, next_ = top[..., self.k - 1:self.k], top[..., self.k:self.k + 1]
+            inside = scores > next_  # e is in the top k: it must stay above the (k+1)-th
+            threshold = torch.where(inside, next_, kth)
+            normal = torch.distributions.Normal(0.0, 1.0)
+            load = normal.cdf((clean - threshold) / std).flatten(0, -2).sum(0)
+        else:
+            load = (rows > 0).sum(0).float()
+        self.balance_loss = cv_squared(rows.sum(0)) + cv_squared(load)
+        return weights
+
+
+def cv_squared(x: Tensor) -> Tensor:
+    """The squared coefficient of variation of x (0 for one value): small when even."""
+    if x.numel() < 2:
+        return x.new_zeros(())
+    return x.float().var() / (x.float().mean() ** 2 + 1e-10)
 
 
 class ChannelMask(nn.Module):

@@ -28,6 +28,7 @@ POINT_LOSSES = ("mse", "mae")
 READ_BY = {
     "patch_len": ("patch",), "stride": ("patch",), "head_dropout": ("patch", "channel"),
     "experts": ("channel",), "mix_channels": ("channel",), "expert_init": ("channel",),
+    "top_k": ("channel",),
     "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
     "residual_attention": ("patch",), "calendar": ("transformer", "patch"),
     **{key: ("transformer", "patch", "channel", "linear", "sparse")
@@ -92,6 +93,7 @@ class ForecastConfig:
     # channel
     experts: int = 4
     expert_init: str = "uniform"
+    top_k: int = 0
     mix_channels: bool = True
     learned_mask: bool = False
     # transformer
@@ -157,6 +159,9 @@ class ForecastConfig:
         "expert_init": "channel model: the experts' first weights, uniform (random, "
                        "±1/√input_length) or mean (each feature the window's mean, as "
                        "DLinear's and DUET's code start)",
+        "top_k": "channel model: 0 mixes every expert by a softmax gate; k ≥ 1 sends each "
+                 "window to its k best experts by DUET's noisy router, with its loss that "
+                 "keeps the experts evenly used",
         "mix_channels": "channel model: each channel's token attends to every channel's "
                         "(true) or only to its own (false: channel-independent)",
         "learned_mask": "channel model with mix_channels=true: each window chooses which "
@@ -196,6 +201,7 @@ class ForecastConfig:
         found += L.problems(decoder=self.model == "transformer")
         found += at_least(self, 1, "input_length", "horizon", "batch_size", "patch_len",
                           "stride", "members", "experts")
+        found += in_range(self, "top_k", 0, self.experts, high_included=True)
         if self.inputs and self.model == "channel" and not self.mix_channels:
             found.append(("mix_channels", "past-observed covariates (inputs) reach the "
                                           "forecast only through channel attention; set "
@@ -328,7 +334,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.model == "channel":
         return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
                                  num_layers=L.num_encoder_layers, experts=cfg.experts,
-                                 expert_init=cfg.expert_init,
+                                 expert_init=cfg.expert_init, top_k=cfg.top_k,
                                  trend_kernel=cfg.trend_kernel, head_dropout=cfg.head_dropout,
                                  quantiles=cfg.quantiles, targets=channels - inputs,
                                  mix_channels=cfg.mix_channels,

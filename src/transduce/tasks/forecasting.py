@@ -22,7 +22,7 @@ from transduce.training.train import train_task
 class ForecastTask:
     """Shuffled batches of training windows, the summed squared (``point_loss=mse``) or
     absolute (``mae``) error of the point forecast (plus the pinball loss of the quantiles,
-    if any; for an ensemble, the mean of the members' losses, each on its own forecast),
+    if any, and a top-k router's balance loss; for an ensemble, the mean of the members' losses, each on its own forecast),
     AdamW (its rate decayed per epoch if ``lr_decay`` < 1), validation MSE/MAE on the
     validation windows (lowest MSE is best)."""
 
@@ -66,6 +66,11 @@ class ForecastTask:
         loss = error.abs().sum() if self.cfg.point_loss == "mae" else (error ** 2).sum()
         if self.cfg.quantiles:
             loss = loss + pinball(forecast[..., 1:], target, self.cfg.quantiles)
+        # a router's balance loss (channel, top_k > 0) is a mean: weighed as the error's
+        balance = [m.balance_loss for m in model.modules()
+                   if getattr(m, "balance_loss", None) is not None]
+        if balance:
+            loss = loss + sum(balance) * y.numel()
         return loss / members, y.numel()  # the members' mean loss, comparable with one
 
     def validate(self, model) -> dict:
