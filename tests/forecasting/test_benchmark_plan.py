@@ -36,6 +36,9 @@ def test_shipped_plan_covers_every_row_once(bench):
     assert by_key["ETTh1", "patch", 96]["minutes"] == 9.0
     assert by_key["ILI", "linear", 24]["members"] is None
     assert by_key["ETTh1", "sparse", 720]["input_lengths"] == [512]
+    # config settings per horizon: DUET's router at 720, none at 96
+    assert by_key["ETTh1", "channel", 720]["settings"] == ["top_k=1", "activation=gelu"]
+    assert by_key["ETTh1", "channel", 96]["settings"] == []
 
 
 def test_plan_filters(bench, tmp_path):
