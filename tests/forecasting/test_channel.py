@@ -274,3 +274,13 @@ def test_the_task_adds_the_routers_balance_loss(tmp_path):
     forecast, _ = model(x, x_time, y_time)
     error = (forecast[..., 0].float() - y).abs().sum()
     assert loss.item() == pytest.approx((error + balance * units).item(), rel=1e-5)
+
+
+def test_a_router_that_takes_every_expert_has_no_noise_to_learn():
+    from transduce.forecasting.channel import TopKRouter
+
+    router = TopKRouter(input_length=12, experts=3, k=3, hidden=8).train()
+    weights = router(torch.randn(2, 2, 12))
+    assert (weights > 0).all() and router.noise is None
+    router.balance_loss.backward()  # every parameter it has is used (DDP needs that)
+    assert all(p.grad is not None for p in router.parameters())

@@ -138,17 +138,21 @@ class TopKRouter(nn.Module):
     def __init__(self, input_length: int, experts: int, k: int, hidden: int = 256) -> None:
         super().__init__()
         self.k = k
-        self.score, self.noise = (nn.Sequential(nn.Linear(input_length, hidden, bias=False),
-                                                nn.ReLU(),
-                                                nn.Linear(hidden, experts, bias=False))
-                                  for _ in range(2))
+
+        def scores() -> nn.Module:
+            return nn.Sequential(nn.Linear(input_length, hidden, bias=False), nn.ReLU(),
+                                 nn.Linear(hidden, experts, bias=False))
+
+        self.score = scores()
+        # with k = E every expert is chosen: no noise, so no parameters left unused
+        self.noise = scores() if k < experts else None
         self.balance_loss: Tensor | None = None
 
     def forward(self, series: Tensor) -> Tensor:
         """series (B, C, L) → weights (B, C, E), k of them non-zero per window, summing to 1."""
         clean = self.score(series)  # (B, C, E)
         experts = clean.shape[-1]
-        noisy = self.training and self.k < experts
+        noisy = self.training and self.noise is not None
         if noisy:
             std = nn.functional.softplus(self.noise(series)) + 0.01
             scores = clean + torch.randn_like(clean) * std

@@ -22,9 +22,9 @@ from transduce.training.train import train_task
 class ForecastTask:
     """Shuffled batches of training windows, the summed squared (``point_loss=mse``) or
     absolute (``mae``) error of the point forecast (plus the pinball loss of the quantiles,
-    if any, and a top-k router's balance loss; for an ensemble, the mean of the members' losses, each on its own forecast),
-    AdamW (its rate decayed per epoch if ``lr_decay`` < 1), validation MSE/MAE on the
-    validation windows (lowest MSE is best)."""
+    if any, and a top-k router's balance loss; for an ensemble, the mean of the members'
+    losses, each on its own forecast), AdamW (its rate decayed per epoch if ``lr_decay``
+    < 1), validation MSE/MAE on the validation windows (lowest MSE is best)."""
 
     kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
 
