@@ -39,6 +39,7 @@ def test_shipped_plan_covers_every_row_once(bench):
     # config settings per horizon: DUET's router at 720, none at 96
     assert by_key["ETTh1", "channel", 720]["settings"] == ["top_k=1", "activation=gelu"]
     assert by_key["ETTh1", "channel", 96]["settings"] == []
+    assert [by_key["ETTh1", "channel", h]["members"] for h in (96, 192)] == [[3], [1]]
 
 
 def test_plan_filters(bench, tmp_path):
