@@ -15,7 +15,8 @@ from transduce.forecasting.config import ForecastConfig
 def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
                horizons: list[int] | None) -> list[dict]:
     """The rows a plan asks for (of these datasets, models and horizons only, if given),
-    each with its minutes, members and input length; the plan is checked whole first."""
+    each with its minutes, members, input length and config settings; the plan is checked
+    whole first."""
     try:
         plan = read_yaml(plan_file)
     except Exception as error:  # noqa: BLE001 - a missing or malformed file: say which

@@ -10,8 +10,8 @@ are scored again, not retrained), then is scored on the test split. A plan gives
 dataset and model its own minutes, ensemble members and input length (plan.yaml: the
 settings the searches chose on validation); ``--jobs N`` trains N rows at a time, each in
 its own process with cores / N threads. A plan's ``settings`` are config items for one
-model's rows (all of them, or per horizon), before those of the command line. Results: benchmarks/forecasting/results.json (saved
-after every row) and results.md.
+model's rows (all of them, or per horizon), before those of the command line (plan.py).
+Results: benchmarks/forecasting/results.json (saved after every row) and results.md.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from plan import plan_tasks  # noqa: E402
 from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from plan import plan_tasks  # noqa: E402
 from transduce.forecasting.config import NEURAL  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
