@@ -221,3 +221,47 @@ def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, mon
     with pytest.raises(SystemExit, match="s3/blend/sine_linear\\+linear_12: no blend there"):
         bag.main()
     assert not (tmp_path / "out2").exists()
+
+
+@pytest.fixture(scope="module")
+def merge():
+    spec = importlib.util.spec_from_file_location("forecast_merge", SCRIPT.parent / "merge.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results(folder: Path, rows: list[dict]) -> Path:
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps(
+        {"runs": [{"command": f"run.py --out {folder.name}"}], "results": rows}))
+    return folder
+
+
+def test_merge_puts_later_rows_in_place_of_earlier_ones(merge, tmp_path):
+    row = {"dataset": "ETTh1", "model": "patch", "horizon": 96, "run": "a/p96", "val_mse": 1.0}
+    old = _results(tmp_path / "old", [row, {**row, "model": "linear", "run": "a/l96"},
+                                      {**row, "horizon": 720, "run": "a/p720"}])
+    new = _results(tmp_path / "new", [{**row, "run": "b/p96", "val_mse": 0.5}])
+    saved = merge.merged([old, new])
+    by_key = {(r["model"], r["horizon"]): r["run"] for r in saved["results"]}
+    assert by_key == {("patch", 96): "b/p96", ("linear", 96): "a/l96", ("patch", 720): "a/p720"}
+    assert len(saved["results"]) == 3
+    assert [r["from"] for r in saved["runs"]] == [str(old), str(new)]
+    # the other order keeps the old row
+    assert {r["run"] for r in merge.merged([new, old])["results"]} == {"a/p96", "a/l96",
+                                                                       "a/p720"}
+
+
+def test_merge_refuses_rows_without_a_run_and_missing_folders(merge, tmp_path, monkeypatch):
+    row = {"dataset": "ILI", "model": "patch", "horizon": 24}
+    bare = _results(tmp_path / "bare", [row])
+    with pytest.raises(SystemExit, match=r"bare/results.json: the row ILI patch 24 names no run"):
+        merge.merged([bare])
+    with pytest.raises(SystemExit, match="nowhere: no results.json"):
+        merge.merged([tmp_path / "nowhere"])
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["merge.py", "--out", str(out), str(bare)])
+    with pytest.raises(SystemExit):
+        merge.main()
+    assert not out.exists()  # nothing written
