@@ -4,7 +4,7 @@ search's new rows in place of old ones beside everything else, for blend.py and 
 
     python benchmarks/forecasting/merge.py --out benchmarks/forecasting/search/S/seed_1 \
         benchmarks/forecasting/search/channel_duet/members/seed_1 \
-        benchmarks/forecasting/search/S/new_rows_seed_1
+        benchmarks/forecasting/search/S/new_rows_seed_1 [--horizons 96,720]
 
 Every row must name its run directory ("run"), since the merged rows' runs may lie under
 several --runs folders. Nothing is written unless every folder reads.
@@ -24,10 +24,11 @@ from run import key, load_saved, others  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 
-def merged(folders: list[Path]) -> dict:
-    """The rows of FOLDER/results.json for each folder in turn, later ones replacing."""
+def merged(folders: list[Path], horizons: list[int] | None = None) -> dict:
+    """The rows of FOLDER/results.json for each folder in turn, later ones replacing; from the
+    folders after the first, only the rows of ``horizons`` if given."""
     rows, runs = [], []
-    for folder in folders:
+    for i, folder in enumerate(folders):
         if not (folder / "results.json").is_file():
             raise SystemExit(f"{folder}: no results.json there (run.py --out writes it)")
         try:
@@ -39,8 +40,10 @@ def merged(folders: list[Path]) -> dict:
             which = " ".join(map(str, key(unnamed[0])))
             raise SystemExit(f"{folder / 'results.json'}: the row {which} names no run "
                              "directory; merge only rows that do")
-        rows = others({"results": rows}, saved["results"]) + saved["results"]
-        runs += [{**entry, "from": str(folder)} for entry in saved["runs"]]
+        taken = [r for r in saved["results"]
+                 if i == 0 or horizons is None or r["horizon"] in horizons]
+        rows = others({"results": rows}, taken) + taken
+        runs += [{**entry, "from": str(folder), "taken": len(taken)} for entry in saved["runs"]]
     return {"merged": [str(f) for f in folders], "runs": runs, "results": rows}
 
 
@@ -50,8 +53,11 @@ def main() -> None:
                         help="run.py --out folders, earliest first")
     parser.add_argument("--out", required=True, type=Path,
                         help="folder for the merged results.json")
+    parser.add_argument("--horizons", type=lambda text: [int(n) for n in text.split(",")],
+                        help="from the folders after the first, take only these horizons' "
+                             "rows (default: all)")
     args = parser.parse_args()
-    saved = merged(args.folders)
+    saved = merged(args.folders, args.horizons)
     write_text(args.out / "results.json", json.dumps(saved, indent=2) + "\n")
     print(f"{args.out / 'results.json'}: {len(saved['results'])} rows from "
           f"{len(args.folders)} folders")

@@ -248,6 +248,11 @@ def test_merge_puts_later_rows_in_place_of_earlier_ones(merge, tmp_path):
     assert by_key == {("patch", 96): "b/p96", ("linear", 96): "a/l96", ("patch", 720): "a/p720"}
     assert len(saved["results"]) == 3
     assert [r["from"] for r in saved["runs"]] == [str(old), str(new)]
+    # only the horizons asked for come from the later folders
+    new720 = _results(tmp_path / "new720", [{**row, "run": "c/p96"},
+                                            {**row, "horizon": 720, "run": "c/p720"}])
+    assert {r["run"] for r in merge.merged([old, new720], [720])["results"]} == {
+        "a/p96", "a/l96", "c/p720"}
     # the other order keeps the old row
     assert {r["run"] for r in merge.merged([new, old])["results"]} == {"a/p96", "a/l96",
                                                                        "a/p720"}
