@@ -13,12 +13,18 @@ ROOT = Path(__file__).parents[2]
 SCRIPT = ROOT / "benchmarks" / "forecasting" / "run.py"
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("forecast_benchmark", SCRIPT)
+def _script(name: str):
+    """One of benchmarks/forecasting's scripts, imported as a module."""
+    spec = importlib.util.spec_from_file_location(f"forecast_{Path(name).stem}",
+                                                  SCRIPT.with_name(name))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _script("run.py")
 
 
 def test_shipped_plan_covers_every_row_once(bench):
@@ -189,9 +195,7 @@ def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, mon
     from transduce.forecasting.blend import blend_runs, point_forecasts, truth
     from transduce.forecasting.evaluation import load_run
 
-    spec = importlib.util.spec_from_file_location("forecast_bag", SCRIPT.with_name("bag.py"))
-    bag = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bag)
+    bag = _script("bag.py")
     monkeypatch.setitem(bag.DATASETS, "sine", ("sine.csv", "sine", [12]))
     monkeypatch.setitem(bag.REFERENCE_BATCHES, "sine", (8,))
     csv = write_sine(tmp_path / "sine.csv")
@@ -228,10 +232,7 @@ def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, mon
 
 @pytest.fixture(scope="module")
 def merge():
-    spec = importlib.util.spec_from_file_location("forecast_merge", SCRIPT.parent / "merge.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _script("merge.py")
 
 
 def _results(folder: Path, rows: list[dict]) -> Path:
