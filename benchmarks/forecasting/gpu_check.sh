@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The forecasting side on a CUDA GPU, in one go (about 6 minutes on one H200):
+# The forecasting side on a CUDA GPU, in one go (6.5 minutes on one H200, gpu_h200.md):
 #   1. tests/forecasting/test_cuda.py: every model trains on the GPU (bf16, and fp16 with a
 #      gradient scaler), its run is tested, predicted and plotted from the checkpoint on the
 #      CPU, and a forward pass on the GPU equals the CPU's;
