@@ -18,8 +18,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
   "$py" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
   nproc; } 2>&1 | tee "$out/gpu.txt"
 
-timeout 200 "$py" -m pytest -q -p no:cacheprovider -rs tests/forecasting/test_cuda.py 2>&1 |
-    tee "$out/cuda_tests.log" | tail -5
+# -v: each test's name and outcome as it ends, so a run stopped by its cap still names them
+timeout 200 "$py" -m pytest -v -p no:cacheprovider -rs tests/forecasting/test_cuda.py 2>&1 |
+    tee "$out/cuda_tests.log" | grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
 
 for dev in cuda cpu; do
     start=$(date +%s.%N)
@@ -37,9 +38,11 @@ for dev in cuda cpu; do
     grep -m1 'parameters;' "$work/$dev/train.log" 2>/dev/null | tee -a "$out/speed.txt"
 done
 
-timeout 150 "$py" -m pytest -q -p no:cacheprovider -rs tests/forecasting 2>&1 |
-    tee "$out/forecasting_tests.log" | tail -5
-# the serving tests need FastAPI, which a GPU image may lack: they are left out there
-timeout 240 "$py" -m pytest -q -p no:cacheprovider -rs --ignore=tests/forecasting \
-    --continue-on-collection-errors tests 2>&1 | tee "$out/other_tests.log" | tail -15
+timeout 150 "$py" -m pytest -v -p no:cacheprovider -rs tests/forecasting 2>&1 |
+    tee "$out/forecasting_tests.log" | grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
+# a module whose package the GPU image lacks (FastAPI, for the server) fails to collect; the
+# rest runs
+timeout 240 "$py" -m pytest -v -p no:cacheprovider -rs --ignore=tests/forecasting \
+    --continue-on-collection-errors tests 2>&1 | tee "$out/other_tests.log" |
+    grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
 rm -rf "$work"
