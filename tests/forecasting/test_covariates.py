@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
+from tests.forecasting.test_cli import refused
 from transduce.cli.main import main
 from transduce.forecasting.calibration import Calibrated
 from transduce.forecasting.predict import Forecaster
@@ -91,3 +92,12 @@ def test_covariate_settings_are_checked(tmp_path, capsys, items, message):
     assert main(["forecast", "train", f"csv={csv}", *items, "--run-dir",
                  str(tmp_path / "r")]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("settings", [["inputs=load,temp"], ["known=load,temp"],
+                                      ["inputs=load", "known=temp"]])
+def test_covariates_that_leave_no_column_to_forecast_are_refused(tmp_path, capsys, settings):
+    """Every column an input or known: one line naming the file, and no run directory (the
+    windows would otherwise forecast every column, covariates too, or crash)."""
+    error = refused(tmp_path, capsys, ["model=transformer", "label_length=12", *settings])
+    assert "sine.csv: every column is a covariate" in error and "columns=NAME" in error, error

@@ -64,13 +64,17 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     """Read ``cfg.csv`` and apply the protocol.
 
     Raises:
-        UserError: bad CSV content (see :func:`read_series`), an unknown column, or a file
-            too short for the windows (the message gives the minimum number of rows).
+        UserError: bad CSV content (see :func:`read_series`), an unknown column, no column
+            left to forecast, or a file too short for the windows (the message gives the minimum number of rows).
     """
     covariates = cfg.input_list() + cfg.known_list()
     series = read_series(cfg.csv, cfg.date_column, cfg.column_list() + covariates
                          if cfg.column_list() else None)
     targets = cfg.column_list() or [c for c in series.columns if c not in covariates]
+    if not targets:  # else the windows' target slice would be every column, or none
+        raise UserError(f"{cfg.csv}: every column is a covariate (inputs or known), so none "
+                        "is left to forecast; name it with columns=NAME or leave it out of "
+                        "inputs and known")
     series = series.select(targets + covariates)
     scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
     n = len(series.dates)
