@@ -67,10 +67,12 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "date,y,y_q0.1,y_q0.9" and len(out) == 9
     assert out[1].startswith("2021-01-26 00:00:00,")  # the first blank row's date
-    # without its future rows the known covariate is missing: one line saying so
-    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
-    assert "0 rows after the last observed one give the known covariates (k)" in \
-        capsys.readouterr().err
+    # without its future rows the known covariate is missing: one line naming the file, from
+    # predict and from the plot of the future alike
+    for command in (["predict", str(run)], ["plot", str(run), "--future"]):
+        assert main(["forecast", *command, "--csv", str(csv)]) == 2
+        assert f"{csv}: 0 rows after the last observed one give the known covariates (k)" in \
+            capsys.readouterr().err
     gap = tmp_path / "gap.csv"
     gap.write_text("\n".join(lines[:300] + [lines[300].split(",")[0] + ",,,,0.1"] +
                              lines[301:] + future) + "\n")

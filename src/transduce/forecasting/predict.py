@@ -68,15 +68,14 @@ class Forecaster:
     def predict(self, data) -> list[dict]:
         """The rows after the last of ``data`` (a CSV path or a DataFrame), as
         :meth:`forecast` gives them."""
-        return self.forecast_series(self._series(data), str(data) if not
-                                    hasattr(data, "to_csv") else "<DataFrame>")
+        return self.forecast_series(self._series(data), _name(data))
 
     def plot(self, data, path: str | Path) -> Path:
         """A PNG of the forecast after ``data``'s last row, after its history."""
         from transduce.viz.forecast import plot_forecast
 
         series = self._series(data)
-        dates, values = self.predict_arrays(series)
+        dates, values = self.predict_arrays(series, _name(data))
         n = _observed(series)
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
         history = series.values[n - shown:n, :len(self.targets)]
@@ -89,12 +88,12 @@ class Forecaster:
 
     def _series(self, data):
         if hasattr(data, "to_csv"):
-            return self.read(_frame_text(data), "<DataFrame>")
+            return self.read(_frame_text(data), _name(data))
         try:
             text = Path(data).read_bytes()
         except OSError as error:
             raise UserError(f"{data}: cannot read ({error.strerror})") from None
-        return self.read(decode_utf8(text, str(data)), str(data))
+        return self.read(decode_utf8(text, str(data)), _name(data))
 
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
@@ -159,6 +158,11 @@ class Forecaster:
                 fields.update({c: float(f"{v:.6g}") for c, v in zip(columns, row[:, k])})
             rows.append(fields)
         return rows
+
+
+def _name(data) -> str:
+    """What an error calls ``data``: the file's path, or "<DataFrame>"."""
+    return "<DataFrame>" if hasattr(data, "to_csv") else str(data)
 
 
 def _frame_text(frame) -> str:
