@@ -65,7 +65,8 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
 
     Raises:
         UserError: bad CSV content (see :func:`read_series`), an unknown column, no column
-            left to forecast, or a file too short for the windows (the message gives the minimum number of rows).
+            left to forecast, or a file too short for the windows (the message gives the
+            minimum number of rows).
     """
     covariates = cfg.input_list() + cfg.known_list()
     series = read_series(cfg.csv, cfg.date_column, cfg.column_list() + covariates
