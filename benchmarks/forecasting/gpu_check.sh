@@ -33,8 +33,8 @@ for dev in cuda cpu; do
     # training and validation, start-up and the first epoch's warm-up left out
     epochs=$(grep val_mse "$work/$dev/train.log" 2>/dev/null | grep -o 'elapsed_s [0-9.]*' |
              awk '{print $2}' | tr '\n' ' ')
-    echo "$dev rc=$rc wall_s=$(awk "BEGIN {print $end - $start}") elapsed_s_after_each_epoch: $epochs" |
-        tee -a "$out/speed.txt"
+    wall=$(awk "BEGIN {print $end - $start}")
+    echo "$dev rc=$rc wall_s=$wall elapsed_s_after_each_epoch: $epochs" | tee -a "$out/speed.txt"
     grep -m1 'parameters;' "$work/$dev/train.log" 2>/dev/null | tee -a "$out/speed.txt"
 done
 
