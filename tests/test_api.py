@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 import transduce
 from transduce.cli.main import main
@@ -52,6 +53,17 @@ def test_a_forecast_run_loads_as_a_forecaster(forecast_run):
     assert rows[0]["date"] == "2021-01-26 00:00:00"  # the hour after the file's last row
     with pytest.raises(UserError, match="it needs at least that many"):
         model.forecast("date,load,temp\n2021-01-01 00:00:00,1,2\n")
+
+
+def test_a_forecaster_refuses_a_device_or_precision_it_would_ignore(forecast_run, monkeypatch):
+    run, _ = forecast_run
+    assert transduce.load(run, device="cpu", precision="fp32") is not None
+    with pytest.raises(UserError, match="runs on the CPU in float32.*leave out precision=bf16$"):
+        transduce.load(run, precision="bf16")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU, as far as
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)     # pick_device can tell
+    with pytest.raises(UserError, match="leave out device=cuda$"):
+        transduce.load(run, device="cuda")
 
 
 def test_an_export_loads_as_a_ctranslate2_translator(trained_run, tmp_path):

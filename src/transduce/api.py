@@ -23,6 +23,7 @@ from typing import Sequence
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
+from transduce.errors import UserError
 from transduce.runs import checkpoint_kind, ensemble_members, load_ensemble, load_translation
 
 
@@ -45,6 +46,8 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     Args:
         device: "auto" (CUDA, then Apple MPS, then CPU), "cpu", "mps", "cuda" or "cuda:N".
         precision: "auto" (bf16 where fast), "bf16", "fp16" or "fp32".
+            A forecaster runs on the CPU in float32: for one, only "auto" or "cpu" and
+            "auto" or "fp32".
         verbose: say which checkpoint is used (on the "transduce" logger).
     """
     listed = isinstance(path, (list, tuple))
@@ -65,6 +68,12 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     if is_blend(path) or checkpoint_kind(path) == "forecast":
         from transduce.forecasting.predict import Forecaster
 
+        # a setting that would be ignored is refused, as the command line does
+        ignored = [f"device={device}"] * (device not in ("auto", "cpu")) + \
+            [f"precision={precision}"] * (precision not in ("auto", "fp32"))
+        if ignored:
+            raise UserError(f"{path}: a forecaster runs on the CPU in float32 (its models are "
+                            f"small); leave out {' and '.join(ignored)}")
         return Forecaster(path)
     loaded = load_translation(path, verbose)
     translator = Translator(loaded.model, loaded.tokenizer, dev,
