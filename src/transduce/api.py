@@ -69,8 +69,9 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
         from transduce.forecasting.predict import Forecaster
 
         # a setting that would be ignored is refused, as the command line does
-        ignored = [f"device={device}"] * (device not in ("auto", "cpu")) + \
-            [f"precision={precision}"] * (precision not in ("auto", "fp32"))
+        ignored = [f"{name}={value}" for name, value, kept in (
+            ("device", device, ("auto", "cpu")), ("precision", precision, ("auto", "fp32")))
+            if value not in kept]
         if ignored:
             raise UserError(f"{path}: a forecaster runs on the CPU in float32 (its models are "
                             f"small); leave out {' and '.join(ignored)}")
