@@ -18,9 +18,16 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
   "$py" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
   nproc; } 2>&1 | tee "$out/gpu.txt"
 
-# -v: each test's name and outcome as it ends, so a run stopped by its cap still names them
-timeout 200 "$py" -m pytest -v -p no:cacheprovider -rs tests/forecasting/test_cuda.py 2>&1 |
-    tee "$out/cuda_tests.log" | grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
+# pytest within SECONDS, its whole log to OUT/LOG, failures and the summary to the terminal;
+# -v names each test as it ends, so a run stopped by its cap still names its failures
+run_tests() {  # SECONDS LOG PYTEST_ARGS...
+    local seconds=$1 log=$2
+    shift 2
+    timeout "$seconds" "$py" -m pytest -v -p no:cacheprovider -rs "$@" 2>&1 |
+        tee "$out/$log" | grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
+}
+
+run_tests 200 cuda_tests.log tests/forecasting/test_cuda.py
 
 for dev in cuda cpu; do
     start=$(date +%s.%N)
@@ -38,11 +45,8 @@ for dev in cuda cpu; do
     grep -m1 'parameters;' "$work/$dev/train.log" 2>/dev/null | tee -a "$out/speed.txt"
 done
 
-timeout 150 "$py" -m pytest -v -p no:cacheprovider -rs tests/forecasting 2>&1 |
-    tee "$out/forecasting_tests.log" | grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
+run_tests 150 forecasting_tests.log tests/forecasting
 # a module whose package the GPU image lacks (FastAPI, for the server) fails to collect; the
 # rest runs
-timeout 240 "$py" -m pytest -v -p no:cacheprovider -rs --ignore=tests/forecasting \
-    --continue-on-collection-errors tests 2>&1 | tee "$out/other_tests.log" |
-    grep -E "FAILED|ERROR|^=+ .* in [0-9.]+s"
+run_tests 240 other_tests.log --ignore=tests/forecasting --continue-on-collection-errors tests
 rm -rf "$work"
