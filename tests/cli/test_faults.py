@@ -39,9 +39,10 @@ def export(trained_run, tmp_path_factory):
     (["--max-tokens", "0"], "--max-tokens must be at least 1"),
     (["--no-repeat-ngram", "-1"], "--no-repeat-ngram must be 0 (off) or more"),
 ])
-def test_translate_refuses_bad_values_before_translating(trained_run, export, source, tmp_path,
+def test_translate_refuses_bad_values_before_translating(trained_run, request, source, tmp_path,
                                                         capsys, engine, args, message):
-    model = export if engine == "ctranslate2" else trained_run
+    # the export only for its engine: without CTranslate2 the transduce cases still run
+    model = request.getfixturevalue("export") if engine == "ctranslate2" else trained_run
     out = tmp_path / "out.txt"
     code = main(["translate", str(model), "--engine", engine, "--input", str(source),
                  "--output", str(out), *args])
@@ -51,8 +52,8 @@ def test_translate_refuses_bad_values_before_translating(trained_run, export, so
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is visible here")
 @pytest.mark.parametrize("engine", ["transduce", "ctranslate2"])
-def test_translate_on_a_missing_gpu_is_one_line(trained_run, export, source, capsys, engine):
-    model = export if engine == "ctranslate2" else trained_run
+def test_translate_on_a_missing_gpu_is_one_line(trained_run, request, source, capsys, engine):
+    model = request.getfixturevalue("export") if engine == "ctranslate2" else trained_run
     code = main(["translate", str(model), "--engine", engine, "--input", str(source),
                  "--device", "cuda"])
     line = one_line(capsys)
