@@ -1,5 +1,6 @@
 """The `sparse` model (SparseTSF): a map across the periods of a cycle."""
 
+import dataclasses
 import json
 
 import pytest
@@ -127,3 +128,50 @@ def test_sparse_learns_a_daily_sine_well_below_repeating_it(tmp_path):
         assert main(["forecast", "test", str(run)]) == 0
         scores[model] = json.loads((run / "test_results.json").read_text())["mse"]
     assert scores["sparse"] < 0.3 * scores["repeat"]
+
+
+def test_without_revin_s_affine_map_it_is_the_paper_s_mean_subtraction():
+    """revin_affine=false: no learned scale and shift, so the forecast is the map applied to
+    the window minus its mean, plus the mean (SparseTSF's normalisation; dividing by the
+    deviation cancels through a map without bias). With the affine map's shift learned
+    away from zero, that is no longer so."""
+    cfg = ForecastConfig(csv="x.csv", model="sparse", period=4, input_length=12, horizon=8,
+                         revin_affine=False)
+    model = build_forecaster(cfg, 2).eval()
+    assert model.revin.weight is None and model.revin.bias is None
+    assert not any("revin" in name for name in model.state_dict())
+    plain = SparseForecaster(input_length=12, horizon=8, period=4, channels=2,
+                             revin=False).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+        plain.load_state_dict(model.state_dict())
+        x = 3.0 * torch.randn(5, 12, 2) + 7.0
+        mean = x.mean(1, keepdim=True)
+        torch.testing.assert_close(model(x)[0][..., 0], plain(x - mean)[0][..., 0] + mean,
+                                   atol=1e-4, rtol=1e-4)
+        shifted = build_forecaster(dataclasses.replace(cfg, revin_affine=True), 2).eval()
+        shifted.load_state_dict(model.state_dict(), strict=False)
+        shifted.revin.bias.fill_(0.5)
+        assert not torch.allclose(shifted(x)[0][..., 0], plain(x - mean)[0][..., 0] + mean,
+                                  atol=1e-3)
+
+
+def test_a_run_without_revin_s_affine_map_trains_tests_and_resumes(tmp_path):
+    from tests.forecasting.test_cli import write_sine
+
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    args = ["forecast", "train", f"csv={csv}", "model=sparse", "period=24", "input_length=48",
+            "horizon=12", "lr=0.02", "revin_affine=false", "threads=1", "--run-dir", str(run)]
+    assert main([*args, "max_epochs=2"]) == 0
+    assert main([*args, "max_epochs=3"]) == 0  # resumed from its checkpoint
+    assert main(["forecast", "test", str(run)]) == 0
+    assert json.loads((run / "test_results.json").read_text())["mse"] < 1.0
+
+
+def test_revin_affine_without_revin_is_refused(tmp_path, capsys):
+    from tests.forecasting.test_cli import refused
+
+    assert "revin_affine is RevIN's learned map" in refused(
+        tmp_path, capsys, ["model=sparse", "period=24", "revin=false", "revin_affine=false"])

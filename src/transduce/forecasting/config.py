@@ -14,8 +14,9 @@ from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.channel import EXPERT_INITS, ChannelForecaster
-from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
-                                          RepeatLast, SeriesTransformer, SparseForecaster)
+from transduce.forecasting.models import (CENTERS, Ensemble, InstanceNorm, LinearForecaster,
+                                          PatchForecaster, RepeatLast, SeriesTransformer,
+                                          SparseForecaster)
 
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
@@ -32,7 +33,7 @@ READ_BY = {
     "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
     "residual_attention": ("patch",), "calendar": ("transformer", "patch"),
     **{key: ("transformer", "patch", "channel", "linear", "sparse")
-       for key in ("revin", "revin_center")},  # all but repeat
+       for key in ("revin", "revin_center", "revin_affine")},  # all but repeat
     **{f"layers.{key}": NEURAL for key in ("d_model", "num_heads", "d_ff",
                                            "num_encoder_layers", "dropout",
                                            "attention_dropout", "activation_dropout",
@@ -74,6 +75,9 @@ class ForecastConfig:
         dropout=0.3, norm="pre")
     revin: bool = True
     revin_center: str = "mean"
+    # RevIN's learned per-channel scale and shift after standardising; PatchTST's and
+    # SparseTSF's reference code runs without them (its `affine` is 0)
+    revin_affine: bool = True
     # transformer, patch and channel: quantile levels forecast beside the point (e.g.
     # [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
@@ -132,6 +136,10 @@ class ForecastConfig:
         "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
                         "value, so that zero change repeats it: for series near a random "
                         "walk)",
+        "revin_affine": "learn a per-channel scale and shift after RevIN standardises "
+                        "(false: as PatchTST's and SparseTSF's reference code runs; for "
+                        "sparse, whose map has no bias, the window's mean subtracted and "
+                        "added back, the paper's normalisation)",
         "quantiles": "transformer, patch and channel: quantile levels to forecast beside "
                      "the point forecast, e.g. 0.1,0.5,0.9 (pinball loss; none: point only)",
         "calibrate": "with quantiles: after training, move each quantile level by what the "
@@ -206,6 +214,10 @@ class ForecastConfig:
             found.append(("mix_channels", "past-observed covariates (inputs) reach the "
                                           "forecast only through channel attention; set "
                                           "mix_channels=true or inputs= (none)"))
+        if not self.revin and not self.revin_affine:
+            found.append(("revin_affine", "revin_affine is RevIN's learned map, and "
+                                          "revin=false turns RevIN off; set "
+                                          "revin_affine=true or revin=true"))
         if self.learned_mask and (self.model != "channel" or not self.mix_channels):
             found.append(("learned_mask", "learned_mask is for the channel model with "
                                           "mix_channels=true; set learned_mask=false"))
@@ -312,7 +324,17 @@ EXTENDABLE = (*ENGINE_EXTENDABLE, "csv", "calibrate")
 
 def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     """The model named by ``cfg.model`` for ``channels`` series in all (forecast columns,
-    then ``inputs``, then ``known``)."""
+    then ``inputs``, then ``known``); with ``revin_affine=false`` its RevIN learns no
+    scale and shift."""
+    model = _build_forecaster(cfg, channels)
+    if not cfg.revin_affine:
+        for module in model.modules():
+            if isinstance(module, InstanceNorm):
+                module.weight = module.bias = None  # unregistered: not trained, not saved
+    return model
+
+
+def _build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     known, inputs = len(cfg.known_list()), len(cfg.input_list())
     channels -= known  # known-future columns ride with the calendar features
     if cfg.model == "repeat":
@@ -329,7 +351,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                       activation_dropout=L.activation_dropout, norm=L.norm, revin=cfg.revin,
                       revin_center=cfg.revin_center, activation=L.activation)
     if cfg.members > 1:
-        return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
+        return Ensemble([_build_forecaster(dataclasses.replace(cfg, members=1),
+                                           channels + known)
                          for _ in range(cfg.members)])
     if cfg.model == "channel":
         return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
