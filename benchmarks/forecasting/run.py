@@ -117,7 +117,7 @@ def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     # A linear map learns at a far larger rate than the Transformers (DLinear used 5e-3).
     extra = ["lr=0.005"] if model == "linear" else []
     # SparseTSF's published recipe, its period the data's main cycle; its code's default
-    # rate decay (x0.9 per epoch from the third) is in plan.yaml where validation chose it
+    # rate decay (x0.9 after each epoch from the fourth) is in plan.yaml where validation chose it
     if model == "sparse":
         extra = [f"period={SPARSE_PERIODS[dataset]}", "lr=0.02", "batch_size=256",
                  "max_epochs=30", "patience=5"]

@@ -46,7 +46,7 @@ def test_shipped_plan_covers_every_row_once(bench):
     assert by_key["ILI", "linear", 24]["members"] is None
     assert [by_key["ETTh1", "sparse", h]["input_lengths"] for h in (96, 720)] == [[512], [720]]
     assert [by_key["ETTh1", "sparse", h]["settings"] for h in (96, 720)] == [
-        ["lr_decay=0.9", "lr_decay_after=3"], []]
+        ["lr_decay=0.9", "lr_decay_after=3", "revin_affine=false"], []]
     # config settings per horizon: DUET's router at 720, none at 96
     assert by_key["ETTh1", "channel", 720]["settings"] == ["top_k=1", "activation=gelu"]
     assert by_key["ETTh1", "channel", 96]["settings"] == []

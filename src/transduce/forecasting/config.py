@@ -104,8 +104,9 @@ class ForecastConfig:
     label_length: int = 48
     calendar: bool = True
     # training: AdamW, its rate constant for lr_decay_after epochs, then multiplied by
-    # lr_decay after each epoch (PatchTST's schedule: 0.9 after 3); budgets, validation and
-    # the rest in ``engine``
+    # lr_decay after each epoch, so epoch lr_decay_after + 1 trains at lr * lr_decay
+    # (PatchTST's code, lradj type 3, is 0.9 after 4 in these terms); budgets, validation
+    # and the rest in ``engine``
     batch_size: int = 128
     point_loss: str = "mse"
     lr: float = 1e-4
