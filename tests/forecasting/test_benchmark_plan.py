@@ -39,6 +39,8 @@ def test_shipped_plan_covers_every_row_once(bench):
     assert by_key["ETTh1", "patch", 720]["members"] == [1]
     assert by_key["ETTh2", "patch", 336]["members"] == [3]
     assert by_key["exchange_rate", "patch", 96]["input_lengths"] == [96]
+    assert [by_key["exchange_rate", "patch", h]["settings"] for h in (96, 720)] == [
+        [], ["revin_affine=false"]]
     assert by_key["ETTh1", "patch", 96]["minutes"] == 9.0
     gelu = ["activation=gelu", "activation_dropout=0.3"]
     assert [by_key["ETTh1", "patch", h]["settings"] for h in (96, 720)] == [[], gelu]
