@@ -308,3 +308,22 @@ def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
     model = build_forecaster(ForecastConfig(csv="x.csv", model="patch", input_length=10,
                                             horizon=2, patch_len=4, stride=2), 1)
     assert model.num_patches == patches.shape[2]
+
+
+@pytest.mark.parametrize("model, extra", [
+    ("transformer", {}), ("patch", {}), ("channel", {}), ("linear", {}),
+    ("sparse", {"period": 4}), ("patch", {"members": 2}),
+])
+def test_revin_affine_false_leaves_every_model_s_normalisation_without_parameters(model,
+                                                                                  extra):
+    """Each model takes the setting: its RevIN learns a scale and a shift per channel
+    unless revin_affine=false, and then holds no parameters (nor checkpoint entries)."""
+    cfg = ForecastConfig(csv="x.csv", model=model, input_length=16, horizon=8, **extra)
+    norms = lambda m: [n for n in m.modules() if isinstance(n, InstanceNorm)]  # noqa: E731
+    with_map = build_forecaster(cfg, 3)
+    assert norms(with_map) and all(n.weight.shape == (3,) for n in norms(with_map))
+    without = build_forecaster(dataclasses.replace(cfg, revin_affine=False), 3)
+    assert norms(without) and all(n.weight is None and n.bias is None for n in norms(without))
+    assert not [k for k in without.state_dict() if "revin" in k]
+    assert (sum(p.numel() for p in with_map.parameters())
+            - sum(p.numel() for p in without.parameters())) == 6 * len(norms(with_map))

@@ -48,8 +48,9 @@ class ChannelForecaster(nn.Module):
                  experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
                  norm: str = "post", revin: bool = True, activation: str = "relu",
                  quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 revin_center: str = "mean", mix_channels: bool = True,
-                 learned_mask: bool = False, attention_dropout: float = 0.0,
+                 revin_center: str = "mean", revin_affine: bool = True,
+                 mix_channels: bool = True, learned_mask: bool = False,
+                 attention_dropout: float = 0.0,
                  activation_dropout: float = 0.0, expert_init: str = "uniform",
                  top_k: int = 0) -> None:
         super().__init__()
@@ -63,7 +64,8 @@ class ChannelForecaster(nn.Module):
         self.horizon, self.trend_kernel = horizon, trend_kernel
         self.mix_channels = mix_channels
         self.channel_mask = ChannelMask(input_length) if learned_mask else None
-        self.revin = InstanceNorm(channels, center=revin_center) if revin else None
+        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
+                      if revin else None)
         scale = input_length ** -0.5
         # (E, L, D): each expert's map of the window (without its trend, if split) and of
         # its trend

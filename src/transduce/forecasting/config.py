@@ -14,9 +14,8 @@ from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
 from transduce.forecasting.channel import EXPERT_INITS, ChannelForecaster
-from transduce.forecasting.models import (CENTERS, Ensemble, InstanceNorm, LinearForecaster,
-                                          PatchForecaster, RepeatLast, SeriesTransformer,
-                                          SparseForecaster)
+from transduce.forecasting.models import (CENTERS, Ensemble, LinearForecaster, PatchForecaster,
+                                          RepeatLast, SeriesTransformer, SparseForecaster)
 
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members
@@ -325,35 +324,25 @@ EXTENDABLE = (*ENGINE_EXTENDABLE, "csv", "calibrate")
 
 def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     """The model named by ``cfg.model`` for ``channels`` series in all (forecast columns,
-    then ``inputs``, then ``known``); with ``revin_affine=false`` its RevIN learns no
-    scale and shift."""
-    model = _build_forecaster(cfg, channels)
-    if not cfg.revin_affine:
-        for module in model.modules():
-            if isinstance(module, InstanceNorm):
-                module.weight = module.bias = None  # unregistered: not trained, not saved
-    return model
-
-
-def _build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
+    then ``inputs``, then ``known``)."""
     known, inputs = len(cfg.known_list()), len(cfg.input_list())
     channels -= known  # known-future columns ride with the calendar features
     if cfg.model == "repeat":
         return RepeatLast(cfg.horizon)
     if cfg.model == "sparse":
         return SparseForecaster(cfg.input_length, cfg.horizon, cfg.period, channels,
-                                cfg.revin, cfg.revin_center)
+                                cfg.revin, cfg.revin_center, cfg.revin_affine)
     if cfg.model == "linear":
         return LinearForecaster(cfg.input_length, cfg.horizon, channels, cfg.revin,
-                                cfg.revin_center, cfg.trend_kernel)
+                                cfg.revin_center, cfg.trend_kernel, cfg.revin_affine)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
                       attention_dropout=L.attention_dropout,
                       activation_dropout=L.activation_dropout, norm=L.norm, revin=cfg.revin,
-                      revin_center=cfg.revin_center, activation=L.activation)
+                      revin_center=cfg.revin_center, revin_affine=cfg.revin_affine,
+                      activation=L.activation)
     if cfg.members > 1:
-        return Ensemble([_build_forecaster(dataclasses.replace(cfg, members=1),
-                                           channels + known)
+        return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
                          for _ in range(cfg.members)])
     if cfg.model == "channel":
         return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
