@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from transduce.forecasting.models import (PATCH_RESIDUALS, InstanceNorm, finish,
+from transduce.forecasting.models import (PATCH_RESIDUALS, finish, instance_norm,
                                           moving_average)
 from transduce.forecasting.quantiles import ordered
 from transduce.nn.dropout import Dropout
@@ -64,8 +64,7 @@ class ChannelForecaster(nn.Module):
         self.horizon, self.trend_kernel = horizon, trend_kernel
         self.mix_channels = mix_channels
         self.channel_mask = ChannelMask(input_length) if learned_mask else None
-        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
-                      if revin else None)
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         scale = input_length ** -0.5
         # (E, L, D): each expert's map of the window (without its trend, if split) and of
         # its trend

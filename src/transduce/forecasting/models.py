@@ -76,6 +76,12 @@ class InstanceNorm(nn.Module):
         return y * std[..., :C] + mean[..., :C]
 
 
+def instance_norm(channels: int, revin: bool, center: str = "mean",
+                  affine: bool = True) -> InstanceNorm | None:
+    """A model's RevIN, or None where ``revin`` is off."""
+    return InstanceNorm(channels, affine=affine, center=center) if revin else None
+
+
 class PostBatchNorm(nn.Module):
     """BatchNorm(x + Dropout(Sublayer(x))): the paper's residual with batch statistics over
     the features instead of LayerNorm, as PatchTST normalises its patch encoder (series
@@ -166,8 +172,7 @@ class LinearForecaster(nn.Module):
                  revin_center: str = "mean", trend_kernel: int = 0,
                  revin_affine: bool = True) -> None:
         super().__init__()
-        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
-                      if revin else None)
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.linear = nn.Linear(input_length, horizon)
         self.trend_kernel = trend_kernel
         self.trend = nn.Linear(input_length, horizon) if trend_kernel else None
@@ -211,8 +216,7 @@ class SparseForecaster(nn.Module):
         self.period, self.horizon = period, horizon
         self.segments_in = input_length // period
         self.segments_out = -(-horizon // period)
-        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
-                      if revin else None)
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.aggregate = nn.Conv1d(1, 1, 1 + 2 * (period // 2), padding=period // 2,
                                    bias=False)
         self.linear = nn.Linear(self.segments_in, self.segments_out, bias=False)
@@ -264,8 +268,7 @@ class PatchForecaster(nn.Module):
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
         self.patch_len, self.stride, self.outputs = patch_len, stride, 1 + len(quantiles)
         self.num_patches = (input_length - patch_len) // stride + 2
-        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
-                      if revin else None)
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = Dropout(dropout)
@@ -319,8 +322,7 @@ class SeriesTransformer(nn.Module):
         self.horizon, self.label_length = horizon, label_length
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
         self.calendar = calendar
-        self.revin = (InstanceNorm(channels, affine=revin_affine, center=revin_center)
-                      if revin else None)
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.value_embed = nn.Linear(channels, d_model)
         features = (4 if calendar else 0) + known
         self.time_embed = nn.Linear(features, d_model, bias=False) if features else None
