@@ -33,6 +33,18 @@ def test_ett_borders_are_twelve_four_four_months():
         split_borders(1000, 336, "ett_hour")
 
 
+def test_row_borders_move_the_protocol_to_any_stretch_of_the_file():
+    borders = split_borders(100, input_length=10, scheme="rows:40,55,75")
+    assert borders == {"train": (0, 40), "val": (30, 55), "test": (45, 75)}
+    assert {s: window_count(*b, 10, 5) for s, b in borders.items()} == \
+        {"train": 26, "val": 11, "test": 16}
+    with pytest.raises(UserError, match="the file has 100 rows; lower C to at most 100"):
+        split_borders(100, 10, "rows:40,55,101")
+    for bad in ("rows:55,40,75", "rows:40,55", "rows:0,55,75", "rows:a,55,75"):
+        with pytest.raises(UserError, match="three increasing row numbers"):
+            split_borders(100, 10, bad)
+
+
 def test_no_test_window_sees_a_value_after_its_forecast_start():
     n, L, H = 100, 10, 5
     values = np.arange(n, dtype=np.float32)[:, None]  # value = row index

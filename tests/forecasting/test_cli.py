@@ -150,6 +150,29 @@ def test_bad_csv_gets_one_line_and_writes_nothing(sine, tmp_path, capsys, edit, 
     assert not (tmp_path / "run").exists()
 
 
+def test_a_rows_split_reads_no_row_after_its_test_split(tmp_path, capsys):
+    """A backtest: train, validation and test moved before the end of the file; the rows
+    after the test split (here absurd values) change nothing."""
+    csv = write_sine(tmp_path / "sine.csv")
+    lines = csv.read_text().splitlines()
+    wild = tmp_path / "wild.csv"  # rows 500.. replaced by huge values
+    wild.write_text("\n".join(lines[:501] + [line.split(",")[0] + ",1e9,-1e9"
+                                             for line in lines[501:]]) + "\n")
+    results = []
+    for name, path in (("sine", csv), ("wild", wild)):
+        run = tmp_path / name
+        assert main(["forecast", "train", f"csv={path}", "input_length=48", "horizon=12",
+                     "model=linear", "max_epochs=2", "threads=1", "split=rows:300,400,500",
+                     "--run-dir", str(run)]) == 0
+        assert main(["forecast", "test", str(run)]) == 0
+        results.append(json.loads((run / "test_results.json").read_text()))
+    assert results[0]["windows"] == 500 - 400 - 12 + 1
+    assert math.isfinite(results[0]["mse"]) and results[0]["mse"] == results[1]["mse"]
+    capsys.readouterr()
+    assert "lower C to at most 600" in refused(tmp_path, capsys, ["split=rows:300,400,601"])
+    assert "no val window" in refused(tmp_path, capsys, ["split=rows:300,305,500"])
+
+
 def test_unknown_column_and_key(sine, tmp_path, capsys):
     assert main(["forecast", "train", str(sine), "columns=load,wind", "--run-dir",
                  str(tmp_path / "run")]) == 2

@@ -169,10 +169,15 @@ def split_borders(n_rows: int, input_length: int, scheme: str) -> dict[str, tupl
     ``input_length`` rows before their border, so their first window's forecast starts on it.
 
     Args:
-        scheme: "ett_hour" / "ett_minute" (12/4/4 months of 30 days) or "ratio" (70/10/20:
-            int(0.7 N) train rows, int(0.2 N) test rows, the rest validation).
+        scheme: "ett_hour" / "ett_minute" (12/4/4 months of 30 days), "ratio" (70/10/20:
+            int(0.7 N) train rows, int(0.2 N) test rows, the rest validation), or
+            "rows:A,B,C" (train rows [0, A), validation [A, B), test [B, C): the protocol
+            moved to any stretch of the file, e.g. to backtest on rows before the test
+            split).
     """
-    if scheme in ETT_ROWS_PER_DAY:
+    if scheme.startswith("rows:"):
+        train_end, val_end, test_end = _row_borders(scheme, n_rows)
+    elif scheme in ETT_ROWS_PER_DAY:
         month = 30 * ETT_ROWS_PER_DAY[scheme]
         ends = np.cumsum(ETT_MONTHS) * month
         if n_rows < ends[-1]:
@@ -184,9 +189,26 @@ def split_borders(n_rows: int, input_length: int, scheme: str) -> dict[str, tupl
         test_rows = int(0.2 * n_rows)
         val_end, test_end = n_rows - test_rows, n_rows
     else:
-        raise UserError(f"split must be ett_hour, ett_minute or ratio, not {scheme!r}")
+        raise UserError(f"split must be ett_hour, ett_minute, ratio or rows:A,B,C, not "
+                        f"{scheme!r}")
     return {"train": (0, train_end), "val": (train_end - input_length, val_end),
             "test": (val_end - input_length, test_end)}
+
+
+def _row_borders(scheme: str, n_rows: int) -> tuple[int, int, int]:
+    """The three row borders of a "rows:A,B,C" split, checked against the file."""
+    fields = scheme[len("rows:"):].split(",")
+    try:
+        ends = [int(f) for f in fields]
+    except ValueError:
+        ends = []
+    if len(ends) != 3 or not 0 < ends[0] < ends[1] < ends[2]:
+        raise UserError(f"split={scheme}: give three increasing row numbers, rows:A,B,C "
+                        "(train ends at A, validation at B, test at C)")
+    if ends[2] > n_rows:
+        raise UserError(f"split={scheme}: the test split ends at row {ends[2]}, the file has "
+                        f"{n_rows} rows; lower C to at most {n_rows}")
+    return ends[0], ends[1], ends[2]
 
 
 def default_scheme(path: str | os.PathLike) -> str:

@@ -49,7 +49,8 @@ class ForecastConfig:
     numeric column not named below) are forecast and read; ``inputs`` are past-observed
     covariates (read, not forecast); ``known`` are known-future covariates (read over the
     input window and the horizon: ``predict`` wants their future rows). ``split``: "auto"
-    (ETT borders for ETTh*/ETTm* files, else 70/10/20), "ett_hour", "ett_minute" or "ratio".
+    (ETT borders for ETTh*/ETTm* files, else 70/10/20), "ett_hour", "ett_minute", "ratio" or
+    "rows:A,B,C" (train [0, A), validation [A, B), test [B, C)).
     ``layers``: the sizes, dropouts, activation and residual placement of the encoder (and
     decoder) layers, as the library's TransformerConfig declares them (``norm`` may also be
     "batch" for the patch model); its keys may be given bare (``d_model=16``). ``engine``:
@@ -126,7 +127,8 @@ class ForecastConfig:
                  "planned price), read over the input and the horizon; predict needs their "
                  "future rows",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
-                 "70/10/20), ett_hour, ett_minute or ratio",
+                 "70/10/20), ett_hour, ett_minute, ratio, or rows:A,B,C (train rows [0, A), "
+                 "validation [A, B), test [B, C): e.g. a backtest before the test split)",
         "input_length": "time steps the model reads",
         "horizon": "time steps it forecasts",
         "model": "patch (PatchTST), transformer (encoder–decoder), channel (attention across "
