@@ -43,7 +43,8 @@ def test_shipped_plan_covers_every_row_once(bench):
         [], ["revin_affine=false"]]
     assert by_key["ETTh1", "patch", 96]["minutes"] == 9.0
     gelu = ["activation=gelu", "activation_dropout=0.3"]
-    assert [by_key["ETTh1", "patch", h]["settings"] for h in (96, 720)] == [[], gelu]
+    assert [by_key["ETTh1", "patch", h]["settings"] for h in (96, 192, 720)] == [
+        [], gelu + ["revin_affine=false"], gelu]
     assert [by_key["ETTh1", "patch", h]["input_lengths"] for h in (96, 720)] == [[512], [336]]
     assert by_key["ILI", "linear", 24]["members"] is None
     assert [by_key["ETTh1", "sparse", h]["input_lengths"] for h in (96, 720)] == [[512], [720]]
