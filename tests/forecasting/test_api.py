@@ -1,5 +1,7 @@
 """The forecasting Python API: fit on a CSV or a DataFrame, predict, plot."""
 
+import json
+import math
 from types import SimpleNamespace
 
 import transduce
@@ -39,3 +41,15 @@ def test_fit_and_predict_on_a_dataframe(tmp_path):
     model = Forecaster.fit(frame, tmp_path / "run", **TINY)
     assert (tmp_path / "run" / "series.csv").read_text() == text
     assert len(model.predict(frame)) == 12
+
+
+def test_backtest_a_dataframe_from_python(tmp_path):
+    from transduce.forecasting import backtest
+
+    text = write_sine(tmp_path / "sine.csv", n=400).read_text()
+    result = backtest(FakeFrame(text), tmp_path / "bt", folds=2, **TINY)
+    # 400 rows, 70/10/20: fold 1's test rows end where the protocol's begin (row 320)
+    assert [f["split"] for f in result["folds"]] == ["rows:200,240,320", "rows:160,200,280"]
+    assert (tmp_path / "bt" / "series.csv").read_text() == text
+    assert json.loads((tmp_path / "bt" / "backtest.json").read_text()) == result
+    assert all(math.isfinite(f["mse"]) and f["rho_risk"] for f in result["folds"])

@@ -1,4 +1,4 @@
-"""`transduce forecast train|test|predict|plot`: Transformers on time series."""
+"""`transduce forecast train|test|backtest|...`: Transformers on time series."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "forecast", help="forecast time series (train, test, calibrate, blend, predict, plot)",
+        "forecast", help="forecast time series (train, test, backtest, calibrate, blend, predict, "
+             "plot)",
         description="Long-horizon forecasting under the standard protocol (fixed split "
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
@@ -37,6 +38,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                            "reference implementations do (test loader with drop_last=True and "
                            "batch size B), to compare with their published figures; repeatable")
     test.set_defaults(run=run_test)
+    backtest = sub.add_parser(
+        "backtest", help="score a config on stretches before the test split",
+        description="Train and score one config on several folds that end before the test "
+                    "split (rolling origins): fold 1 is the protocol's split moved back so "
+                    "that its test rows end where the protocol's test rows begin, and each "
+                    "next fold is moved back --step rows more, with the same numbers of "
+                    "validation and test rows and every row before them for training. Each "
+                    "fold is a run of its own, RUN_DIR/fold_K, that resumes; prints each "
+                    "fold's validation and test MSE and their mean, and writes "
+                    "RUN_DIR/backtest.json. Compare configs on their mean backtest MSE to "
+                    "choose one without reading the test split.",
+        epilog=settings_epilog(ForecastConfig()), formatter_class=SettingsHelpFormatter)
+    add_run_arguments(backtest, "configs/forecast_*.yaml", "horizon=192")
+    backtest.add_argument("--folds", type=int, default=3, metavar="N",
+                          help="how many folds (default 3)")
+    backtest.add_argument("--step", type=int, default=None, metavar="ROWS",
+                          help="rows between one fold and the next (default: the length of "
+                               "the validation split)")
+    backtest.set_defaults(run=run_backtest)
     calibrate = sub.add_parser(
         "calibrate", help="fit the quantile levels to the validation split",
         description="Move each quantile level of the run's best checkpoint by what the "
@@ -104,6 +124,21 @@ def run_train(args: argparse.Namespace) -> int:
     cfg.validate(source)
     metrics = train_forecaster(cfg, args.run_dir)
     print(f"best validation mse {metrics['best_val_mse']:.4f}")
+    return 0
+
+
+def run_backtest(args: argparse.Namespace) -> int:
+    from transduce.cli.main import config_and_overrides
+    from transduce.forecasting.backtesting import BACKTEST_FILE, run_backtest as backtest
+    from transduce.forecasting.config import ForecastConfig
+
+    cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
+    cfg.validate(source)
+    result = backtest(cfg, args.run_dir, args.folds, args.step, report=print)
+    mean = result["mean"]
+    print(f"backtest mean over {len(result['folds'])} folds: test mse {mean['mse']:.4f} "
+          f"mae {mean['mae']:.4f}")
+    print(f"wrote {Path(args.run_dir) / BACKTEST_FILE}")
     return 0
 
 

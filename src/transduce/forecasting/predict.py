@@ -47,21 +47,9 @@ class Forecaster:
         load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
         ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
         Calling it again on the same ``run_dir`` resumes that run."""
-        from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
-        from transduce.forecasting.config import ForecastConfig
-        from transduce.io import write_text
         from transduce.tasks.forecasting import train_forecaster
 
-        run_dir = Path(run_dir)
-        if hasattr(data, "to_csv"):
-            csv_path = run_dir / "series.csv"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            write_text(csv_path, _frame_text(data))
-        else:
-            csv_path = Path(data)
-        cfg = load_config(ForecastConfig, config)
-        cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
-        raise_problems(cfg.unread(flatten_dict(settings)), "settings")
+        cfg = settings_for(data, run_dir, config, settings)
         train_forecaster(cfg, run_dir)
         return cls(run_dir)
 
@@ -173,6 +161,38 @@ def _frame_text(frame) -> str:
 def _observed(series) -> int:
     """Rows with every value: those before the blank tail of known-future rows."""
     return len(series.dates) - int(np.isnan(series.values).any(1).sum())
+
+
+def settings_for(data, run_dir: str | Path, config: str | Path | None, settings: dict):
+    """The config of :meth:`Forecaster.fit` and :func:`backtest`: ``config``'s settings (or
+    the defaults), then ``settings``, reading ``data`` (a CSV path, or a DataFrame, saved as
+    RUN_DIR/series.csv)."""
+    from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
+    from transduce.forecasting.config import ForecastConfig
+    from transduce.io import write_text
+
+    run_dir = Path(run_dir)
+    if hasattr(data, "to_csv"):
+        csv_path = run_dir / "series.csv"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text(csv_path, _frame_text(data))
+    else:
+        csv_path = Path(data)
+    cfg = load_config(ForecastConfig, config)
+    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
+    raise_problems(cfg.unread(flatten_dict(settings)), "settings")
+    return cfg
+
+
+def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds: int = 3,
+             step: int | None = None, **settings) -> dict:
+    """Score a config on ``folds`` stretches of ``data`` before its test split, as
+    ``forecast backtest`` does (see :mod:`transduce.forecasting.backtesting`); returns what
+    it writes to RUN_DIR/backtest.json. ``config`` and ``settings`` as for
+    :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
+    from transduce.forecasting.backtesting import run_backtest
+
+    return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
 
 
 def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:

@@ -1,0 +1,137 @@
+"""`transduce forecast backtest`: one config scored on several stretches of a series that
+end before its test split (rolling origins), so that a choice between configs can rest on
+more than one validation split.
+
+Fold k (k = 1..K) is the protocol's split moved ``step`` rows earlier k - 1 times: the same
+numbers of validation and test rows, every row before them for training, the scaler fitted
+on those training rows. Fold 1's test split ends where the protocol's test split begins, so
+no fold reads a row of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from transduce.errors import UserError
+from transduce.forecasting.config import ForecastConfig
+
+BACKTEST_FILE = "backtest.json"
+
+
+def fold_borders(n_rows: int, scheme: str, folds: int,
+                 step: int | None = None) -> list[tuple[int, int, int]]:
+    """The (A, B, C) row borders of each fold's ``split=rows:A,B,C``, latest first.
+
+    Args:
+        scheme: the protocol's split (see :func:`~transduce.data.timeseries.split_borders`).
+        step: rows between one fold's borders and the next's (default: the length of the
+            protocol's validation split).
+
+    Raises:
+        UserError: ``folds`` or ``step`` below 1, or so many folds that the earliest would
+            train on no row.
+    """
+    from transduce.data.timeseries import split_borders
+
+    if folds < 1:
+        raise UserError(f"--folds must be at least 1, not {folds}")
+    if step is not None and step < 1:
+        raise UserError(f"--step must be at least 1 row, not {step}")
+    borders = split_borders(n_rows, 0, scheme)
+    val_start, test_start = borders["val"]
+    test_rows = borders["test"][1] - test_start
+    step = step or test_start - val_start
+    first_train_end = val_start - test_rows  # fold 1's: its splits end test_rows earlier
+    if first_train_end < 1:
+        raise UserError(f"split={scheme} on {n_rows} rows: fold 1's test split ({test_rows} "
+                        f"rows) ends where the protocol's begins, which leaves it no row to "
+                        "train on; backtest a longer series")
+    fit = (first_train_end - 1) // step + 1
+    if folds > fit:
+        raise UserError(f"--folds {folds} with --step {step}: fold {fit + 1} would have no "
+                        f"row to train on; at most {fit} fold{'s' * (fit > 1)} fit "
+                        "(lower --folds or --step)")
+    return [(first_train_end - k * step, test_start - test_rows - k * step,
+             test_start - k * step) for k in range(folds)]
+
+
+def fold_configs(cfg: ForecastConfig, folds: int, step: int | None = None
+                 ) -> list[ForecastConfig]:
+    """``cfg`` with each fold's ``split=rows:A,B,C``; every fold's data is read and checked
+    (enough rows for a window in each split) before any is trained."""
+    from transduce.data.timeseries import default_scheme
+    from transduce.forecasting.data import load_forecast_data
+
+    cfg.validate("forecast config")
+    n_rows = len(load_forecast_data(cfg).series.dates)
+    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+    out = []
+    for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
+        fold = dataclasses.replace(cfg, split=f"rows:{a},{b},{c}")
+        try:
+            load_forecast_data(fold)
+        except UserError as e:
+            raise UserError(f"fold {k} (split={fold.split}): {e}; lower --folds or --step, "
+                            "or shorten input_length/horizon") from None
+        out.append(fold)
+    return out
+
+
+def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
+                 step: int | None = None, report=None) -> dict:
+    """Train ``cfg`` on each fold (RUN_DIR/fold_K, a run of its own that resumes), score its
+    best checkpoint on the fold's validation and test splits, and write RUN_DIR/backtest.json.
+
+    Returns: the record written: each fold's borders, test dates and scores, and the
+    folds' mean test MSE and MAE (and mean ρ-risks for a probabilistic config).
+    ``report``: called with a line of text before each fold and after its score.
+    """
+    from transduce.data.calendar import format_dates
+    from transduce.forecasting.evaluation import evaluate, evaluate_run, load_run
+    from transduce.io import write_text
+    from transduce.tasks.forecasting import train_forecaster
+
+    report = report or (lambda line: None)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise UserError("forecast backtest trains its folds one after another in one process; "
+                        "run it without torchrun, or train each fold under torchrun with "
+                        "forecast train split=rows:A,B,C")
+    run_dir = Path(run_dir)
+    if (run_dir / "config.yaml").exists():
+        raise UserError(f"{run_dir} holds a training run; give the backtest a folder of its "
+                        "own (its folds become runs inside it)")
+    configs = fold_configs(cfg, folds, step)  # every fold checked before one is trained
+    records = []
+    for k, fold in enumerate(configs, 1):
+        report(f"fold {k}/{len(configs)}: split={fold.split}")
+        fold_dir = run_dir / f"fold_{k}"
+        train_forecaster(fold, fold_dir)
+        test = evaluate_run(fold_dir)
+        _, model, data = load_run(fold_dir)
+        val = evaluate(model, data, "val")
+        a, b, c = (int(v) for v in fold.split[len("rows:"):].split(","))
+        first, last = format_dates([data.series.dates[b], data.series.dates[c - 1]])
+        record = {"fold": k, "split": fold.split, "run_dir": str(fold_dir),
+                  "test_dates": [first, last], "val_mse": val["mse"], "mse": test["mse"],
+                  "mae": test["mae"], "windows": test["windows"]}
+        for key in ("rho_risk", "coverage"):
+            if test.get(key):
+                record[key] = test[key]
+        records.append(record)
+        report(f"fold {k}: test rows {b}-{c - 1} ({first} to {last}), {test['windows']} "
+               f"windows: validation mse {val['mse']:.4f}, test mse {test['mse']:.4f} "
+               f"mae {test['mae']:.4f}")
+    mean = {key: sum(r[key] for r in records) / len(records) for key in ("mse", "mae")}
+    if records[0].get("rho_risk"):
+        mean["rho_risk"] = {rho: sum(r["rho_risk"][rho] for r in records) / len(records)
+                            for rho in records[0]["rho_risk"]}
+    ends = [int(f.split.rsplit(",", 1)[1]) for f in configs]
+    result = {"csv": cfg.csv, "model": cfg.model, "horizon": cfg.horizon,
+              "input_length": cfg.input_length,
+              "step": ends[0] - ends[1] if len(ends) > 1 else step, "folds": records,
+              "mean": mean}
+    write_text(run_dir / BACKTEST_FILE, json.dumps(result, indent=2) + "\n")
+    return result

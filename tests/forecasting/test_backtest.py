@@ -1,0 +1,109 @@
+"""`forecast backtest`: one config scored on folds that end before the test split."""
+
+import json
+
+import pytest
+
+from tests.forecasting.test_cli import write_sine
+from transduce.cli.main import main
+from transduce.errors import UserError
+from transduce.forecasting.backtesting import fold_borders
+
+# a sine of 600 hourly rows split 70/10/20: train [0, 420), validation [420, 480), test [480, 600)
+TINY = ["input_length=48", "horizon=12", "model=linear", "lr=0.01", "max_epochs=2",
+        "threads=1"]
+
+
+def test_folds_step_back_from_the_test_split():
+    # exchange_rate (7588 rows, 70/10/20): the folds of benchmarks/forecasting/search/backtest
+    assert fold_borders(7588, "ratio", 3) == [(3794, 4554, 6071), (3034, 3794, 5311),
+                                              (2274, 3034, 4551)]
+    # fold 1's test split ends where the protocol's begins; --step moves the next one back
+    assert fold_borders(7588, "ratio", 2, step=1517) == [(3794, 4554, 6071),
+                                                         (2277, 3037, 4554)]
+    # ETTh1: 12/4/4 months, so only two folds keep a training row
+    assert fold_borders(17420, "ett_hour", 2) == [(5760, 8640, 11520), (2880, 5760, 8640)]
+    with pytest.raises(UserError, match="fold 3 would have no row to train on; at most 2"):
+        fold_borders(17420, "ett_hour", 3)
+    with pytest.raises(UserError, match="--folds must be at least 1"):
+        fold_borders(7588, "ratio", 0)
+    with pytest.raises(UserError, match="--step must be at least 1"):
+        fold_borders(7588, "ratio", 2, step=0)
+
+
+def backtest(tmp_path, csv, name, *extra):
+    run = tmp_path / name
+    assert main(["forecast", "backtest", f"csv={csv}", *TINY, *extra, "--run-dir",
+                 str(run)]) == 0
+    return run, json.loads((run / "backtest.json").read_text())
+
+
+def test_backtest_reads_no_row_of_the_test_split_and_resumes(tmp_path, capsys):
+    csv = write_sine(tmp_path / "sine.csv")
+    lines = csv.read_text().splitlines()
+    wild = tmp_path / "wild.csv"  # the protocol's test rows (480..) replaced by huge values
+    wild.write_text("\n".join(lines[:481] + [line.split(",")[0] + ",1e9,-1e9"
+                                             for line in lines[481:]]) + "\n")
+    run, result = backtest(tmp_path, csv, "sine", "--folds", "2")
+    _, on_wild = backtest(tmp_path, wild, "wild", "--folds", "2")
+    assert [f["split"] for f in result["folds"]] == ["rows:300,360,480", "rows:240,300,420"]
+    assert result["step"] == 60  # the validation split's length
+    assert [f["mse"] for f in result["folds"]] == [f["mse"] for f in on_wild["folds"]]
+    assert result["folds"][0]["test_dates"] == ["2021-01-16 00:00:00", "2021-01-20 23:00:00"]
+    for fold in result["folds"]:  # each fold is a run of its own, scored as forecast test does
+        assert fold["windows"] == 120 - 12 + 1
+        tested = json.loads((run / f"fold_{fold['fold']}" / "test_results.json").read_text())
+        assert tested["mse"] == fold["mse"] and tested["mae"] == fold["mae"]
+    assert result["mean"]["mse"] == pytest.approx(sum(f["mse"] for f in result["folds"]) / 2)
+    out = capsys.readouterr().out
+    assert "fold 2: test rows 420-539" not in out  # fold 2's test rows are 300..419
+    assert "fold 2: test rows 300-419" in out and "backtest mean over 2 folds" in out
+    def checkpoints():
+        return {p: p.stat().st_mtime_ns for p in run.glob("fold_*/checkpoints/*")}
+
+    before = checkpoints()
+    _, again = backtest(tmp_path, csv, "sine", "--folds", "2")  # resumes: nothing retrained
+    assert again["folds"] == result["folds"]
+    assert checkpoints() == before and len(before) >= 2
+
+
+def test_quantile_folds_report_their_risks(tmp_path):
+    csv = write_sine(tmp_path / "sine.csv")
+    _, result = backtest(tmp_path, csv, "q", "--folds", "1", "model=patch", "d_model=16",
+                         "d_ff=32", "patch_len=8", "stride=4", "quantiles=[0.1,0.5,0.9]")
+    fold = result["folds"][0]
+    assert set(fold["rho_risk"]) == {"0.1", "0.5", "0.9"} and "0.1-0.9" in fold["coverage"]
+    assert result["mean"]["rho_risk"] == fold["rho_risk"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--folds", "6"], "--folds 6 with --step 60: fold 6 would have no row to train on; "
+                       "at most 5 folds fit"),
+    (["--folds", "0"], "--folds must be at least 1"),
+    (["--step", "0"], "--step must be at least 1"),
+    (["--folds", "2", "--step", "200", "input_length=100"],
+     "fold 2 (split=rows:100,160,280)"),
+])
+def test_refusals_write_nothing(tmp_path, capsys, extra, message):
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "bt"
+    assert main(["forecast", "backtest", f"csv={csv}", *TINY, *extra, "--run-dir",
+                 str(run)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not run.exists()
+
+
+def test_refuses_a_training_run_and_torchrun(tmp_path, capsys, monkeypatch):
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", *TINY, "--run-dir", str(run)]) == 0
+    before = sorted(p.name for p in run.iterdir())
+    assert main(["forecast", "backtest", f"csv={csv}", *TINY, "--run-dir", str(run)]) != 0
+    assert "holds a training run" in capsys.readouterr().err
+    assert sorted(p.name for p in run.iterdir()) == before
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(["forecast", "backtest", f"csv={csv}", *TINY, "--run-dir",
+                 str(tmp_path / "bt")]) != 0
+    assert "without torchrun" in capsys.readouterr().err
+    assert not (tmp_path / "bt").exists()
