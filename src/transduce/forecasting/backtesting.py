@@ -58,15 +58,14 @@ def fold_borders(n_rows: int, scheme: str, folds: int,
              test_start - k * step) for k in range(folds)]
 
 
-def fold_configs(cfg: ForecastConfig, folds: int, step: int | None = None
-                 ) -> list[ForecastConfig]:
-    """``cfg`` with each fold's ``split=rows:A,B,C``; every fold's data is read and checked
-    (enough rows for a window in each split) before any is trained."""
+def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None = None
+                 ) -> list[tuple[tuple[int, int, int], ForecastConfig]]:
+    """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
+    series of ``n_rows`` rows; every fold's data is read and checked (enough rows for a
+    window in each split) before any is trained."""
     from transduce.data.timeseries import default_scheme
     from transduce.forecasting.data import load_forecast_data
 
-    cfg.validate("forecast config")
-    n_rows = len(load_forecast_data(cfg).series.dates)
     scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
     out = []
     for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
@@ -76,7 +75,7 @@ def fold_configs(cfg: ForecastConfig, folds: int, step: int | None = None
         except UserError as e:
             raise UserError(f"fold {k} (split={fold.split}): {e}; lower --folds or --step, "
                             "or shorten input_length/horizon") from None
-        out.append(fold)
+        out.append(((a, b, c), fold))
     return out
 
 
@@ -90,7 +89,8 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     ``report``: called with a line of text before each fold and after its score.
     """
     from transduce.data.calendar import format_dates
-    from transduce.forecasting.evaluation import evaluate, evaluate_run, load_run
+    from transduce.forecasting.data import load_forecast_data
+    from transduce.forecasting.evaluation import evaluate_run
     from transduce.io import write_text
     from transduce.tasks.forecasting import train_forecaster
 
@@ -103,32 +103,31 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     if (run_dir / "config.yaml").exists():
         raise UserError(f"{run_dir} holds a training run; give the backtest a folder of its "
                         "own (its folds become runs inside it)")
-    configs = fold_configs(cfg, folds, step)  # every fold checked before one is trained
+    cfg.validate("forecast config")
+    dates = load_forecast_data(cfg).series.dates  # a bad file fails here, as in train
+    configs = fold_configs(cfg, len(dates), folds, step)  # all checked before one trains
     records = []
-    for k, fold in enumerate(configs, 1):
+    for k, ((_, b, c), fold) in enumerate(configs, 1):
         report(f"fold {k}/{len(configs)}: split={fold.split}")
         fold_dir = run_dir / f"fold_{k}"
-        train_forecaster(fold, fold_dir)
+        val_mse = train_forecaster(fold, fold_dir)["best_val_mse"]
         test = evaluate_run(fold_dir)
-        _, model, data = load_run(fold_dir)
-        val = evaluate(model, data, "val")
-        a, b, c = (int(v) for v in fold.split[len("rows:"):].split(","))
-        first, last = format_dates([data.series.dates[b], data.series.dates[c - 1]])
+        first, last = format_dates([dates[b], dates[c - 1]])
         record = {"fold": k, "split": fold.split, "run_dir": str(fold_dir),
-                  "test_dates": [first, last], "val_mse": val["mse"], "mse": test["mse"],
+                  "test_dates": [first, last], "val_mse": val_mse, "mse": test["mse"],
                   "mae": test["mae"], "windows": test["windows"]}
         for key in ("rho_risk", "coverage"):
             if test.get(key):
                 record[key] = test[key]
         records.append(record)
         report(f"fold {k}: test rows {b}-{c - 1} ({first} to {last}), {test['windows']} "
-               f"windows: validation mse {val['mse']:.4f}, test mse {test['mse']:.4f} "
+               f"windows: validation mse {val_mse:.4f}, test mse {test['mse']:.4f} "
                f"mae {test['mae']:.4f}")
     mean = {key: sum(r[key] for r in records) / len(records) for key in ("mse", "mae")}
     if records[0].get("rho_risk"):
         mean["rho_risk"] = {rho: sum(r["rho_risk"][rho] for r in records) / len(records)
                             for rho in records[0]["rho_risk"]}
-    ends = [int(f.split.rsplit(",", 1)[1]) for f in configs]
+    ends = [c for (_, _, c), _ in configs]
     result = {"csv": cfg.csv, "model": cfg.model, "horizon": cfg.horizon,
               "input_length": cfg.input_length,
               "step": ends[0] - ends[1] if len(ends) > 1 else step, "folds": records,
