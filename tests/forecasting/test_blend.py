@@ -13,7 +13,7 @@ from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.forecasting.blend import Blend, blend_runs, point_forecasts, simplex, truth
 from transduce.forecasting.evaluation import load_run
-from transduce.forecasting.models import LinearForecaster
+from transduce.forecasting.baselines import LinearForecaster
 from transduce.forecasting.predict import Forecaster
 
 

@@ -262,7 +262,7 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
 def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
     """Inside the window the mean of a straight line is the line; at the ends the window is
     extended with its first and last values, so a constant stays itself everywhere."""
-    from transduce.forecasting.models import moving_average
+    from transduce.forecasting.baselines import moving_average
 
     ramp = torch.arange(12.0).view(1, 12, 1).repeat(2, 1, 3)  # (B, L, C)
     trend = moving_average(ramp, kernel)

@@ -8,7 +8,7 @@ import torch
 
 from transduce.cli.main import main
 from transduce.forecasting.config import ForecastConfig, build_forecaster
-from transduce.forecasting.models import SparseForecaster
+from transduce.forecasting.baselines import SparseForecaster
 
 
 def copying_last_period(model: SparseForecaster) -> SparseForecaster:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from transduce.forecasting.models import (PATCH_RESIDUALS, finish, instance_norm,
-                                          moving_average)
+from transduce.forecasting.baselines import moving_average
+from transduce.forecasting.models import PATCH_RESIDUALS, finish, instance_norm
 from transduce.forecasting.quantiles import ordered
 from transduce.nn.dropout import Dropout
 from transduce.nn.layers import EncoderLayer

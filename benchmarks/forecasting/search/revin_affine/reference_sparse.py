@@ -22,7 +22,7 @@ from torch import nn
 
 from transduce.forecasting.config import ForecastConfig
 from transduce.forecasting.data import load_forecast_data
-from transduce.forecasting.models import SparseForecaster
+from transduce.forecasting.baselines import SparseForecaster
 
 
 class MeanNormalised(nn.Module):
