@@ -55,6 +55,7 @@ def test_backtest_reads_no_row_of_the_test_split_and_resumes(tmp_path, capsys):
         tested = json.loads((run / f"fold_{fold['fold']}" / "test_results.json").read_text())
         assert tested["mse"] == fold["mse"] and tested["mae"] == fold["mae"]
     assert result["mean"]["mse"] == pytest.approx(sum(f["mse"] for f in result["folds"]) / 2)
+    assert (run / "backtest.png").stat().st_size > 10_000
     out = capsys.readouterr().out
     assert "fold 2: test rows 420-539" not in out  # fold 2's test rows are 300..419
     assert "fold 2: test rows 300-419" in out and "backtest mean over 2 folds" in out

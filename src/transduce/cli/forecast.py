@@ -47,7 +47,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "validation and test rows and every row before them for training. Each "
                     "fold is a run of its own, RUN_DIR/fold_K, that resumes; prints each "
                     "fold's validation and test MSE and their mean, and writes "
-                    "RUN_DIR/backtest.json. Compare configs on their mean backtest MSE to "
+                    "RUN_DIR/backtest.json, and a figure of the folds on the series' dates, "
+                    "RUN_DIR/backtest.png. Compare configs on their mean backtest MSE to "
                     "choose one without reading the test split.",
         epilog=settings_epilog(ForecastConfig()), formatter_class=SettingsHelpFormatter)
     add_run_arguments(backtest, "configs/forecast_*.yaml", "horizon=192")
@@ -129,7 +130,8 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_backtest(args: argparse.Namespace) -> int:
     from transduce.cli.main import config_and_overrides
-    from transduce.forecasting.backtesting import BACKTEST_FILE, run_backtest as backtest
+    from transduce.forecasting.backtesting import (BACKTEST_FILE, BACKTEST_PLOT,
+                                                   run_backtest as backtest)
     from transduce.forecasting.config import ForecastConfig
 
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
@@ -138,7 +140,7 @@ def run_backtest(args: argparse.Namespace) -> int:
     mean = result["mean"]
     print(f"backtest mean over {len(result['folds'])} folds: test mse {mean['mse']:.4f} "
           f"mae {mean['mae']:.4f}")
-    print(f"wrote {Path(args.run_dir) / BACKTEST_FILE}")
+    print(f"wrote {Path(args.run_dir) / BACKTEST_FILE} and {Path(args.run_dir) / BACKTEST_PLOT}")
     return 0
 
 

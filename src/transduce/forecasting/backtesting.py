@@ -19,6 +19,7 @@ from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig
 
 BACKTEST_FILE = "backtest.json"
+BACKTEST_PLOT = "backtest.png"
 
 
 def fold_borders(n_rows: int, scheme: str, folds: int,
@@ -82,7 +83,8 @@ def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None 
 def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
                  step: int | None = None, report=None) -> dict:
     """Train ``cfg`` on each fold (RUN_DIR/fold_K, a run of its own that resumes), score its
-    best checkpoint on the fold's validation and test splits, and write RUN_DIR/backtest.json.
+    best checkpoint on the fold's test split, and write RUN_DIR/backtest.json and a figure
+    of where the folds lie, RUN_DIR/backtest.png.
 
     Returns: the record written: each fold's borders, test dates and scores, and the
     folds' mean test MSE and MAE (and mean ρ-risks for a probabilistic config).
@@ -93,6 +95,7 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     from transduce.forecasting.evaluation import evaluate_run
     from transduce.io import write_text
     from transduce.tasks.forecasting import train_forecaster
+    from transduce.viz.forecast import plot_backtest
 
     report = report or (lambda line: None)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -104,7 +107,8 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
         raise UserError(f"{run_dir} holds a training run; give the backtest a folder of its "
                         "own (its folds become runs inside it)")
     cfg.validate("forecast config")
-    dates = load_forecast_data(cfg).series.dates  # a bad file fails here, as in train
+    data = load_forecast_data(cfg)  # a bad file fails here, as in train
+    dates = data.series.dates
     configs = fold_configs(cfg, len(dates), folds, step)  # all checked before one trains
     records = []
     for k, ((_, b, c), fold) in enumerate(configs, 1):
@@ -132,5 +136,11 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
               "input_length": cfg.input_length,
               "step": ends[0] - ends[1] if len(ends) > 1 else step, "folds": records,
               "mean": mean}
+    plot_backtest(dates, data.series.values[:, 0], data.target_columns[0],
+                  [(*borders, r["mse"]) for (borders, _), r in zip(configs, records)],
+                  tuple(data.borders[s][1] for s in ("train", "val", "test")),
+                  run_dir / BACKTEST_PLOT, f"{Path(cfg.csv).name} · {cfg.model} · horizon "
+                  f"{cfg.horizon} · backtest over {len(records)} folds",
+                  len(data.target_columns))
     write_text(run_dir / BACKTEST_FILE, json.dumps(result, indent=2) + "\n")
     return result

@@ -128,3 +128,56 @@ def plot_channel_attention(weights: np.ndarray, names: list[str], path: str | os
             else "attention between channels")
     axis.set_title(f"{title}\n{what}" if title else what, fontsize=10)
     _save(fig, path)
+
+
+SPLIT_COLOURS = {"train": "0.75", "validation": "tab:blue", "test": "tab:orange"}
+
+
+def plot_backtest(dates: list, values: np.ndarray, column: str,
+                  folds: list[tuple[int, int, int, float]], protocol: tuple[int, int, int],
+                  path: str | os.PathLike, title: str = "", columns: int = 1) -> None:
+    """Where a backtest's folds lie: the series over the whole file, and under it one bar
+    per split layout (the protocol's, then each fold's): train, validation and test rows
+    on the same date axis, each fold labelled with its test MSE.
+
+    Args: dates (N,) and values (N,) of the series (one column, original units); folds:
+        (A, B, C, test MSE) per fold, train [0, A), validation [A, B), test [B, C);
+        protocol: the protocol's (A, B, C), whose test split no fold reads; columns: how
+        many columns the folds forecast (the MSE is over all of them, ``values`` the first).
+    """
+    from matplotlib.dates import date2num
+    from matplotlib.patches import Patch
+
+    x = date2num(dates)
+    step = x[1] - x[0] if len(x) > 1 else 1.0
+    rows = [("protocol", *protocol, None)] + [(f"fold {k}", a, b, c, mse)
+                                              for k, (a, b, c, mse) in enumerate(folds, 1)]
+    fig, (top, bars) = plt.subplots(
+        2, 1, sharex=True, figsize=(10, 2.4 + 0.3 * len(rows)),
+        gridspec_kw={"height_ratios": [2.0, 0.3 * len(rows)]})
+    top.plot(dates, values, color="0.35", lw=0.7)
+    top.set_ylabel(column, rotation=0, ha="right", fontsize=8)
+    if columns > 1:
+        top.set_title(f"column {column}, the first of the {columns} forecast", fontsize=8,
+                      loc="left")
+    for i, (name, a, b, c, mse) in enumerate(rows):
+        y = len(rows) - 1 - i  # the protocol on top
+        spans = [(0, a, "train"), (a, b, "validation"), (b, c, "test")]
+        for start, end, split in spans:
+            bars.broken_barh([(x[start], x[end - 1] - x[start] + step)], (y - 0.35, 0.7),
+                             color=SPLIT_COLOURS[split],
+                             hatch="//" if mse is None and split == "test" else None,
+                             alpha=0.45 if mse is None and split == "test" else 1.0)
+        label = "test split: not read" if mse is None else f"test mse {mse:.3f}"
+        bars.text(x[c - 1] + step, y, f" {label}", va="center", fontsize=7)
+    bars.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=8)
+    bars.set_ylim(-0.6, len(rows) - 0.4)
+    bars.set_xlim(x[0], x[-1] + step)
+    fig.legend([Patch(color=c) for c in SPLIT_COLOURS.values()], list(SPLIT_COLOURS),
+               loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8,
+               frameon=False)
+    fig.subplots_adjust(top=1 - 0.4 / fig.get_figheight())
+    fig.autofmt_xdate()
+    if title:
+        fig.suptitle(title, fontsize=10, y=1 + 0.25 / fig.get_figheight())
+    _save(fig, path)
