@@ -32,7 +32,10 @@ SERVING = console_block("transduce export")
 FORECAST = console_block("> next_96_hours.csv")
 BLEND = console_block("next_blend.csv")
 BAG = console_block("--equal")
-COMMANDS = [c for c in COMMANDS if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG]
+BACKTEST = console_block("forecast backtest")
+COMMANDS = [c for c in COMMANDS
+            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST]
+TIMESERIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "timeseries"
 
 
 def run_console(command: str, capsys, replace=(), extra=()) -> str:
@@ -134,6 +137,21 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     assert len((tmp_path / "next_blend.csv").read_text().splitlines()) == 1 + 12
     assert len((tmp_path / "next_96_hours.csv").read_text().splitlines()) == 1 + 12
     assert list(tmp_path.glob("runs/*/forecast_0.png"))
+
+
+@pytest.mark.skipif(not (TIMESERIES / "exchange_rate.csv").is_file(),
+                    reason="needs ../shared/data/timeseries/exchange_rate.csv")
+def test_readme_backtest_prints_what_the_readme_shows(tmp_path, monkeypatch, capsys):
+    """The last value on exchange_rate: no training, so the figures are exact."""
+    [body] = [body for kind, body in BLOCKS if kind == "console" and "forecast backtest" in body]
+    shown = [line for line in body.splitlines() if line and not line.startswith("$ ")]
+    [command] = BACKTEST
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    config = Path(__file__).parents[1] / "configs" / "forecast_exchange_patch.yaml"
+    (tmp_path / "configs" / config.name).write_text(config.read_text())
+    out = run_console(command, capsys, [("PATH/", f"{TIMESERIES}/")], ["threads=1"])
+    assert [line for line in out.splitlines() if line in shown] == shown
 
 
 def test_readme_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
