@@ -68,6 +68,32 @@ def test_backtest_reads_no_row_of_the_test_split_and_resumes(tmp_path, capsys):
     assert checkpoints() == before and len(before) >= 2
 
 
+def test_folds_trained_two_at_a_time_score_as_one_at_a_time(tmp_path, capsys):
+    """--jobs 2: each fold in a process of its own (output in RUN_DIR/fold_K.log), the
+    cores shared out when threads is unset; the figures are the ones of --jobs 1."""
+    import os
+
+    csv = write_sine(tmp_path / "sine.csv")
+    settings = [s for s in TINY if s != "threads=1"]
+    _, alone = backtest(tmp_path, csv, "alone", "--folds", "3", "threads=1")
+    run = tmp_path / "jobs"
+    assert main(["forecast", "backtest", f"csv={csv}", *settings, "--folds", "3", "--jobs",
+                 "2", "--run-dir", str(run)]) == 0
+    together = json.loads((run / "backtest.json").read_text())
+    assert [f["mse"] for f in together["folds"]] == [f["mse"] for f in alone["folds"]]
+    assert [f["val_mse"] for f in together["folds"]] == [f["val_mse"] for f in alone["folds"]]
+    for k in (1, 2, 3):
+        assert "reached max_epochs=2" in (run / f"fold_{k}.log").read_text()
+        assert f"threads: {max(1, os.cpu_count() // 2)}" in \
+            (run / f"fold_{k}" / "config.yaml").read_text()
+    assert "3 folds, 2 at a time" in capsys.readouterr().out
+    # a fold's own refusal (here: resumed with another rate) reaches the command's error
+    assert main(["forecast", "backtest", f"csv={csv}", *settings, "lr=0.02", "--folds", "3",
+                 "--jobs", "2", "--run-dir", str(run)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "started with lr=0.01, not 0.02" in err[0], err
+
+
 def test_quantile_folds_report_their_risks(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")
     _, result = backtest(tmp_path, csv, "q", "--folds", "1", "model=patch", "d_model=16",
@@ -82,6 +108,7 @@ def test_quantile_folds_report_their_risks(tmp_path):
                        "at most 5 folds fit"),
     (["--folds", "0"], "--folds must be at least 1"),
     (["--step", "0"], "--step must be at least 1"),
+    (["--jobs", "0"], "--jobs must be at least 1"),
     (["--folds", "2", "--step", "200", "input_length=100"],
      "fold 2 (split=rows:100,160,280)"),
 ])

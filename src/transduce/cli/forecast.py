@@ -57,6 +57,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     backtest.add_argument("--step", type=int, default=None, metavar="ROWS",
                           help="rows between one fold and the next (default: the length of "
                                "the validation split)")
+    backtest.add_argument("--jobs", type=int, default=1, metavar="N",
+                          help="folds trained at once, each in a process of its own with "
+                               "its output in RUN_DIR/fold_K.log (default 1); with threads "
+                               "unset each takes an equal share of the cores")
     backtest.set_defaults(run=run_backtest)
     calibrate = sub.add_parser(
         "calibrate", help="fit the quantile levels to the validation split",
@@ -136,7 +140,7 @@ def run_backtest(args: argparse.Namespace) -> int:
 
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
-    result = backtest(cfg, args.run_dir, args.folds, args.step, report=print)
+    result = backtest(cfg, args.run_dir, args.folds, args.step, report=print, jobs=args.jobs)
     mean = result["mean"]
     print(f"backtest mean over {len(result['folds'])} folds: test mse {mean['mse']:.4f} "
           f"mae {mean['mae']:.4f}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -81,25 +82,28 @@ def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None 
 
 
 def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
-                 step: int | None = None, report=None) -> dict:
+                 step: int | None = None, report=None, jobs: int = 1) -> dict:
     """Train ``cfg`` on each fold (RUN_DIR/fold_K, a run of its own that resumes), score its
     best checkpoint on the fold's test split, and write RUN_DIR/backtest.json and a figure
     of where the folds lie, RUN_DIR/backtest.png.
 
     Returns: the record written: each fold's borders, test dates and scores, and the
     folds' mean test MSE and MAE (and mean ρ-risks for a probabilistic config).
-    ``report``: called with a line of text before each fold and after its score.
+    ``report``: called with a line of text as each fold starts and is scored. ``jobs``:
+    folds trained at once, each in a process of its own whose output goes to
+    RUN_DIR/fold_K.log; with ``threads`` unset each takes an equal share of the cores.
     """
     from transduce.data.calendar import format_dates
     from transduce.forecasting.data import load_forecast_data
     from transduce.forecasting.evaluation import evaluate_run
     from transduce.io import write_text
-    from transduce.tasks.forecasting import train_forecaster
     from transduce.viz.forecast import plot_backtest
 
     report = report or (lambda line: None)
+    if jobs < 1:
+        raise UserError(f"--jobs must be at least 1, not {jobs}")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise UserError("forecast backtest trains its folds one after another in one process; "
+        raise UserError("forecast backtest trains its folds in processes of its own; "
                         "run it without torchrun, or train each fold under torchrun with "
                         "forecast train split=rows:A,B,C")
     run_dir = Path(run_dir)
@@ -110,22 +114,21 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     data = load_forecast_data(cfg)  # a bad file fails here, as in train
     dates = data.series.dates
     configs = fold_configs(cfg, len(dates), folds, step)  # all checked before one trains
+    val_mses = _train_folds([fold for _, fold in configs], run_dir, jobs, report)
     records = []
     for k, ((_, b, c), fold) in enumerate(configs, 1):
-        report(f"fold {k}/{len(configs)}: split={fold.split}")
         fold_dir = run_dir / f"fold_{k}"
-        val_mse = train_forecaster(fold, fold_dir)["best_val_mse"]
         test = evaluate_run(fold_dir)
         first, last = format_dates([dates[b], dates[c - 1]])
         record = {"fold": k, "split": fold.split, "run_dir": str(fold_dir),
-                  "test_dates": [first, last], "val_mse": val_mse, "mse": test["mse"],
-                  "mae": test["mae"], "windows": test["windows"]}
+                  "test_dates": [first, last], "val_mse": val_mses[k - 1],
+                  "mse": test["mse"], "mae": test["mae"], "windows": test["windows"]}
         for key in ("rho_risk", "coverage"):
             if test.get(key):
                 record[key] = test[key]
         records.append(record)
         report(f"fold {k}: test rows {b}-{c - 1} ({first} to {last}), {test['windows']} "
-               f"windows: validation mse {val_mse:.4f}, test mse {test['mse']:.4f} "
+               f"windows: validation mse {val_mses[k - 1]:.4f}, test mse {test['mse']:.4f} "
                f"mae {test['mae']:.4f}")
     mean = {key: sum(r[key] for r in records) / len(records) for key in ("mse", "mae")}
     if records[0].get("rho_risk"):
@@ -144,3 +147,58 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
                   len(data.target_columns))
     write_text(run_dir / BACKTEST_FILE, json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
+                 report) -> list[float]:
+    """Train (or resume) each fold in RUN_DIR/fold_K, ``jobs`` at a time; returns each
+    one's best validation MSE."""
+    from transduce.tasks.forecasting import train_forecaster
+
+    if jobs == 1 or len(configs) == 1:
+        out = []
+        for k, fold in enumerate(configs, 1):
+            report(f"fold {k}/{len(configs)}: split={fold.split}")
+            out.append(train_forecaster(fold, run_dir / f"fold_{k}")["best_val_mse"])
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = min(jobs, len(configs))
+    cores = os.cpu_count() or 1
+    threads = configs[0].engine.threads
+    if not threads:  # PyTorch's default, every core, would be taken by each job
+        threads = max(1, cores // jobs)
+        configs = [dataclasses.replace(f, engine=dataclasses.replace(f.engine, threads=threads))
+                   for f in configs]
+    elif threads * jobs > cores:
+        logging.getLogger("transduce").warning(
+            f"warning: --jobs {jobs} × threads={threads} is more threads than this "
+            f"machine's {cores} cores, which slows every job; give threads="
+            f"{max(1, cores // jobs)}")
+    report(f"training {len(configs)} folds, {jobs} at a time ({threads} "
+           f"thread{'s' * (threads > 1)} each); their output goes to "
+           f"{run_dir / 'fold_K.log'}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_train_fold, fold, run_dir / f"fold_{k}",
+                               run_dir / f"fold_{k}.log")
+                   for k, fold in enumerate(configs, 1)]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _train_fold(fold: ForecastConfig, fold_dir: Path, log: Path) -> float:
+    """One fold's training in a process of :func:`_train_folds`, its terminal output to
+    ``log``."""
+    import contextlib
+
+    from transduce.tasks.forecasting import train_forecaster
+
+    with open(log, "a", encoding="utf-8") as out, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(out):
+        return train_forecaster(fold, fold_dir)["best_val_mse"]
