@@ -19,6 +19,7 @@ from pathlib import Path
 from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig
 
+log = logging.getLogger("transduce.backtest")
 BACKTEST_FILE = "backtest.json"
 BACKTEST_PLOT = "backtest.png"
 
@@ -172,8 +173,8 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
         configs = [dataclasses.replace(f, engine=dataclasses.replace(f.engine, threads=threads))
                    for f in configs]
     elif threads * jobs > cores:
-        logging.getLogger("transduce").warning(
-            f"warning: --jobs {jobs} × threads={threads} is more threads than this "
+        log.warning(
+            f"transduce: warning: --jobs {jobs} × threads={threads} is more threads than this "
             f"machine's {cores} cores, which slows every job; give threads="
             f"{max(1, cores // jobs)}")
     report(f"training {len(configs)} folds, {jobs} at a time ({threads} "
