@@ -6,6 +6,7 @@ set -euo pipefail
 py=${PYTHON:-.venv/bin/python}
 config=runs/bench/in720_s2021/ETTh1_sparse_720_in720/config.yaml
 here=benchmarks/forecasting/search/etth1_backtest
+mkdir -p runs/bench/etth1_backtest
 for seed in 2021 1 2; do
     for variant in map nomap; do
         extra=""; [ "$variant" = nomap ] && extra="revin_affine=false"
