@@ -64,17 +64,17 @@ def fold_borders(n_rows: int, scheme: str, folds: int,
 def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None = None
                  ) -> list[tuple[tuple[int, int, int], ForecastConfig]]:
     """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
-    series of ``n_rows`` rows; every fold's data is read and checked (enough rows for a
-    window in each split) before any is trained."""
+    series of ``n_rows`` rows; every fold is checked (enough rows for a window in each
+    split) before any is trained."""
     from transduce.data.timeseries import default_scheme
-    from transduce.forecasting.data import load_forecast_data
+    from transduce.forecasting.data import windowed_borders
 
     scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
     out = []
     for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
         fold = dataclasses.replace(cfg, split=f"rows:{a},{b},{c}")
         try:
-            load_forecast_data(fold)
+            windowed_borders(fold, n_rows)
         except UserError as e:
             raise UserError(f"fold {k} (split={fold.split}): {e}; lower --folds or --step, "
                             "or shorten input_length/horizon") from None

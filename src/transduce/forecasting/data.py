@@ -60,6 +60,25 @@ def minimum_rows(scheme: str, input_length: int, horizon: int) -> int:
         n += 1
 
 
+def windowed_borders(cfg: ForecastConfig, n: int) -> dict[str, tuple[int, int]]:
+    """The split borders of ``cfg`` on a file of ``n`` rows (see :func:`split_borders`).
+
+    Raises:
+        UserError: a split with no window of input_length + horizon (the message gives
+            the minimum number of rows).
+    """
+    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+    borders = split_borders(n, cfg.input_length, scheme)
+    short = [s for s in SPLITS if window_count(*borders[s], cfg.input_length, cfg.horizon) < 1]
+    if short:
+        need = minimum_rows(scheme, cfg.input_length, cfg.horizon)
+        hint = f"at least {need} rows" if need else "longer split ranges"
+        raise UserError(f"{cfg.csv}: {n} rows leave no {short[0]} window of input_length="
+                        f"{cfg.input_length} + horizon={cfg.horizon}; the file needs {hint} "
+                        "(or shorten input_length/horizon)")
+    return borders
+
+
 def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     """Read ``cfg.csv`` and apply the protocol.
 
@@ -77,16 +96,7 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
                         "is left to forecast; name it with columns=NAME or leave it out of "
                         "inputs and known")
     series = series.select(targets + covariates)
-    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
-    n = len(series.dates)
-    borders = split_borders(n, cfg.input_length, scheme)
-    short = [s for s in SPLITS if window_count(*borders[s], cfg.input_length, cfg.horizon) < 1]
-    if short:
-        need = minimum_rows(scheme, cfg.input_length, cfg.horizon)
-        hint = f"at least {need} rows" if need else "longer split ranges"
-        raise UserError(f"{cfg.csv}: {n} rows leave no {short[0]} window of input_length="
-                        f"{cfg.input_length} + horizon={cfg.horizon}; the file needs {hint} "
-                        "(or shorten input_length/horizon)")
+    borders = windowed_borders(cfg, len(series.dates))
     train_start, train_end = borders["train"]
     scaler = Scaler.fit(series.values[train_start:train_end].astype(np.float64))
     values = scaler.transform(series.values)
