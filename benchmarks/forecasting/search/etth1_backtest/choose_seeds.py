@@ -1,0 +1,101 @@
+"""ETTh1's backtest choice at 192, 336 and 720 with seeds 2021, 1 and 2 on both folds
+(README.md, "More seeds"): scores each of the two candidates on each fold as the figure is
+scored (the equal mean of the three seeds' runs), chooses the lower mean of the folds, reads
+the protocol's test split only for the chosen one, and writes choice_seeds.md and
+choice_seeds.json beside this file.
+
+    python benchmarks/forecasting/search/etth1_backtest/choose_seeds.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+from blend import blend_dir  # noqa: E402
+from choose import FOLDS, ROOT, protocol_test, rows  # noqa: E402
+
+from transduce.forecasting.blend import blend_runs  # noqa: E402
+from transduce.io import write_text  # noqa: E402
+
+SEEDS = ["2021", "1", "2"]
+BLEND_MODELS = ["patch", "linear", "channel", "sparse"]
+PAIRS = {192: ["sparse_nomap_in512", "blend"], 336: ["sparse_nomap_in512", "sparse"],
+         720: ["sparse_nomap_in512", "sparse_nomap_in720"]}
+# where each candidate's rows are, below a seed's fold folder: seed 2021's (HERE/FOLD) and
+# the other seeds' (HERE/seeds/sS/FOLD) differ only for the plan's `sparse` at 336
+WHERE = {"sparse_nomap_in512": ("sparse_nomap_in512", "sparse_nomap_in512"),
+         "sparse_nomap_in720": ("sparse_nomap_in720", "sparse_nomap_in720"),
+         "sparse": ("plan", "plan_sparse")}
+BAGS = ROOT / "runs" / "bench" / "etth1_bt" / "seeds_bag"
+
+
+def member(candidate: str, horizon: int, fold: str, seed: str) -> Path:
+    """One seed's run (or, for the blend, blend folder) of ``candidate`` on ``fold``."""
+    first = seed == SEEDS[0]
+    if candidate == "blend":
+        runs = ROOT / "runs" / "bench" / ("etth1_bt" if first else f"etth1_bt_s{seed}") / fold
+        found = blend_dir(runs / "plan", "ETTh1", BLEND_MODELS, horizon)
+        if not (found / "blend.json").is_file():
+            raise SystemExit(f"{found}: no blend there; run seeds.sh first")
+        return found
+    folder = (HERE / fold if first else HERE / "seeds" / f"s{seed}" / fold) / \
+        WHERE[candidate][0 if first else 1]
+    found = [r["run"] for r in rows(folder / "results.json")
+             if r["model"] == "sparse" and r["horizon"] == horizon]
+    if len(found) != 1:
+        raise SystemExit(f"{folder}: {len(found)} rows of {candidate} at {horizon}")
+    return ROOT / found[0]
+
+
+def fold_score(candidate: str, horizon: int, fold: str) -> float:
+    """The fold's test MSE of the equal mean of the three seeds' forecasts."""
+    members = [member(candidate, horizon, fold, s) for s in SEEDS]
+    out = BAGS / f"{fold}_{candidate}_{horizon}"
+    return blend_runs([str(m) for m in members], out, equal=True)["test"]["mse"]
+
+
+def main() -> None:
+    before = json.loads((HERE / "choice.json").read_text())["horizons"]
+    lines = ["# ETTh1: the backtests' choice with three seeds per fold", "",
+             "At 192, 336 and 720, the choice and runner-up of `choice.md` (seed 2021), each "
+             "scored on each fold as the figure is: the test MSE of the equal mean of its "
+             "runs from seeds 2021, 1 and 2 (for the blend: of the three seeds' blends). "
+             "The choice is the lower mean of the two folds. The protocol's test split is "
+             "read only for the chosen candidate. 96 keeps the bag (not run again).", ""]
+    choice = {"96": before["96"]}
+    for h, pair in PAIRS.items():
+        scores = {c: {f: fold_score(c, h, f) for f in FOLDS} for c in pair}
+        mean = {c: sum(scores[c][f] for f in FOLDS) / len(FOLDS) for c in pair}
+        chosen = min(pair, key=mean.__getitem__)
+        lines += [f"## horizon {h}", "",
+                  "| candidate | f1, three seeds | f2, three seeds | mean of the folds | "
+                  "seed 2021 alone (`choice.md`) |", "|---|---:|---:|---:|---:|"]
+        for c in sorted(pair, key=mean.__getitem__):
+            mark = " (chosen)" if c == chosen else ""
+            lines.append(f"| {c}{mark} | " +
+                         " | ".join(f"{scores[c][f]:.4f}" for f in FOLDS) +
+                         f" | {mean[c]:.4f} | " +
+                         ("chosen" if before[str(h)]["chosen"] == c else "runner-up") + " |")
+        test = protocol_test(chosen, h)
+        choice[str(h)] = {"chosen": chosen, "backtest_mse": round(mean[chosen], 4),
+                          "protocol_test_mse": round(test, 4),
+                          "fold_mse": {c: {f: round(scores[c][f], 4) for f in FOLDS}
+                                       for c in pair}}
+        lines += ["", f"Chosen: `{chosen}`; its protocol test MSE (three seeds): {test:.4f}.",
+                  ""]
+    figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
+    lines += [f"Mean protocol test MSE of these choices: **{figure:.4f}** (with one seed per "
+              "fold: 0.3950).", ""]
+    write_text(HERE / "choice_seeds.md", "\n".join(lines))
+    write_text(HERE / "choice_seeds.json",
+               json.dumps({"horizons": choice, "mean_test_mse": figure}, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
