@@ -74,7 +74,7 @@ def main() -> None:
         chosen = min(pair, key=mean.__getitem__)
         lines += [f"## horizon {h}", "",
                   "| candidate | f1, three seeds | f2, three seeds | mean of the folds | "
-                  "seed 2021 alone (`choice.md`) |", "|---|---:|---:|---:|---:|"]
+                  "rank with seed 2021 alone (`choice.md`) |", "|---|---:|---:|---:|---:|"]
         for c in sorted(pair, key=mean.__getitem__):
             mark = " (chosen)" if c == chosen else ""
             lines.append(f"| {c}{mark} | " +
