@@ -1,14 +1,16 @@
-"""ETTh1's backtest choice at 192, 336 and 720 with seeds 2021, 1 and 2 on both folds
-(README.md, "More seeds"): scores each of the two candidates on each fold as the figure is
-scored (the equal mean of the three seeds' runs), chooses the lower mean of the folds, reads
-the protocol's test split only for the chosen one, and writes choice_seeds.md and
-choice_seeds.json beside this file.
+"""ETTh1's backtest choice at 192, 336 and 720 with seeds 2021, 1 and 2 on each fold
+(README.md, "More seeds" and "A third fold"): scores each of the two candidates on each fold
+as the figure is scored (the equal mean of the three seeds' runs), chooses the lower mean of
+the folds, reads the protocol's test split only for the chosen one, and writes
+choice_seeds.md and .json (folds f1 and f2), or with --middle choice_middle.md and .json
+(f1, the middle fold fm and f2), beside this file.
 
-    python benchmarks/forecasting/search/etth1_backtest/choose_seeds.py
+    python benchmarks/forecasting/search/etth1_backtest/choose_seeds.py [--middle]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,8 +28,9 @@ SEEDS = ["2021", "1", "2"]
 BLEND_MODELS = ["patch", "linear", "channel", "sparse"]
 PAIRS = {192: ["sparse_nomap_in512", "blend"], 336: ["sparse_nomap_in512", "sparse"],
          720: ["sparse_nomap_in512", "sparse_nomap_in720"]}
-# where each candidate's rows are, below a seed's fold folder: seed 2021's (HERE/FOLD) and
-# the other seeds' (HERE/seeds/sS/FOLD) differ only for the plan's `sparse` at 336
+# where each candidate's rows are, below a seed's fold folder: choose.sh's (seed 2021 on f1
+# and f2: HERE/FOLD) and folds.sh's (HERE/seeds/sS/FOLD) differ only for the plan's `sparse`
+# at 336
 WHERE = {"sparse_nomap_in512": ("sparse_nomap_in512", "sparse_nomap_in512"),
          "sparse_nomap_in720": ("sparse_nomap_in720", "sparse_nomap_in720"),
          "sparse": ("plan", "plan_sparse")}
@@ -36,7 +39,7 @@ BAGS = ROOT / "runs" / "bench" / "etth1_bt" / "seeds_bag"
 
 def member(candidate: str, horizon: int, fold: str, seed: str) -> Path:
     """One seed's run (or, for the blend, blend folder) of ``candidate`` on ``fold``."""
-    first = seed == SEEDS[0]
+    first = seed == SEEDS[0] and fold in FOLDS  # trained by choose.sh
     if candidate == "blend":
         runs = ROOT / "runs" / "bench" / ("etth1_bt" if first else f"etth1_bt_s{seed}") / fold
         found = blend_dir(runs / "plan", "ETTh1", BLEND_MODELS, horizon)
@@ -60,42 +63,48 @@ def fold_score(candidate: str, horizon: int, fold: str) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--middle", action="store_true",
+                        help="also the middle fold, fm (middle.sh)")
+    folds = [FOLDS[0], "fm", FOLDS[1]] if parser.parse_args().middle else FOLDS
+    name = "choice_middle" if len(folds) == 3 else "choice_seeds"
     before = json.loads((HERE / "choice.json").read_text())["horizons"]
-    lines = ["# ETTh1: the backtests' choice with three seeds per fold", "",
+    lines = [f"# ETTh1: the backtests' choice with three seeds per fold, {len(folds)} folds", "",
              "At 192, 336 and 720, the choice and runner-up of `choice.md` (seed 2021), each "
              "scored on each fold as the figure is: the test MSE of the equal mean of its "
              "runs from seeds 2021, 1 and 2 (for the blend: of the three seeds' blends). "
-             "The choice is the lower mean of the two folds. The protocol's test split is "
-             "read only for the chosen candidate. 96 keeps the bag (not run again).", ""]
+             f"The choice is the lower mean of the {len(folds)} folds "
+             f"({', '.join(folds)}). The protocol's test split is read only for the chosen "
+             "candidate. 96 keeps the bag (not run again).", ""]
     choice = {"96": before["96"]}
     for h, pair in PAIRS.items():
-        scores = {c: {f: fold_score(c, h, f) for f in FOLDS} for c in pair}
-        mean = {c: sum(scores[c][f] for f in FOLDS) / len(FOLDS) for c in pair}
+        scores = {c: {f: fold_score(c, h, f) for f in folds} for c in pair}
+        mean = {c: sum(scores[c][f] for f in folds) / len(folds) for c in pair}
         chosen = min(pair, key=mean.__getitem__)
         lines += [f"## horizon {h}", "",
-                  "| candidate | f1, three seeds | f2, three seeds | mean of the folds | "
-                  "rank with seed 2021 alone (`choice.md`) |", "|---|---:|---:|---:|---:|"]
+                  "| candidate | " + " | ".join(f"{f}, three seeds" for f in folds) +
+                  " | mean of the folds | rank with seed 2021 on f1 and f2 (`choice.md`) |",
+                  "|---|" + "---:|" * (len(folds) + 2)]
         for c in sorted(pair, key=mean.__getitem__):
             mark = " (chosen)" if c == chosen else ""
             lines.append(f"| {c}{mark} | " +
-                         " | ".join(f"{scores[c][f]:.4f}" for f in FOLDS) +
+                         " | ".join(f"{scores[c][f]:.4f}" for f in folds) +
                          f" | {mean[c]:.4f} | " +
                          ("chosen" if before[str(h)]["chosen"] == c else "runner-up") + " |")
         test = protocol_test(chosen, h)
         choice[str(h)] = {"chosen": chosen, "backtest_mse": round(mean[chosen], 4),
                           "protocol_test_mse": round(test, 4),
-                          "fold_mse": {c: {f: round(scores[c][f], 4) for f in FOLDS}
+                          "fold_mse": {c: {f: round(scores[c][f], 4) for f in folds}
                                        for c in pair}}
         lines += ["", f"Chosen: `{chosen}`; its protocol test MSE (three seeds): {test:.4f}.",
                   ""]
     figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
     lines += [f"Mean protocol test MSE of these choices: **{figure:.4f}** (with one seed per "
-              "fold: 0.3950).", ""]
-    write_text(HERE / "choice_seeds.md", "\n".join(lines))
-    write_text(HERE / "choice_seeds.json",
-               json.dumps({"horizons": choice, "mean_test_mse": figure}, indent=1) + "\n")
+              "fold on f1 and f2: 0.3950).", ""]
+    write_text(HERE / f"{name}.md", "\n".join(lines))
+    write_text(HERE / f"{name}.json", json.dumps({"folds": folds, "horizons": choice,
+                                                  "mean_test_mse": figure}, indent=1) + "\n")
     print("\n".join(lines))
-
 
 if __name__ == "__main__":
     main()

@@ -7,27 +7,7 @@ set -euo pipefail
 data=${1:?usage: seeds.sh DATA_DIR (the folder holding ETTh1.csv)}
 py=${PYTHON:-.venv/bin/python}
 here=benchmarks/forecasting/search/etth1_backtest
-nomap=(revin_affine=false lr_decay=0.9 lr_decay_after=3)
-family() {  # FOLD ROWS SEED: plan's sparse at 336, sparse without the map (512 and 720 steps)
-    local runs=runs/bench/etth1_bt_s$3/$1 out=$here/seeds/s$3/$1 common=(threads=1 seed=$3 split=rows:$2)
-    $py benchmarks/forecasting/run.py --data "$data" --plan benchmarks/forecasting/plan.yaml \
-        --datasets ETTh1 --models sparse --horizons 336 --jobs 1 --runs "$runs/plan" \
-        --out "$out/plan_sparse" "${common[@]}"
-    $py benchmarks/forecasting/run.py --data "$data" --datasets ETTh1 --models sparse \
-        --horizons 192,336,720 --input-lengths 512 --minutes 2 --jobs 1 --runs "$runs/nomap" \
-        --out "$out/sparse_nomap_in512" "${common[@]}" "${nomap[@]}"
-    $py benchmarks/forecasting/run.py --data "$data" --datasets ETTh1 --models sparse \
-        --horizons 720 --input-lengths 720 --minutes 2 --jobs 1 --runs "$runs/nomap" \
-        --out "$out/sparse_nomap_in720" "${common[@]}" "${nomap[@]}"
-}
-blend192() {  # FOLD ROWS SEED: the plan's four models at 192 and their blend
-    local runs=runs/bench/etth1_bt_s$3/$1 out=$here/seeds/s$3/$1
-    $py benchmarks/forecasting/run.py --data "$data" --plan benchmarks/forecasting/plan.yaml \
-        --datasets ETTh1 --models patch,channel,linear,sparse --horizons 192 --jobs 1 \
-        --runs "$runs/plan" --out "$out/plan" threads=1 seed=$3 split=rows:$2
-    $py benchmarks/forecasting/blend.py --results "$out/plan" --runs "$runs/plan" \
-        --datasets ETTh1 --models patch,linear,channel,sparse
-}
+source "$here/folds.sh"
 fold() {  # FOLD ROWS
     family "$1" "$2" 1; family "$1" "$2" 2; blend192 "$1" "$2" 1; blend192 "$1" "$2" 2
 }
