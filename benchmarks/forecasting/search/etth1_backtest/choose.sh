@@ -6,6 +6,7 @@ set -euo pipefail
 data=${1:?usage: choose.sh DATA_DIR (the folder holding ETTh1.csv)}
 py=${PYTHON:-.venv/bin/python}
 here=benchmarks/forecasting/search/etth1_backtest
+source "$here/folds.sh"  # both_folds
 fold() {  # NAME ROWS: the plan's four models, their blend, sparse without the map
     local name=$1 split=split=rows:$2 runs=runs/bench/etth1_bt/$1
     $py benchmarks/forecasting/run.py --data "$data" --plan benchmarks/forecasting/plan.yaml \
@@ -20,10 +21,5 @@ fold() {  # NAME ROWS: the plan's four models, their blend, sparse without the m
             lr_decay=0.9 lr_decay_after=3 "$split"
     done
 }
-mkdir -p runs/bench/etth1_bt
-fold f1 5760,8640,11520 > runs/bench/etth1_bt/f1.log 2>&1 &
-one=$!
-fold f2 2880,5760,8640 > runs/bench/etth1_bt/f2.log 2>&1 &
-two=$!
-wait $one; wait $two
+both_folds ""
 $py "$here/choose.py"

@@ -11,10 +11,5 @@ source "$here/folds.sh"
 fold() {  # FOLD ROWS
     family "$1" "$2" 1; family "$1" "$2" 2; blend192 "$1" "$2" 1; blend192 "$1" "$2" 2
 }
-mkdir -p runs/bench/etth1_bt
-fold f1 5760,8640,11520 > runs/bench/etth1_bt/seeds_f1.log 2>&1 &
-one=$!
-fold f2 2880,5760,8640 > runs/bench/etth1_bt/seeds_f2.log 2>&1 &
-two=$!
-wait $one; wait $two
+both_folds "seeds_"
 $py "$here/choose_seeds.py"
