@@ -19,12 +19,11 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1]))
 from blend import blend_dir  # noqa: E402
-from choose import FOLDS, ROOT, protocol_test, rows  # noqa: E402
+from choose import FOLDS, ROOT, SEEDS, protocol_test, rows  # noqa: E402
 
-from transduce.forecasting.blend import blend_runs  # noqa: E402
+from transduce.forecasting.blend import BLEND_FILE, blend_runs  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
-SEEDS = ["2021", "1", "2"]
 BLEND_MODELS = ["patch", "linear", "channel", "sparse"]
 PAIRS = {192: ["sparse_nomap_in512", "blend"], 336: ["sparse_nomap_in512", "sparse"],
          720: ["sparse_nomap_in512", "sparse_nomap_in720"]}
@@ -43,8 +42,8 @@ def member(candidate: str, horizon: int, fold: str, seed: str) -> Path:
     if candidate == "blend":
         runs = ROOT / "runs" / "bench" / ("etth1_bt" if first else f"etth1_bt_s{seed}") / fold
         found = blend_dir(runs / "plan", "ETTh1", BLEND_MODELS, horizon)
-        if not (found / "blend.json").is_file():
-            raise SystemExit(f"{found}: no blend there; run seeds.sh first")
+        if not (found / BLEND_FILE).is_file():
+            raise SystemExit(f"{found}: no blend there; run seeds.sh (fm: middle.sh) first")
         return found
     folder = (HERE / fold if first else HERE / "seeds" / f"s{seed}" / fold) / \
         WHERE[candidate][0 if first else 1]
@@ -105,6 +104,7 @@ def main() -> None:
     write_text(HERE / f"{name}.json", json.dumps({"folds": folds, "horizons": choice,
                                                   "mean_test_mse": figure}, indent=1) + "\n")
     print("\n".join(lines))
+
 
 if __name__ == "__main__":
     main()
