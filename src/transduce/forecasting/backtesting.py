@@ -66,10 +66,9 @@ def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None 
     """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
     series of ``n_rows`` rows; every fold is checked (enough rows for a window in each
     split) before any is trained."""
-    from transduce.data.timeseries import default_scheme
-    from transduce.forecasting.data import windowed_borders
+    from transduce.forecasting.data import split_scheme, windowed_borders
 
-    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+    scheme = split_scheme(cfg)
     out = []
     for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
         fold = dataclasses.replace(cfg, split=f"rows:{a},{b},{c}")
@@ -94,6 +93,7 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     folds trained at once, each in a process of its own whose output goes to
     RUN_DIR/fold_K.log; with ``threads`` unset each takes an equal share of the cores.
     """
+    from transduce import runs
     from transduce.data.calendar import format_dates
     from transduce.forecasting.data import load_forecast_data
     from transduce.forecasting.evaluation import evaluate_run
@@ -108,7 +108,7 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
                         "run it without torchrun, or train each fold under torchrun with "
                         "forecast train split=rows:A,B,C")
     run_dir = Path(run_dir)
-    if (run_dir / "config.yaml").exists():
+    if (run_dir / runs.CONFIG).exists():
         raise UserError(f"{run_dir} holds a training run; give the backtest a folder of its "
                         "own (its folds become runs inside it)")
     cfg.validate("forecast config")

@@ -60,6 +60,12 @@ def minimum_rows(scheme: str, input_length: int, horizon: int) -> int:
         n += 1
 
 
+def split_scheme(cfg: ForecastConfig) -> str:
+    """``cfg``'s split, with ``auto`` resolved from the file's name (see
+    :func:`default_scheme`)."""
+    return default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+
+
 def windowed_borders(cfg: ForecastConfig, n: int) -> dict[str, tuple[int, int]]:
     """The split borders of ``cfg`` on a file of ``n`` rows (see :func:`split_borders`).
 
@@ -67,7 +73,7 @@ def windowed_borders(cfg: ForecastConfig, n: int) -> dict[str, tuple[int, int]]:
         UserError: a split with no window of input_length + horizon (the message gives
             the minimum number of rows).
     """
-    scheme = default_scheme(cfg.csv) if cfg.split == "auto" else cfg.split
+    scheme = split_scheme(cfg)
     borders = split_borders(n, cfg.input_length, scheme)
     short = [s for s in SPLITS if window_count(*borders[s], cfg.input_length, cfg.horizon) < 1]
     if short:
