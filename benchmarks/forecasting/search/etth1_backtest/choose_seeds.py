@@ -3,9 +3,11 @@
 as the figure is scored (the equal mean of the three seeds' runs), chooses the lower mean of
 the folds, reads the protocol's test split only for the chosen one, and writes
 choice_seeds.md and .json (folds f1 and f2), or with --middle choice_middle.md and .json
-(f1, the middle fold fm and f2), beside this file.
+(f1, the middle fold fm and f2), beside this file. With --horizon 96, horizon 96 alone on
+the three folds (README.md, "Horizon 96 with more seeds and the third fold"), the other
+horizons taken from choice_middle.json: choice_96.md and .json.
 
-    python benchmarks/forecasting/search/etth1_backtest/choose_seeds.py [--middle]
+    python benchmarks/forecasting/search/etth1_backtest/choose_seeds.py [--middle | --horizon 96]
 """
 
 from __future__ import annotations
@@ -25,14 +27,8 @@ from transduce.forecasting.blend import BLEND_FILE, blend_runs  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 BLEND_MODELS = ["patch", "linear", "channel", "sparse"]
-PAIRS = {192: ["sparse_nomap_in512", "blend"], 336: ["sparse_nomap_in512", "sparse"],
-         720: ["sparse_nomap_in512", "sparse_nomap_in720"]}
-# where each candidate's rows are, below a seed's fold folder: choose.sh's (seed 2021 on f1
-# and f2: HERE/FOLD) and folds.sh's (HERE/seeds/sS/FOLD) differ only for the plan's `sparse`
-# at 336
-WHERE = {"sparse_nomap_in512": ("sparse_nomap_in512", "sparse_nomap_in512"),
-         "sparse_nomap_in720": ("sparse_nomap_in720", "sparse_nomap_in720"),
-         "sparse": ("plan", "plan_sparse")}
+PAIRS = {96: ["blend", "sparse"], 192: ["sparse_nomap_in512", "blend"],
+         336: ["sparse_nomap_in512", "sparse"], 720: ["sparse_nomap_in512", "sparse_nomap_in720"]}
 BAGS = ROOT / "runs" / "bench" / "etth1_bt" / "seeds_bag"
 
 
@@ -45,8 +41,11 @@ def member(candidate: str, horizon: int, fold: str, seed: str) -> Path:
         if not (found / BLEND_FILE).is_file():
             raise SystemExit(f"{found}: no blend there; run seeds.sh (fm: middle.sh) first")
         return found
-    folder = (HERE / fold if first else HERE / "seeds" / f"s{seed}" / fold) / \
-        WHERE[candidate][0 if first else 1]
+    # choose.sh (seed 2021 on f1 and f2: HERE/FOLD) and blend_at (HERE/seeds/sS/FOLD) put
+    # the plan's rows in plan/; family() put the plan's `sparse` at 336 in plan_sparse/
+    where = candidate if candidate.startswith("sparse_") else \
+        "plan_sparse" if horizon == 336 and not first else "plan"
+    folder = (HERE / fold if first else HERE / "seeds" / f"s{seed}" / fold) / where
     found = [r["run"] for r in rows(folder / "results.json")
              if r["model"] == "sparse" and r["horizon"] == horizon]
     if len(found) != 1:
@@ -61,22 +60,41 @@ def fold_score(candidate: str, horizon: int, fold: str) -> float:
     return blend_runs([str(m) for m in members], out, equal=True)["test"]["mse"]
 
 
+def listed(horizons) -> str:
+    """"96", "96 and 192", "192, 336 and 720"."""
+    *rest, last = map(str, horizons)
+    return f"{', '.join(rest)} and {last}" if rest else last
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--middle", action="store_true",
-                        help="also the middle fold, fm (middle.sh)")
-    folds = [FOLDS[0], "fm", FOLDS[1]] if parser.parse_args().middle else FOLDS
-    name = "choice_middle" if len(folds) == 3 else "choice_seeds"
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--middle", action="store_true",
+                       help="also the middle fold, fm (middle.sh)")
+    which.add_argument("--horizon", type=int, choices=[96],
+                       help="only this horizon, on f1, fm and f2 (h96.sh)")
+    args = parser.parse_args()
+    folds = [FOLDS[0], "fm", FOLDS[1]] if args.middle or args.horizon else FOLDS
     before = json.loads((HERE / "choice.json").read_text())["horizons"]
+    if args.horizon:
+        name, choice = f"choice_{args.horizon}", json.loads(
+            (HERE / "choice_middle.json").read_text())["horizons"]
+        horizons = [args.horizon]
+        kept = f"{listed(h for h in PAIRS if h != args.horizon)} keep the choices of " \
+            "`choice_middle.json`."
+    else:
+        name = "choice_middle" if args.middle else "choice_seeds"
+        choice, horizons = {"96": before["96"]}, [192, 336, 720]
+        kept = "96 keeps the bag (not run again)."
     lines = [f"# ETTh1: the backtests' choice with three seeds per fold, {len(folds)} folds", "",
-             "At 192, 336 and 720, the choice and runner-up of `choice.md` (seed 2021), each "
+             f"At {listed(horizons)}, the choice and runner-up of `choice.md` (seed 2021), each "
              "scored on each fold as the figure is: the test MSE of the equal mean of its "
              "runs from seeds 2021, 1 and 2 (for the blend: of the three seeds' blends). "
              f"The choice is the lower mean of the {len(folds)} folds "
              f"({', '.join(folds)}). The protocol's test split is read only for the chosen "
-             "candidate. 96 keeps the bag (not run again).", ""]
-    choice = {"96": before["96"]}
-    for h, pair in PAIRS.items():
+             f"candidate. {kept}", ""]
+    for h in horizons:
+        pair = PAIRS[h]
         scores = {c: {f: fold_score(c, h, f) for f in folds} for c in pair}
         mean = {c: sum(scores[c][f] for f in folds) / len(folds) for c in pair}
         chosen = min(pair, key=mean.__getitem__)
@@ -97,6 +115,7 @@ def main() -> None:
                                        for c in pair}}
         lines += ["", f"Chosen: `{chosen}`; its protocol test MSE (three seeds): {test:.4f}.",
                   ""]
+    choice = {str(h): choice[str(h)] for h in PAIRS}  # in the order of the horizons
     figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
     lines += [f"Mean protocol test MSE of these choices: **{figure:.4f}** (with one seed per "
               "fold on f1 and f2: 0.3950).", ""]

@@ -13,11 +13,11 @@ family() {  # FOLD ROWS SEED: plan's sparse at 336, sparse without the map (512 
         --horizons 720 --input-lengths 720 --minutes 2 --jobs 1 --runs "$runs/nomap" \
         --out "$out/sparse_nomap_in720" "${common[@]}" "${nomap[@]}"
 }
-blend192() {  # FOLD ROWS SEED: the plan's four models at 192 and their blend
-    local runs=runs/bench/etth1_bt_s$3/$1 out=$here/seeds/s$3/$1
+blend_at() {  # HORIZON FOLD ROWS SEED: the plan's four models at HORIZON and their blend
+    local runs=runs/bench/etth1_bt_s$4/$2 out=$here/seeds/s$4/$2
     $py benchmarks/forecasting/run.py --data "$data" --plan benchmarks/forecasting/plan.yaml \
-        --datasets ETTh1 --models patch,channel,linear,sparse --horizons 192 --jobs 1 \
-        --runs "$runs/plan" --out "$out/plan" threads=1 seed=$3 split=rows:$2
+        --datasets ETTh1 --models patch,channel,linear,sparse --horizons $1 --jobs 1 \
+        --runs "$runs/plan" --out "$out/plan" threads=1 seed=$4 split=rows:$3
     $py benchmarks/forecasting/blend.py --results "$out/plan" --runs "$runs/plan" \
         --datasets ETTh1 --models patch,linear,channel,sparse
 }

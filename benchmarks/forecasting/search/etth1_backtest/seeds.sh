@@ -9,7 +9,7 @@ py=${PYTHON:-.venv/bin/python}
 here=benchmarks/forecasting/search/etth1_backtest
 source "$here/folds.sh"
 fold() {  # FOLD ROWS
-    family "$1" "$2" 1; family "$1" "$2" 2; blend192 "$1" "$2" 1; blend192 "$1" "$2" 2
+    family "$1" "$2" 1; family "$1" "$2" 2; blend_at 192 "$1" "$2" 1; blend_at 192 "$1" "$2" 2
 }
 both_folds "seeds_"
 $py "$here/choose_seeds.py"
