@@ -39,12 +39,17 @@ def member(candidate: str, horizon: int, fold: str, seed: str) -> Path:
         runs = ROOT / "runs" / "bench" / ("etth1_bt" if first else f"etth1_bt_s{seed}") / fold
         found = blend_dir(runs / "plan", "ETTh1", BLEND_MODELS, horizon)
         if not (found / BLEND_FILE).is_file():
-            raise SystemExit(f"{found}: no blend there; run seeds.sh (fm: middle.sh) first")
+            raise SystemExit(f"{found}: no blend there; run seeds.sh (fm: middle.sh; at 96: "
+                             "h96.sh) first")
         return found
     # choose.sh (seed 2021 on f1 and f2: HERE/FOLD) and blend_at (HERE/seeds/sS/FOLD) put
     # the plan's rows in plan/; family() put the plan's `sparse` at 336 in plan_sparse/
-    where = candidate if candidate.startswith("sparse_") else \
-        "plan_sparse" if horizon == 336 and not first else "plan"
+    if candidate != "sparse":
+        where = candidate  # sparse_nomap_inN
+    elif horizon == 336 and not first:
+        where = "plan_sparse"
+    else:
+        where = "plan"
     folder = (HERE / fold if first else HERE / "seeds" / f"s{seed}" / fold) / where
     found = [r["run"] for r in rows(folder / "results.json")
              if r["model"] == "sparse" and r["horizon"] == horizon]
