@@ -8,6 +8,7 @@ choice.json beside this file.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -49,15 +50,15 @@ def yule_walker(data: ForecastData) -> torch.Tensor:
     return (x[:-1] * x[1:]).sum(0) / (x**2).sum(0)
 
 
-def scores(csv: str, split: str, horizon: int, models: tuple[str, ...],
-           where: str) -> dict:
+def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
+    """φ of ``split``'s training rows and each of ``models``' MSE on its test split."""
     data = load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
                                              input_length=INPUT_LENGTH, horizon=horizon,
                                              split=split))
     phi = yule_walker(data)
     built = {"repeat": RepeatLast(horizon), "ar1": AR1(phi, horizon)}
     return {"phi": [round(float(p), 6) for p in phi],
-            **{m: evaluate(built[m], data, where)["mse"] for m in models}}
+            **{m: evaluate(built[m], data, "test")["mse"] for m in models}}
 
 
 def main() -> None:
@@ -69,13 +70,14 @@ def main() -> None:
              "mean of the folds is chosen (README.md). The protocol's test MSE is read only "
              "for the chosen candidate.", ""]
     reference = {}  # ../backtest/choice.md's repeat rows: fold → horizon → MSE
+    table = (HERE.parent / "backtest" / "choice.md").read_text()
     for h in HORIZONS:
-        md = (HERE.parent / "backtest" / "choice.md").read_text().split(f"## horizon {h}\n")[1]
+        md = table.split(f"## horizon {h}\n")[1]
         row = next(r for r in md.splitlines() if r.startswith("| repeat"))
         reference[h] = dict(zip(FOLDS, map(float, row.split("|")[2:5])))
     choice, phis = {}, {}
     for h in HORIZONS:
-        folds = {f: scores(csv, split, h, ("repeat", "ar1"), "test")
+        folds = {f: scores(csv, split, h, ("repeat", "ar1"))
                  for f, split in FOLDS.items()}
         for f, s in folds.items():
             if abs(s["repeat"] - reference[h][f]) > 5e-5:
@@ -84,7 +86,7 @@ def main() -> None:
             phis[f] = s["phi"]
         mean = {m: sum(folds[f][m] for f in FOLDS) / len(FOLDS) for m in ("repeat", "ar1")}
         chosen = min(mean, key=mean.get)
-        protocol = scores(csv, "auto", h, (chosen,), "test")
+        protocol = scores(csv, "auto", h, (chosen,))
         phis["protocol"] = protocol["phi"]
         choice[str(h)] = {"chosen": chosen, "backtest_mean": {m: round(v, 4)
                                                               for m, v in mean.items()},
@@ -108,7 +110,7 @@ def main() -> None:
               "|---|" + "---:|" * len(phis["protocol"])]
     for split, phi in phis.items():
         lines.append(f"| {split} | " + " | ".join(
-            f"{p:.5f} ({torch.log(torch.tensor(0.5)) / torch.log(torch.tensor(p)):.0f})"
+            f"{p:.5f} ({math.log(0.5) / math.log(p):.0f})"
             for p in phi) + " |")
     lines += ["", f"Mean protocol test MSE of the choices: **{figure:.4f}** (the last value "
                   "alone: 0.3410).", "",
