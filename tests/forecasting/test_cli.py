@@ -181,3 +181,21 @@ def test_unknown_column_and_key(sine, tmp_path, capsys):
                  str(tmp_path / "run")]) == 2
     assert "unknown config key 'horizn'" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_training_split_that_fits_one_batch_is_warned_of(sine, tmp_path, capsys):
+    # the sine's 420 training rows make 361 windows of 48 + 12 steps
+    def warning(batch_size: int) -> list[str]:
+        run = tmp_path / f"b{batch_size}"
+        assert main(["forecast", "train", str(sine), "model=linear", "max_epochs=1",
+                     f"batch_size={batch_size}", "--run-dir", str(run)]) == 0
+        lines = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+        assert lines == [line.split(" ", 2)[2] for line in
+                         (run / "train.log").read_text().splitlines() if "warning" in line]
+        return lines
+
+    (line,) = warning(361)
+    assert line == (f"transduce: warning: {tmp_path / 'sine.csv'}: its 361 training windows "
+                    "make a single update per epoch (batch_size=361); give a smaller "
+                    "batch_size (batch_size=32 makes 12 batches) or more epochs")
+    assert warning(360) == []  # two batches

@@ -91,12 +91,27 @@ def epoch_decay(updates_per_epoch: int, decay: float, after: int):
     return factor
 
 
+def one_update_warning(cfg: ForecastConfig, windows: int) -> str:
+    """The warning for a training split whose windows all fit one update: a short series
+    trained with a config made for a long one (batch_size 128 on 120 monthly windows)."""
+    smaller = 2 ** int(math.log2(max(1, windows // 8)))  # about 8 updates per epoch
+    return (f"transduce: warning: {cfg.csv}: its {windows} training windows make a single "
+            f"update per epoch (batch_size={cfg.batch_size}); give a smaller batch_size "
+            f"(batch_size={smaller} makes {math.ceil(windows / smaller)} batches) or more epochs")
+
+
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     """Train (or resume) a run; returns its last validation metrics and the best MSE."""
     cfg.validate("forecast config")
     data = load_forecast_data(cfg)  # bad input fails here, before anything is written
-    engine, metrics = train_task(lambda session, log: ForecastTask(cfg, data, session), cfg,
-                                 run_dir, EXTENDABLE)
+
+    def make_task(session, log) -> ForecastTask:
+        task = ForecastTask(cfg, data, session)
+        if task.updates_per_epoch() == 1:
+            log.warning(one_update_warning(cfg, len(task.windows)))
+        return task
+
+    engine, metrics = train_task(make_task, cfg, run_dir, EXTENDABLE)
     if intervals(list(cfg.quantiles)) and cfg.calibrate and engine.session.is_main:
         from transduce.forecasting.calibration import calibrate_run, describe
 
