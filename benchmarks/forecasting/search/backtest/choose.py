@@ -38,6 +38,26 @@ def scores(plan: Path, variants: Path) -> dict[tuple[str, int], tuple[float, flo
     return out
 
 
+def horizon_table(folds: dict, protocol: dict, candidates: list[str], h: int
+                  ) -> tuple[list[str], str, str]:
+    """Horizon ``h``'s section of choice.md: each candidate's MSE on the folds' test splits,
+    their mean, and its validation and test MSE on the protocol's split (``folds``: fold →
+    ``scores``; ``protocol``: ``scores`` of the protocol's split). Returns its lines, the
+    candidate of the lowest backtest mean and that of the lowest protocol validation MSE."""
+    lines = [f"## horizon {h}", "",
+             "| candidate | f1 | f2 | f3 | backtest mean | protocol val | protocol test |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    mean = {c: sum(folds[f][c, h][1] for f in FOLDS) / len(FOLDS) for c in candidates}
+    by_backtest = min(candidates, key=mean.__getitem__)
+    by_val = min(candidates, key=lambda c: protocol[c, h][0])
+    for c in candidates:
+        mark = (" (backtest's choice)" if c == by_backtest else "") + \
+            (" (validation's choice)" if c == by_val else "")
+        lines.append(f"| {c}{mark} | " + " | ".join(f"{folds[f][c, h][1]:.4f}" for f in FOLDS)
+                     + f" | {mean[c]:.4f} | {protocol[c, h][0]:.4f} | {protocol[c, h][1]:.4f} |")
+    return lines + [""], by_backtest, by_val
+
+
 def main() -> None:
     folds = {f: scores(HERE / f / "plan", HERE / f) for f in FOLDS}
     protocol = scores(FIGURE, HERE / "protocol")
@@ -49,21 +69,10 @@ def main() -> None:
              "the figure only.", ""]
     choice = {}
     for h in HORIZONS:
-        lines += [f"## horizon {h}", "",
-                  "| candidate | f1 | f2 | f3 | backtest mean | protocol val | protocol test |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        mean = {c: sum(folds[f][c, h][1] for f in FOLDS) / len(FOLDS) for c in candidates}
-        by_backtest = min(candidates, key=mean.__getitem__)
-        by_val = min(candidates, key=lambda c: protocol[c, h][0])
-        for c in candidates:
-            mark = (" (backtest's choice)" if c == by_backtest else "") + \
-                (" (validation's choice)" if c == by_val else "")
-            lines.append(f"| {c}{mark} | " + " | ".join(f"{folds[f][c, h][1]:.4f}" for f in FOLDS)
-                         + f" | {mean[c]:.4f} | {protocol[c, h][0]:.4f} | "
-                         f"{protocol[c, h][1]:.4f} |")
+        table, by_backtest, by_val = horizon_table(folds, protocol, candidates, h)
+        lines += table
         choice[h] = {"backtest": by_backtest, "backtest_test_mse": protocol[by_backtest, h][1],
                      "validation": by_val, "validation_test_mse": protocol[by_val, h][1]}
-        lines.append("")
     figure = sum(c["backtest_test_mse"] for c in choice.values()) / len(choice)
     by_val = sum(c["validation_test_mse"] for c in choice.values()) / len(choice)
     lines += [f"Mean test MSE of the backtests' choices: **{figure:.4f}**; of validation's "

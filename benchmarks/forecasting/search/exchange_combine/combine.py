@@ -17,8 +17,8 @@ HERE = Path(__file__).parent
 BENCH = HERE.parents[1]
 sys.path[:0] = [str(BENCH), str(HERE.parent / "backtest")]
 from blend import row_run  # noqa: E402
-from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS, rows,  # noqa: E402
-                    scores)
+from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS,  # noqa: E402
+                    horizon_table, rows, scores)
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.forecasting.blend import BLEND_FILE  # noqa: E402
@@ -67,24 +67,17 @@ def main() -> None:
     candidates = [*PLAN, "blend", *VARIANTS, *COMBINATIONS]
     lines = ["# exchange_rate: equal-weight combinations against the eleven candidates", "",
              "Backtest MSE: each fold's test split (rows before the protocol's test split). "
-             "The choice is the lowest mean over the three folds (README.md). Test MSE is "
+             "The choice is the lowest mean over the three folds (README.md); the protocol's "
+             "validation choice is shown beside it. Test MSE is "
              "the protocol's test split, read for the figure only. The first eleven rows "
              "are ../backtest/choice.md's.", ""]
     choice = {}
     for h in HORIZONS:
-        lines += [f"## horizon {h}", "",
-                  "| candidate | f1 | f2 | f3 | backtest mean | protocol val | protocol test |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        mean = {c: sum(folds[f][c, h][1] for f in FOLDS) / len(FOLDS) for c in candidates}
-        chosen = min(candidates, key=mean.__getitem__)
-        for c in candidates:
-            mark = " (backtests' choice)" if c == chosen else ""
-            lines.append(f"| {c}{mark} | " + " | ".join(f"{folds[f][c, h][1]:.4f}" for f in FOLDS)
-                         + f" | {mean[c]:.4f} | {protocol[c, h][0]:.4f} | "
-                         f"{protocol[c, h][1]:.4f} |")
-        choice[h] = {"backtest": chosen, "backtest_mean": round(mean[chosen], 4),
+        table, chosen, _ = horizon_table(folds, protocol, candidates, h)
+        lines += table
+        mean = sum(folds[f][chosen, h][1] for f in FOLDS) / len(FOLDS)
+        choice[h] = {"backtest": chosen, "backtest_mean": round(mean, 4),
                      "test_mse": protocol[chosen, h][1]}
-        lines.append("")
     figure = sum(c["test_mse"] for c in choice.values()) / len(choice)
     lines += [f"Mean test MSE of the backtests' choices: **{figure:.4f}** "
               f"({time.time() - began:.0f} s).", ""]
