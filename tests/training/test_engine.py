@@ -108,6 +108,27 @@ def test_an_epoch_budget_bar_counts_epochs_once_they_end(tmp_path, monkeypatch):
     assert seen == [0, 0, 1, 1, 1, 2]  # not 1 while the first epoch is still training
 
 
+class Scores(ToyTask):
+    """Validation scores 1, 2, 3, ... in turn."""
+
+    def validate(self, model):
+        self.validations = getattr(self, "validations", 0) + 1
+        return {"score": float(self.validations)}
+
+
+def test_rows_and_bar_count_completed_epochs_and_the_bar_ends_on_the_last_validation(tmp_path):
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
+    engine = engine_for(Scores(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0,
+                        log_every=3)
+    engine.run()
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    # a training row and the validation row at the end of an epoch name the same epoch
+    assert [(r["step"], r["epoch"], "score" in r) for r in rows] == [
+        (3, 1, False), (3, 1, True), (6, 2, False), (6, 2, True)]
+    postfix = engine.report.bar.postfix
+    assert "epoch=2" in postfix and "score=2" in postfix, postfix
+
+
 @pytest.mark.parametrize("value", [-0.1, 1.5])
 def test_cooldown_outside_zero_to_one_is_refused(value):
     assert [key for key, _ in EngineConfig(max_steps=1, cooldown=value).problems()] == [

@@ -239,7 +239,8 @@ class Engine:
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         self.elapsed += seconds / s.world  # the same on every process
-        self.report.update(step=self.step, epoch=self.epoch, elapsed=self.elapsed,
+        # epochs completed after this update, as the validation row at this step counts them
+        self.report.update(step=self.step, epoch=self.epoch + epoch_done, elapsed=self.elapsed,
                            epoch_done=epoch_done,
                            loss=total / max(units, 1), units=units, seconds=seconds / s.world,
                            lr=self.used_lr, norm=float(norm))
@@ -288,7 +289,7 @@ class Engine:
             runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
             runs.prune(self.run_dir, self.cfg.keep_last)
         self.last_metrics, self.saved_step = metrics, self.step
-        self.report.shown = {self.task.metric: f"{value:g}"}
+        self.report.show(self.task.metric, value)
 
 
 def _rng_state(device: torch.device) -> dict:

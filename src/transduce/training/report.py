@@ -19,7 +19,9 @@ class Report:
         self.run_dir, self.cfg, self.unit = run_dir, cfg, unit
         self.is_main, self.log = is_main, log
         self.tensorboard = None  # opened on the first row, so a failed start writes none
+        self.bar = None  # open while training
         self.shown: dict = {}  # the last validation, on the bar
+        self.postfix: dict = {}  # the rest of the bar's postfix, from the last update
 
     def open_bar(self, step: int, epoch: int, elapsed: float):
         """The bar for the budget that ends the run; a resumed run starts it where it was."""
@@ -43,9 +45,9 @@ class Report:
             bar.update(min(seconds, bar.total - bar.n))
         elif self.bar_unit == "step" or epoch_done:
             bar.update(1)
-        bar.set_postfix(step=step, epoch=epoch, loss=f"{loss:.3f}",
-                        **{f"{self.unit}/s": f"{units / seconds:,.0f}"}, **self.shown,
-                        refresh=False)
+        self.postfix = {"step": step, "epoch": epoch, "loss": f"{loss:.3f}",
+                        f"{self.unit}/s": f"{units / seconds:,.0f}"}
+        bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
         self.window[0] += units
         if step % self.cfg.log_every == 0:
             rate = self.window[0] / max(elapsed - self.window[1], 1e-9)
@@ -53,6 +55,13 @@ class Report:
                                             f"{self.unit}_per_s": round(rate),
                                             "lr": lr, "grad_norm": round(norm, 4)})
             self.window = [0.0, elapsed]
+
+    def show(self, metric: str, value: float) -> None:
+        """A validation's result, on the bar at once: the last one stays there when the
+        run ends with it."""
+        self.shown = {metric: f"{value:g}"}
+        if self.bar is not None:  # closed bars draw nothing
+            self.bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
 
     def row(self, step: int, epoch: int, elapsed: float, metrics: dict,
             echo: bool = False) -> None:
