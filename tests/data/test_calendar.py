@@ -88,6 +88,15 @@ def test_dates_print_as_given():
     assert format_dates(dates("2021-12-01")) == ["2021-12-01"]
     assert format_dates(dates("2021-12-01", "2021-12-01 13:00")) == [
         "2021-12-01 00:00:00", "2021-12-01 13:00:00"]
+    # as a date of the file writes them: separator, minutes or seconds, fraction, UTC as Z
+    hours = dates("2021-12-01 13:00+00:00", "2021-12-01 13:00:30+00:00")
+    assert format_dates(hours, "2021-11-30T23:00Z") == [
+        "2021-12-01T13:00Z", "2021-12-01T13:00:30Z"]  # seconds kept where there are some
+    assert format_dates(hours, "2021-11-30 23:00:00.000+00:00") == [
+        "2021-12-01 13:00:00.000+00:00", "2021-12-01 13:00:30.000+00:00"]
+    assert format_dates(hours, "2021/11/30 23:00") == [  # not ISO: the default
+        "2021-12-01 13:00:00+00:00", "2021-12-01 13:00:30+00:00"]
+    assert format_dates(dates("2021-12-01"), "2021-11-30T00:00:00") == ["2021-12-01"]
 
 
 def test_too_few_dates_and_the_year_9999():

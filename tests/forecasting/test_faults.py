@@ -138,6 +138,16 @@ def test_daily_history_gives_daily_dates_without_a_time(trained, tmp_path, capsy
     assert out[1].startswith("2021-12-02,") and out[2].startswith("2021-12-03,")
 
 
+def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_path, capsys):
+    run, _ = trained
+    rows = ["date,load,temp"] + [f"{date:%Y-%m-%dT%H:%M}Z,1.0,2.0" for date in (
+        datetime(2021, 10, 1) + timedelta(hours=i) for i in range(62))]
+    csv = write(tmp_path / "utc.csv", "\n".join(rows) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("2021-10-03T14:00Z,") and out[2].startswith("2021-10-03T15:00Z,")
+
+
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_drop_last_must_be_a_positive_batch_size(trained, capsys, value):
     run, _ = trained

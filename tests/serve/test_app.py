@@ -117,6 +117,11 @@ def test_a_forecast_run_is_served(forecast_run):
         got = c.post("/forecast", json={"csv": csv.read_text()}).json()
         assert got["forecast"] == forecaster.forecast(csv.read_text())
         assert len(got["history"]) == 48 and got["date_column"] == "date"
+        # dates come back as the rows write them, in the history and the forecast alike
+        text = csv.read_text().replace(" ", "T")
+        got = c.post("/forecast", json={"csv": text}).json()
+        last = text.strip().splitlines()[-1].split(",")[0]
+        assert got["history"][-1]["date"] == last and "T" in got["forecast"][0]["date"]
         bad = c.post("/forecast", json={"csv": "date,load,temp\n2021-01-01,1,x\n"})
         assert bad.status_code == 422 and "column 'temp' holds 'x'" in bad.json()["error"]
         assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404

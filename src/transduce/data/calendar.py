@@ -11,6 +11,7 @@ forecast after it would otherwise be dated on a step the series does not have.
 from __future__ import annotations
 
 import calendar
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -157,9 +158,37 @@ def next_dates(dates: Sequence[datetime], count: int, frequency: Frequency) -> l
     return out
 
 
-def format_dates(dates: Sequence[datetime]) -> list[str]:
+def format_dates(dates: Sequence[datetime], like: str = "") -> list[str]:
     """Dates as text: ``2021-12-01`` when every one is a midnight without a time zone
-    (daily and longer steps), else ``2021-12-01 13:00:00`` (with its offset, if any)."""
+    (daily and longer steps); else ISO 8601 written as ``like`` (a date as the series' file
+    writes it) is: ``T`` or a space before the time, minutes or seconds (and as many digits
+    of a fraction), ``Z`` for UTC. Without an ISO ``like``, ``2021-12-01 13:00:00`` (with
+    its offset, if any). A date that style would round is written whole."""
     if all(d.tzinfo is None and d.time() == datetime.min.time() for d in dates):
         return [d.date().isoformat() for d in dates]
-    return [d.isoformat(sep=" ") for d in dates]
+    sep, timespec, zulu = _iso_style(like)
+    out = []
+    for d in dates:
+        text = d.isoformat(sep=sep, timespec=timespec)
+        if datetime.fromisoformat(text) != d:  # seconds where the file writes minutes
+            text = d.isoformat(sep=sep)
+        if zulu and text.endswith("+00:00"):
+            text = text[:-6] + "Z"
+        out.append(text)
+    return out
+
+
+ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}([T ])\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?")
+
+
+def _iso_style(like: str) -> tuple[str, str, bool]:
+    """The separator, ``timespec`` and whether UTC is ``Z``, of an ISO 8601 date and time."""
+    match = ISO_TIME.fullmatch(like.strip())
+    if not match:
+        return " ", "auto", False
+    sep, seconds, fraction, zone = match.groups()
+    if fraction:
+        timespec = "milliseconds" if len(fraction) == 4 else "microseconds"
+    else:
+        timespec = "seconds" if seconds else "minutes"
+    return sep, timespec, zone == "Z"

@@ -38,6 +38,8 @@ class Series:
         values: (N, C) float32.
         path: the file it came from (for messages).
         lines: the file's line of each row (for messages), when read from a file.
+        date_text: the last row's date as the file writes it, so that the dates after it
+            can be written the same way.
     """
 
     dates: list[datetime]
@@ -45,6 +47,7 @@ class Series:
     values: np.ndarray
     path: str
     lines: list[int] | None = None
+    date_text: str = ""
 
     def select(self, columns: list[str]) -> Series:
         """The same rows with only ``columns`` (in that order)."""
@@ -53,7 +56,8 @@ class Series:
             raise UserError(f"{self.path}: no column {missing[0]!r}; columns are "
                             f"{', '.join(self.columns)}")
         index = [self.columns.index(c) for c in columns]
-        return Series(self.dates, list(columns), self.values[:, index], self.path, self.lines)
+        return Series(self.dates, list(columns), self.values[:, index], self.path, self.lines,
+                      self.date_text)
 
 
 def parse_date(text: str) -> datetime:
@@ -133,7 +137,8 @@ def parse_series(text: str, path: str, date_column: str = "date",
             raise UserError(f"{path}:{line}: a row with blank {', '.join(blank_tail)} comes "
                             "before rows with values; only the last rows (the future) may be "
                             "blank")
-    return Series(dates, wanted, values.astype(np.float32), str(path), lines)
+    return Series(dates, wanted, values.astype(np.float32), str(path), lines,
+                  row[d].strip())  # row: the last one read
 
 
 def _read_date(path: str, line: int, field: str, previous: datetime | None) -> datetime:

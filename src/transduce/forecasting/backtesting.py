@@ -120,7 +120,8 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     for k, ((_, b, c), fold) in enumerate(configs, 1):
         fold_dir = run_dir / f"fold_{k}"
         test = evaluate_run(fold_dir)
-        first, last = format_dates([dates[b], dates[c - 1]])
+        first, last = format_dates([dates[b], dates[c - 1]],
+                                   data.series.date_text)
         record = {"fold": k, "split": fold.split, "run_dir": str(fold_dir),
                   "test_dates": [first, last], "val_mse": val_mses[k - 1],
                   "mse": test["mse"], "mae": test["mae"], "windows": test["windows"]}

@@ -140,7 +140,7 @@ class Forecaster:
         names = [self.targets] + [[column_name(c, level) for c in self.targets]
                                   for level in cfg.quantiles]
         rows = []
-        for date, row in zip(format_dates(dates), values):  # row (C, 1 + Q)
+        for date, row in zip(format_dates(dates, series.date_text), values):  # row (C, 1 + Q)
             fields = {cfg.date_column: date}
             for k, columns in enumerate(names):
                 fields.update({c: float(f"{v:.6g}") for c, v in zip(columns, row[:, k])})

@@ -173,12 +173,13 @@ def _history(series, cfg) -> list[dict]:
     after them only give known-future covariates)."""
     import numpy as np
 
+    from transduce.data.calendar import format_dates
+
     observed = ~np.isnan(series.values).any(1)
     dates = [d for d, o in zip(series.dates, observed) if o][-cfg.input_length:]
     values = series.values[observed][-cfg.input_length:]
-    return [{cfg.date_column: d.isoformat(sep=" "),
-             **{c: float(v) for c, v in zip(series.columns, row)}}
-            for d, row in zip(dates, values)]
+    return [{cfg.date_column: text, **{c: float(v) for c, v in zip(series.columns, row)}}
+            for text, row in zip(format_dates(dates, series.date_text), values)]
 
 
 def describe(path: str, model) -> dict:
