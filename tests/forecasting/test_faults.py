@@ -138,6 +138,14 @@ def test_daily_history_gives_daily_dates_without_a_time(trained, tmp_path, capsy
     assert out[1].startswith("2021-12-02,") and out[2].startswith("2021-12-03,")
 
 
+def test_a_folder_that_is_not_a_run_is_named_with_what_to_give(tmp_path, capsys):
+    assert main(["forecast", "test", str(tmp_path)]) == 2
+    assert one_line(capsys) == (f"transduce: error: {tmp_path}/checkpoints/best.pt: no such "
+                                "checkpoint; give a run directory that training has saved "
+                                "a checkpoint in")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_path, capsys):
     run, _ = trained
     rows = ["date,load,temp"] + [f"{date:%Y-%m-%dT%H:%M}Z,1.0,2.0" for date in (

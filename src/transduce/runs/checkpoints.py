@@ -50,7 +50,8 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[st
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise UserError(f"{path}: no such checkpoint") from None
+        raise UserError(f"{path}: no such checkpoint; give a run directory that training "
+                        "has saved a checkpoint in") from None
     except Exception as error:  # torch raises several types for a damaged or foreign file
         raise UserError(f"{path}: not a transduce checkpoint ({type(error).__name__}); "
                         "give a .pt file written by transduce") from None
