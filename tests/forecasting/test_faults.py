@@ -128,14 +128,20 @@ def test_a_gap_in_the_history_is_one_line_naming_its_row(trained, tmp_path, caps
            "is hourly" in one_line(capsys)
 
 
-def test_daily_history_gives_daily_dates_without_a_time(trained, tmp_path, capsys):
+@pytest.mark.parametrize("written, step, first, second", [
+    ("%Y-%m-%d", timedelta(days=1), "2021-12-02", "2021-12-03"),  # daily: no time
+    ("%Y-%m-%dT%H:%MZ", timedelta(hours=1), "2021-10-03T14:00Z", "2021-10-03T15:00Z"),
+])
+def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_path, capsys,
+                                                                 written, step, first,
+                                                                 second):
     run, _ = trained
-    rows = ["date,load,temp"] + [f"{date:%Y-%m-%d},1.0,2.0" for date in (
-        datetime(2021, 10, 1) + timedelta(days=i) for i in range(62))]
-    csv = write(tmp_path / "daily.csv", "\n".join(rows) + "\n")
+    rows = ["date,load,temp"] + [f"{datetime(2021, 10, 1) + step * i:{written}},1.0,2.0"
+                                 for i in range(62)]
+    csv = write(tmp_path / "dates.csv", "\n".join(rows) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1].startswith("2021-12-02,") and out[2].startswith("2021-12-03,")
+    assert out[1].startswith(f"{first},") and out[2].startswith(f"{second},")
 
 
 def test_a_folder_that_is_not_a_run_is_named_with_what_to_give(tmp_path, capsys):
@@ -144,16 +150,6 @@ def test_a_folder_that_is_not_a_run_is_named_with_what_to_give(tmp_path, capsys)
                                 "checkpoint; give a run directory that training has saved "
                                 "a checkpoint in")
     assert list(tmp_path.iterdir()) == []  # nothing written
-
-
-def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_path, capsys):
-    run, _ = trained
-    rows = ["date,load,temp"] + [f"{date:%Y-%m-%dT%H:%M}Z,1.0,2.0" for date in (
-        datetime(2021, 10, 1) + timedelta(hours=i) for i in range(62))]
-    csv = write(tmp_path / "utc.csv", "\n".join(rows) + "\n")
-    assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[1].startswith("2021-10-03T14:00Z,") and out[2].startswith("2021-10-03T15:00Z,")
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])
