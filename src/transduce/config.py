@@ -99,7 +99,7 @@ def _parse(key: str, raw: str, current: Any, source: str) -> Any:
             return None if raw.lower() in ("none", "null", "") else int(raw)
         return kind(raw)
     except ValueError:
-        what = "list of numbers" if kind is tuple else kind.__name__
+        what = {tuple: "list of numbers", bool: "bool (true or false)"}.get(kind, kind.__name__)
         raise UserError(f"{source}: {key}={raw!r} is not a valid {what}") from None
 
 

@@ -28,6 +28,7 @@ def test_demo_help_lists_its_settings():
     (["translate-everything"], "invalid choice"),
     (["demo", "stepz=3"], "unknown config key 'stepz'; valid keys:"),
     (["demo", "max_steps=three"], "max_steps='three' is not a valid int"),
+    (["demo", "model.tie_output=maybe"], "tie_output='maybe' is not a valid bool (true or false)"),
     (["demo", "precision=fp8"], "precision must be one of auto, bf16, fp16, fp32"),
     (["demo", "batch_size=0"], "batch_size must be at least 1"),
     (["demo", "max_steps=0"], "set a budget: max_steps, max_epochs or max_minutes"),
