@@ -97,3 +97,5 @@ def test_unknown_column_and_missing_date_column(tmp_path):
         read_series(path).select(["c"])
     with pytest.raises(UserError, match="no 'time' column"):
         read_series(path, date_column="time")
+    with pytest.raises(UserError, match="'date' is the date column, not a value column"):
+        read_series(path, columns=["a", "date"])

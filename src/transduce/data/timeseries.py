@@ -110,7 +110,10 @@ def parse_series(text: str, path: str, date_column: str = "date",
                         "rename the columns so that each name is unique")
     d = header.index(date_column)
     wanted = list(columns) if columns else [h for h in header if h != date_column]
-    missing = [c for c in wanted if c not in header or c == date_column]
+    if date_column in wanted:
+        raise UserError(f"{path}: {date_column!r} is the date column, not a value column; "
+                        "name value columns in columns, inputs and known")
+    missing = [c for c in wanted if c not in header]
     if missing:
         raise UserError(f"{path}: no column {missing[0]!r}; columns are "
                         f"{', '.join(h for h in header if h != date_column)}")
