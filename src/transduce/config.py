@@ -117,7 +117,9 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
     if isinstance(current, float) and isinstance(value, int):
         return float(value)
     if not isinstance(value, type(current)):
-        raise UserError(f"{source}: {key} must be a {type(current).__name__}, not {value!r}")
+        what = {int: "a whole number", float: "a number", str: "text"}.get(
+            type(current), f"of type {type(current).__name__}")
+        raise UserError(f"{source}: {key} must be {what}, not {value!r}")
     return value
 
 

@@ -151,7 +151,7 @@ def test_unknown_config_key_in_the_yaml(config, tmp_path, capsys):
 def test_wrong_value_type_in_the_yaml(config, tmp_path, capsys):
     config.write_text(config.read_text() + "max_tokens: lots\n", encoding="utf-8")
     assert train(config, tmp_path / "run") == 2
-    assert "max_tokens must be a int, not 'lots'" in capsys.readouterr().err
+    assert "max_tokens must be a whole number, not 'lots'" in capsys.readouterr().err
 
 
 def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
