@@ -25,6 +25,10 @@ from transduce.forecasting.predict import Forecaster
                                       "linear and sparse models, not repeat"),
     (["model=channel", "residual_attention=false"], "residual_attention is read by the patch "
                                                    "model, not channel"),
+    (["model=patch", "layers.tie_output=false"], "command line layers.tie_output=false: "
+     "layers.tie_output is not read by forecasting (a translation setting); leave it out"),
+    (["model=transformer", "max_len=10"], "max_len is not read by forecasting (its "
+                                          "positions cover input_length + horizon)"),
 ])
 def test_a_setting_the_model_does_not_read_is_one_line(tmp_path, capsys, settings, message):
     assert message in refused(tmp_path, capsys,

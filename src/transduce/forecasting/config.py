@@ -37,6 +37,9 @@ READ_BY = {
                                            "num_encoder_layers", "dropout",
                                            "attention_dropout", "activation_dropout",
                                            "activation", "norm")},
+    # the library's translation settings, which no forecasting model reads
+    **{f"layers.{key}": () for key in ("src_vocab_size", "tgt_vocab_size", "tie_output",
+                                       "pad_id", "max_len")},
 }
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
@@ -291,7 +294,11 @@ class ForecastConfig:
         for key in keys:
             path = resolve_key(key, leaves, "forecast config")
             readers = READ_BY.get(path, (self.model,))
-            if self.model not in readers:
+            if not readers:
+                why = ("its positions cover input_length + horizon"
+                       if path == "layers.max_len" else "a translation setting")
+                found.append((path, f"{key} is not read by forecasting ({why}); leave it out"))
+            elif self.model not in readers:
                 names = (", ".join(readers[:-1]) + " and " if len(readers) > 1 else "") \
                     + readers[-1]
                 found.append((path, f"{key} is read by the {names} "
