@@ -157,13 +157,14 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
-        differs = ("horizon" if cfg.horizon != first_cfg.horizon else
-                   "forecast columns" if data.target_columns != first_data.target_columns else
-                   "input columns" if data.series.columns != first_data.series.columns else
-                   "training rows" if data.fingerprint != first_data.fingerprint else None)
+        differs = ("another horizon" if cfg.horizon != first_cfg.horizon else
+                   "other forecast columns" if data.target_columns != first_data.target_columns
+                   else "other input columns" if data.series.columns != first_data.series.columns
+                   else "other training rows" if data.fingerprint != first_data.fingerprint
+                   else None)
         if differs:
-            raise UserError(f"{run}: its {differs} differ from {run_dirs[0]}'s; blend runs "
-                            "trained on the same CSV, columns and horizon")
+            raise UserError(f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
+                            "the same CSV, columns and horizon")
     longest = longest_input([cfg for cfg, _, _ in loaded])
     data = loaded[longest][2]  # its windows hold every member's input
     for run, (_, _, own) in zip(run_dirs, loaded):
