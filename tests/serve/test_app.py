@@ -82,6 +82,16 @@ def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body
     assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
 
 
+def test_a_body_sent_in_chunks_without_a_length_is_limited_too(client):
+    chunk = b"x" * (MAX_BODY // 4)
+    response = client.post("/translate", content=iter([chunk] * 5),  # no Content-Length
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 413, response.text
+    assert response.json()["error"] == (f"request body over {MAX_BODY} bytes; send fewer "
+                                        "sentences")
+    assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
+
+
 def test_wrong_endpoint_for_the_model_and_unknown_paths(client):
     response = client.post("/forecast", json={"csv": "date,x\n"})
     assert response.status_code == 404 and "holds a translation model" in response.json()["error"]
@@ -122,6 +132,8 @@ def test_a_forecast_run_is_served(forecast_run):
         got = c.post("/forecast", json={"csv": text}).json()
         last = text.strip().splitlines()[-1].split(",")[0]
         assert got["history"][-1]["date"] == last and "T" in got["forecast"][0]["date"]
+        big = c.post("/forecast", content=b"x" * (MAX_BODY + 1))
+        assert big.status_code == 413 and big.json()["error"].endswith("send fewer rows")
         bad = c.post("/forecast", json={"csv": "date,load,temp\n2021-01-01,1,x\n"})
         assert bad.status_code == 422 and "column 'temp' holds 'x'" in bad.json()["error"]
         assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -69,6 +69,33 @@ def _validation_message(error: RequestValidationError) -> str:
     return f"{where}: {first.get('msg', 'invalid')}" if where else first.get("msg", "invalid")
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes gets a 413 JSON error, at once
+    by its Content-Length, or, sent in chunks without one, as soon as the bytes read pass
+    the limit (so no request holds more than that in memory)."""
+
+    def __init__(self, app, limit: int, message: str) -> None:
+        self.app, self.limit, self.message = app, limit, message
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await _error(413, self.message)(scope, receive, send)
+        read = 0
+
+        async def limited():
+            nonlocal read
+            message = await receive()
+            read += len(message.get("body", b""))
+            if read > self.limit:  # raised where the route reads its body: a 413 reply
+                raise HTTPException(413, self.message)
+            return message
+
+        await self.app(scope, limited, send)
+
+
 def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     """The app over ``model`` (what :func:`transduce.load` returns); ``info`` is /info's."""
     kind = info["kind"]
@@ -88,13 +115,8 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     app = FastAPI(title="transduce", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Translate, look at attention, or forecast with one trained run.")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-
-    @app.middleware("http")
-    async def limit_size(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            return _error(413, f"request body over {MAX_BODY} bytes; send fewer sentences")
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=MAX_BODY, message=f"request body over {MAX_BODY} "
+                       f"bytes; send fewer {'rows' if kind == 'forecast' else 'sentences'}")
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, error: RequestValidationError):
