@@ -51,7 +51,8 @@ def test_a_forecast_run_loads_as_a_forecaster(forecast_run):
     rows = model.forecast(csv.read_text(encoding="utf-8"))
     assert len(rows) == 12 and set(rows[0]) == {"date", "load", "temp"}
     assert rows[0]["date"] == "2021-01-26 00:00:00"  # the hour after the file's last row
-    with pytest.raises(UserError, match="it needs at least that many"):
+    with pytest.raises(UserError, match="<rows>: 1 row of values; the model reads the last 48, so "
+                                        "it needs at least that many"):
         model.forecast("date,load,temp\n2021-01-01 00:00:00,1,2\n")
 
 

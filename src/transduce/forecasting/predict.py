@@ -114,8 +114,8 @@ class Forecaster:
                             f"covariates ({', '.join(self.cfg.known_list())}); the forecast "
                             f"needs {H}, with the other columns left blank")
         if n < cfg.input_length:
-            raise UserError(f"{name}: {n} rows; the model reads the last "
-                            f"{cfg.input_length}, so it needs at least that many")
+            raise UserError(f"{name}: {n} row{'' if n == 1 else 's'} of values; the model "
+                            f"reads the last {cfg.input_length}, so it needs at least that many")
         history = slice(n - cfg.input_length, n)
         x = torch.from_numpy(scaled[history, :self.inputs]).unsqueeze(0)  # (1, L, C)
         if self.known:
