@@ -61,6 +61,24 @@ def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
             **{m: evaluate(built[m], data, "test")["mse"] for m in models}}
 
 
+def repeat_reference() -> dict:
+    """../backtest/choice.md's `repeat` rows: horizon → fold → MSE."""
+    reference = {}
+    table = (HERE.parent / "backtest" / "choice.md").read_text()
+    for h in HORIZONS:
+        md = table.split(f"## horizon {h}\n")[1]
+        row = next(r for r in md.splitlines() if r.startswith("| repeat"))
+        reference[h] = dict(zip(FOLDS, map(float, row.split("|")[2:5])))
+    return reference
+
+
+def check_repeat(reference: dict, horizon: int, fold: str, mse: float) -> None:
+    """Stop unless `repeat` scores here what ../backtest/choice.md has."""
+    if abs(mse - reference[horizon][fold]) > 5e-5:
+        raise SystemExit(f"repeat on {fold} at {horizon}: {mse:.4f}, but "
+                         f"../backtest/choice.md has {reference[horizon][fold]:.4f}")
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1].strip())
@@ -69,20 +87,13 @@ def main() -> None:
              "Backtest MSE on each fold's test split (every window, input 96); the lower "
              "mean of the folds is chosen (README.md). The protocol's test MSE is read only "
              "for the chosen candidate.", ""]
-    reference = {}  # ../backtest/choice.md's repeat rows: fold → horizon → MSE
-    table = (HERE.parent / "backtest" / "choice.md").read_text()
-    for h in HORIZONS:
-        md = table.split(f"## horizon {h}\n")[1]
-        row = next(r for r in md.splitlines() if r.startswith("| repeat"))
-        reference[h] = dict(zip(FOLDS, map(float, row.split("|")[2:5])))
+    reference = repeat_reference()
     choice, phis = {}, {}
     for h in HORIZONS:
         folds = {f: scores(csv, split, h, ("repeat", "ar1"))
                  for f, split in FOLDS.items()}
         for f, s in folds.items():
-            if abs(s["repeat"] - reference[h][f]) > 5e-5:
-                raise SystemExit(f"repeat on {f} at {h}: {s['repeat']:.4f}, but "
-                                 f"../backtest/choice.md has {reference[h][f]:.4f}")
+            check_repeat(reference, h, f, s["repeat"])
             phis[f] = s["phi"]
         mean = {m: sum(folds[f][m] for f in FOLDS) / len(FOLDS) for m in ("repeat", "ar1")}
         chosen = min(mean, key=mean.get)
