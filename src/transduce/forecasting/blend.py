@@ -157,11 +157,12 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
-        differs = ("another horizon" if cfg.horizon != first_cfg.horizon else
-                   "other forecast columns" if data.target_columns != first_data.target_columns
-                   else "other input columns" if data.series.columns != first_data.series.columns
-                   else "other training rows" if data.fingerprint != first_data.fingerprint
-                   else None)
+        differs = next((what for what, mine, first in (
+            ("another horizon", cfg.horizon, first_cfg.horizon),
+            ("other forecast columns", data.target_columns, first_data.target_columns),
+            ("other input columns", data.series.columns, first_data.series.columns),
+            ("other training rows", data.fingerprint, first_data.fingerprint))
+            if mine != first), None)
         if differs:
             raise UserError(f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
                             "the same CSV, columns and horizon")
