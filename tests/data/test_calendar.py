@@ -84,6 +84,20 @@ def test_time_zones_keep_midnight_for_days_and_absolute_hours():
     assert format_dates(next_dates(hours, 1, frequency)) == ["2021-03-28 04:00:00+02:00"]
 
 
+@pytest.mark.parametrize("texts, unit", [
+    (["2021-12-31 22:00", "2021-12-31 23:00"], "hours"),
+    (["2021-01-01 00:00", "2021-01-01 00:15", "2021-01-01 00:30"], "steps"),
+    (["2021-02-26", "2021-02-27"], "days"),
+    (["2021-12-16", "2021-12-17", "2021-12-20"], "business days"),
+    (["2021-12-05", "2021-12-12"], "weeks"),
+    (["2021-01-31", "2021-02-28", "2021-03-31"], "months"),
+    (["2021-03-31", "2021-06-30", "2021-09-30"], "quarters"),
+    (["2020-01-01", "2021-01-01"], "years"),
+])
+def test_a_frequency_names_its_steps(texts, unit):
+    assert infer_frequency(dates(*texts)).unit == unit
+
+
 def test_dates_print_as_given():
     assert format_dates(dates("2021-12-01")) == ["2021-12-01"]
     assert format_dates(dates("2021-12-01", "2021-12-01 13:00")) == [

@@ -12,7 +12,12 @@ TINY = dict(model="patch", input_length=48, horizon=12, patch_len=8, stride=4, d
             d_ff=32, quantiles=[0.1, 0.5, 0.9], max_epochs=1, threads=1)
 
 
-def test_fit_predict_plot_on_a_csv(tmp_path):
+def test_fit_predict_plot_on_a_csv(tmp_path, monkeypatch):
+    import transduce.viz.forecast as viz
+
+    titles, draw = [], viz.plot_forecast
+    monkeypatch.setattr(viz, "plot_forecast", lambda *a, **k: (titles.append(a[5]),
+                                                               draw(*a, **k)))
     csv = write_sine(tmp_path / "sine.csv", n=400)
     model = Forecaster.fit(csv, tmp_path / "run", **TINY)
     rows = model.predict(csv)
@@ -20,6 +25,7 @@ def test_fit_predict_plot_on_a_csv(tmp_path):
     assert set(rows[0]) == {"date", "load", "temp", "load_q0.1", "temp_q0.1", "load_q0.5",
                             "temp_q0.5", "load_q0.9", "temp_q0.9"}
     assert model.plot(csv, tmp_path / "future.png").stat().st_size > 10_000
+    assert titles == ["patch · the 12 hours after the last row"]  # named by the calendar
     again = transduce.load(tmp_path / "run")  # the same run, loaded
     assert again.predict(csv) == rows
 

@@ -44,6 +44,17 @@ class Frequency:
             return f"{MONTHLY[self.months]} ({where})"
         return _step_name(self.step)
 
+    @property
+    def unit(self) -> str:
+        """What a count of steps is called: "hours", "business days", "quarters", ...;
+        "steps" for a step without a name."""
+        if self.business:
+            return "business days"
+        if self.months:
+            return {1: "months", 3: "quarters", 12: "years"}[self.months]
+        return {timedelta(hours=1): "hours", DAY: "days", 7 * DAY: "weeks"}.get(self.step,
+                                                                              "steps")
+
 
 def _step_name(step: timedelta | None) -> str:
     named = {timedelta(hours=1): "hourly", DAY: "daily", 7 * DAY: "weekly"}

@@ -69,7 +69,7 @@ class Forecaster:
         history = series.values[n - shown:n, :len(self.targets)]
         plot_forecast(history, None, values[..., 0], self.targets, path,
                       f"{getattr(self.model, 'label', self.cfg.model)} · the "
-                      f"{self.cfg.horizon} steps after the last row",
+                      f"{self.cfg.horizon} {_unit(dates)} after the last row",
                       values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
                       list(series.dates[n - shown:n]) + list(dates))
         return Path(path)
@@ -156,6 +156,15 @@ def _name(data) -> str:
 def _frame_text(frame) -> str:
     """CSV text of a pandas DataFrame; its index is written only when named (the date)."""
     return frame.to_csv(index=getattr(frame.index, "name", None) is not None)
+
+
+def _unit(dates: list) -> str:
+    """What the forecast's steps are called ("hours", "weeks", ...), by the calendar of its
+    dates; "steps" where they have none (one date, or a known covariate's irregular rows)."""
+    try:
+        return infer_frequency(dates).unit
+    except UserError:
+        return "steps"
 
 
 def _observed(series) -> int:
