@@ -37,6 +37,18 @@ def test_misaligned_files(tmp_path, capsys):
     assert "2 lines but" in capsys.readouterr().err
 
 
+def test_an_unknown_language_is_refused_and_an_unknown_suffix_names_none(tmp_path, capsys):
+    hyp, ref = tmp_path / "h.xy", tmp_path / "r.xy"
+    for path in (hyp, ref):
+        path.write_text("a b c d\n", encoding="utf-8")
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--lang", "xy"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("transduce: error: --lang xy: sacremoses has no tokenisation "
+                          "rules for it; give one of ") and " de, " in err
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json"]) == 0
+    assert "bleu_tok" not in json.loads(capsys.readouterr().out)  # .xy is no language
+
+
 def test_mismatched_counts_raise():
     with pytest.raises(ValueError):
         corpus_scores(["a"], [])

@@ -18,7 +18,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--hyp", required=True, help="translations, one per line")
     parser.add_argument("--ref", required=True, help="references, aligned with --hyp")
     parser.add_argument("--lang", help="the target language (default: the --ref suffix, "
-                                       "if a two-letter code)")
+                                       "if sacremoses knows it as a language code)")
     parser.add_argument("--tok-ref", help="the official tokenised reference, e.g. "
                                           "test_2016_flickr.lc.norm.tok.de")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -26,16 +26,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import re
-
     from transduce.data.text import read_lines, read_parallel
     from transduce.errors import UserError
-    from transduce.evaluation import corpus_scores
+    from transduce.evaluation import corpus_scores, moses_languages
 
+    known = moses_languages()
+    if args.lang is not None and args.lang not in known:
+        raise UserError(f"--lang {args.lang}: sacremoses has no tokenisation rules for it; "
+                        f"give one of {', '.join(sorted(known))}")
     hyps, refs = read_parallel(args.hyp, args.ref)
     lang = args.lang
-    if lang is None and re.fullmatch(r"[a-z]{2}", args.ref.rsplit(".", 1)[-1]):
-        lang = args.ref.rsplit(".", 1)[-1]
+    suffix = args.ref.rsplit(".", 1)[-1]
+    if lang is None and suffix in known:  # a suffix that names no language is not one
+        lang = suffix
     tok_refs = None
     if args.tok_ref:
         if lang is None:

@@ -1,6 +1,6 @@
 """Scoring translations."""
 
-from transduce.evaluation.bleu import bleu, corpus_scores, literature_tokenize
+from transduce.evaluation.bleu import bleu, corpus_scores, literature_tokenize, moses_languages
 from transduce.evaluation.metrics import exact_match, is_looping, looping_rate
 
 __all__ = ["bleu", "corpus_scores", "exact_match", "is_looping", "literature_tokenize",

@@ -33,6 +33,13 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str], lang: st
     return results
 
 
+def moses_languages() -> set[str]:
+    """The language codes sacremoses has tokenisation rules (non-breaking prefixes) for."""
+    from sacremoses.corpus import NonbreakingPrefixes
+
+    return set(NonbreakingPrefixes().available_langs.values())
+
+
 def literature_tokenize(lines: Sequence[str], lang: str) -> list[str]:
     """Lines in the form published Multi30k BLEU is computed on (the official
     ``*.lc.norm.tok.*`` files): lowercased, Moses punctuation-normalised, Moses-tokenised
