@@ -20,7 +20,10 @@ from typing import Sequence
 from transduce.errors import UserError
 
 DAY = timedelta(days=1)
-MONTHLY = {1: "monthly", 3: "quarterly", 12: "yearly"}
+# The named frequencies: (adjective, what a count of their steps is called).
+MONTHLY = {1: ("monthly", "months"), 3: ("quarterly", "quarters"), 12: ("yearly", "years")}
+NAMED_STEPS = {timedelta(hours=1): ("hourly", "hours"), DAY: ("daily", "days"),
+               7 * DAY: ("weekly", "weeks")}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Frequency:
         if self.months:
             where = {"start": "month starts", "end": "month ends"}.get(
                 self.anchor, f"day {self.anchor}")  # type: ignore[arg-type]
-            return f"{MONTHLY[self.months]} ({where})"
+            return f"{MONTHLY[self.months][0]} ({where})"
         return _step_name(self.step)
 
     @property
@@ -51,15 +54,13 @@ class Frequency:
         if self.business:
             return "business days"
         if self.months:
-            return {1: "months", 3: "quarters", 12: "years"}[self.months]
-        return {timedelta(hours=1): "hours", DAY: "days", 7 * DAY: "weeks"}.get(self.step,
-                                                                              "steps")
+            return MONTHLY[self.months][1]
+        return NAMED_STEPS[self.step][1] if self.step in NAMED_STEPS else "steps"
 
 
 def _step_name(step: timedelta | None) -> str:
-    named = {timedelta(hours=1): "hourly", DAY: "daily", 7 * DAY: "weekly"}
-    if step in named:
-        return named[step]
+    if step in NAMED_STEPS:
+        return NAMED_STEPS[step][0]
     seconds = int(step.total_seconds()) if step else 0
     for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
         if seconds and seconds % size == 0:

@@ -47,7 +47,7 @@ class Report:
             bar.update(1)
         self.postfix = {"step": step, "epoch": epoch, "loss": f"{loss:.3f}",
                         f"{self.unit}/s": f"{units / seconds:,.0f}"}
-        bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
+        self._draw_postfix()
         self.window[0] += units
         if step % self.cfg.log_every == 0:
             rate = self.window[0] / max(elapsed - self.window[1], 1e-9)
@@ -61,7 +61,10 @@ class Report:
         run ends with it."""
         self.shown = {metric: f"{value:g}"}
         if self.bar is not None:  # closed bars draw nothing
-            self.bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
+            self._draw_postfix()
+
+    def _draw_postfix(self) -> None:
+        self.bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
 
     def row(self, step: int, epoch: int, elapsed: float, metrics: dict,
             echo: bool = False) -> None:
