@@ -6,17 +6,20 @@
 #   2. ETTh1's patch config (336 -> 96), three epochs, on the GPU and then on the same
 #      machine's CPU (PyTorch's default threads), side by side: seconds per epoch;
 #   3. the forecasting tests (70 s on an H200), where device=auto is the GPU;
-#   4. the rest of the suite (over 8 minutes there: a step of its own).
+#   4. the rest of the suite (over 8 minutes there: a step of its own);
+#   suite: the whole suite at once, in 12 pytest-xdist workers (the GPU image has xdist),
+#      for a device call that can hold no more than one step.
 # usage: bash benchmarks/forecasting/gpu_check.sh PATH/ETTh1.csv OUT_DIR [PYTHON] [STEPS]
-# STEPS: any of cuda,speed,forecasting,other (default cuda,speed,forecasting: 3 minutes).
+# STEPS: any of cuda,speed,forecasting,other,suite (default cuda,speed,forecasting: 3 minutes).
 # Writes OUT_DIR/{gpu.txt,cuda_tests.log,speed.txt,speed_cuda.log,speed_cpu.log,
-# forecasting_tests.log,other_tests.log}. Nothing here reads test data to choose anything.
+# forecasting_tests.log,other_tests.log,suite_tests.log}. Nothing here reads test data to
+# choose anything.
 set -u
 csv=$(realpath "$1"); out=$(realpath -m "$2"); py=${3:-python3}
 steps=,${4:-cuda,speed,forecasting},
 for step in ${steps//,/ }; do
-    case $step in cuda|speed|forecasting|other) ;;
-        *) echo "gpu_check.sh: unknown step '$step'; give any of cuda,speed,forecasting,other" >&2
+    case $step in cuda|speed|forecasting|other|suite) ;;
+        *) echo "gpu_check.sh: unknown step '$step'; give any of cuda,speed,forecasting,other,suite" >&2
            exit 2 ;;
     esac
 done
@@ -66,4 +69,5 @@ wants forecasting && run_tests 150 forecasting_tests.log tests/forecasting
 # a module whose package the GPU image lacks (FastAPI, for the server) fails to collect; the
 # rest runs
 wants other && run_tests 540 other_tests.log --ignore=tests/forecasting --continue-on-collection-errors tests
+wants suite && run_tests 450 suite_tests.log -n 12 tests
 rm -rf "$work"
