@@ -90,6 +90,48 @@ def test_export_and_translate_commands(trained_run, tmp_path, capsys):
     assert len(lines) == len(LINES) + 1 and lines[1] == "" and lines[-1] == ""
 
 
+class GpuWithoutCublas:
+    """ctranslate2.Translator on a machine whose GPU CTranslate2 sees but cannot use: its CUDA
+    libraries are of another version (as on a CUDA 13 image with CTranslate2 4.x), which
+    only shows at the first translation."""
+
+    real = ctranslate2.Translator
+
+    def __init__(self, path, device="cpu", device_index=0, **kwargs):
+        self.device = device
+        self.inner = self.real(path, device="cpu", **kwargs)
+
+    def translate_batch(self, *args, **kwargs):
+        if self.device == "cuda":
+            raise RuntimeError("Library libcublas.so.12 is not found or cannot be loaded")
+        return self.inner.translate_batch(*args, **kwargs)
+
+
+def test_a_gpu_ctranslate2_cannot_use_is_left_for_the_cpu_or_named(trained_run, tmp_path,
+                                                                   capsys, monkeypatch):
+    out = tmp_path / "served"
+    assert main(["export", str(trained_run), str(out)]) == 0
+    source = tmp_path / "in.txt"
+    source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    monkeypatch.setattr(ctranslate2, "get_cuda_device_count", lambda: 1)
+    monkeypatch.setattr(ctranslate2, "Translator", GpuWithoutCublas)
+    capsys.readouterr()
+    # auto: the GPU is tried, then the CPU translates, and the user is told why
+    assert main(["translate", "--engine", "ctranslate2", str(out), "--input", str(source),
+                 "--output", str(tmp_path / "auto.txt"), "--threads", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "cannot run on the GPU here (Library libcublas.so.12" in err
+    assert "translating on the CPU" in err
+    assert len((tmp_path / "auto.txt").read_text(encoding="utf-8").split("\n")) == len(LINES) + 1
+    # asked for by name: one line that says what to do, and no output
+    assert main(["translate", "--engine", "ctranslate2", str(out), "--device", "cuda",
+                 "--input", str(source), "--output", str(tmp_path / "cuda.txt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--device cuda: CTranslate2 cannot run on the GPU" in err[0]
+    assert "use --device cpu" in err[0] and not (tmp_path / "cuda.txt").exists()
+    assert CTranslate2Translator(out, "auto", threads=1).device == "cpu"
+
+
 def test_export_refuses_an_existing_directory_and_leaves_nothing(trained_run, tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.mkdir()

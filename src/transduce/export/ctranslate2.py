@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -27,6 +28,8 @@ from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
 from transduce.nn.positional import sinusoidal_table
 from transduce.nn.transformer import Transformer
+
+log = logging.getLogger("transduce")
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "int8_bfloat16")
 TOKENIZER = "spm.model"  # our tokenizer, stored beside the CTranslate2 weights
@@ -208,7 +211,8 @@ class CTranslate2Translator(TranslateAPI):
 
     Args:
         model_dir: the exported directory (holds model.bin and spm.model).
-        device: "cpu" or "cuda" ("auto" takes a GPU when CTranslate2 sees one).
+        device: "cpu" or "cuda" ("auto" takes a GPU when CTranslate2 sees one and can run
+            on it, else the CPU).
         compute_type: CTranslate2's compute type; "default" keeps the exported one.
         threads: intra-op threads (0: CTranslate2's default).
     """
@@ -227,7 +231,8 @@ class CTranslate2Translator(TranslateAPI):
             raise UserError(f"{model_dir / INFO}: damaged ({type(error).__name__}); export "
                             "the model again") from None
         gpus = ct2.get_cuda_device_count()
-        if device == "auto":
+        auto = device == "auto"
+        if auto:
             device = "cuda" if gpus > 0 else "cpu"
         kind, _, index = device.partition(":")
         if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
@@ -246,8 +251,33 @@ class CTranslate2Translator(TranslateAPI):
             raise UserError(f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
                             f"({str(error).splitlines()[0][:200]}); export the model again"
                             ) from None
+        if kind == "cuda":
+            # CTranslate2 loads CUDA's libraries (cuBLAS of the CUDA version it was built for)
+            # only at its first translation: a GPU it sees can still be one it cannot use
+            problem = self._gpu_problem()
+            if problem and not auto:
+                raise UserError(f"--device {device}: CTranslate2 cannot run on the GPU here "
+                                f"({problem}); install the CUDA libraries its release needs, "
+                                "or use --device cpu")
+            if problem:
+                log.warning(f"transduce: note: CTranslate2 cannot run on the GPU here "
+                            f"({problem}); translating on the CPU")
+                self.translator = ct2.Translator(str(model_dir), device="cpu",
+                                                 compute_type=compute_type,
+                                                 intra_threads=threads)
+                kind = "cpu"
+        self.device = kind
         # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
         self.max_source = positions - EXTRA_OUTPUT - 2
+
+    def _gpu_problem(self) -> str:
+        """Why a one-token translation fails on the device (its first line), or ""."""
+        try:
+            self.translator.translate_batch([[self.tokenizer.sp.id_to_piece(0)]],
+                                            beam_size=1, max_decoding_length=1)
+        except RuntimeError as error:
+            return str(error).splitlines()[0][:200]
+        return ""
 
     def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
                nbest: int = 1, max_tokens: int = 6000, progress=None,
