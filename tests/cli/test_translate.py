@@ -77,6 +77,25 @@ def test_invalid_utf8_on_stdin_names_the_line(trained_run):
     assert b"<stdin>:2: invalid UTF-8" in result.stderr and result.stdout == b""
 
 
+def test_an_empty_input_file_is_one_line_and_writes_nothing(trained_run, tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    out = tmp_path / "out.txt"
+    assert main(["translate", str(trained_run), "--input", str(empty), "--output",
+                 str(out)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "empty.txt: the file is empty" in error[0] and not out.exists()
+    with open(empty, "rb") as stdin:  # the same file as standard input
+        result = subprocess.run([sys.executable, "-m", "transduce", "translate",
+                                 str(trained_run)], stdin=stdin, capture_output=True,
+                                timeout=120)
+    assert result.returncode == 2 and b"<stdin>: the file is empty" in result.stderr
+    # a pipe streams line by line: one that closes at once is no error
+    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run)],
+                            input=b"", capture_output=True, timeout=120)
+    assert result.returncode == 0 and result.stdout == b""
+
+
 def test_pipeline_average_translate_evaluate(trained_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(trained_run, run)

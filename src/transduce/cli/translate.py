@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from transduce.logs import progress
 
     check_arguments(args)
+    streaming = not args.input and not _is_file(sys.stdin)  # a terminal or a pipe
+    lines = None if streaming else _read_input(args.input)  # checked before the model loads
     if args.engine == "ctranslate2":
         from transduce.export.ctranslate2 import CTranslate2Translator
 
@@ -77,10 +79,9 @@ def run(args: argparse.Namespace) -> int:
         return translator.search(lines, d.beam, d.lenpen, args.nbest, args.max_tokens,
                                  progress=bar, lenpen_style=style, **extra)
 
-    if not args.input and not _is_file(sys.stdin):  # a terminal or a pipe: line by line
+    if lines is None:  # line by line
         _stream(translate, args.nbest)
         return 0
-    lines = _read_input(args.input)
     with progress(len(lines), "translating", "sent") as bar:
         results = translate(lines, bar)
     text = _format(results, args.nbest)
@@ -164,7 +165,11 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def _read_input(path: str | None) -> list[str]:
     from transduce.data.text import decode_utf8, read_lines, split_lines
+    from transduce.errors import UserError
 
     if path:
-        return read_lines(path, allow_empty_file=True)
-    return split_lines(decode_utf8(sys.stdin.buffer.read(), "<stdin>"))
+        return read_lines(path)
+    text = decode_utf8(sys.stdin.buffer.read(), "<stdin>")
+    if not text:  # a file given as stdin (a pipe streams, and may end with nothing)
+        raise UserError("<stdin>: the file is empty; give a file with one sentence per line")
+    return split_lines(text)

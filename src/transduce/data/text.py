@@ -24,11 +24,11 @@ def split_lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[str]:
+def read_lines(path: str | os.PathLike) -> list[str]:
     """All lines of a UTF-8 file, without line endings.
 
     Raises:
-        UserError: the file is missing, empty (unless allowed), or not valid UTF-8 (the
+        UserError: the file is missing, empty, or not valid UTF-8 (the
             message gives the line).
     """
     try:
@@ -36,7 +36,7 @@ def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
     text = decode_utf8(data, str(path))
-    if not text and not allow_empty_file:
+    if not text:
         raise UserError(f"{path}: the file is empty; give a file with one sentence per line")
     return split_lines(text)
 
