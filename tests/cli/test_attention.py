@@ -49,13 +49,15 @@ def test_attention_html_is_self_contained_with_every_kind(trained_run, tmp_path)
     np.testing.assert_allclose(data["cross"][0], maps.cross[0], atol=1e-4)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--out", "x.jpg"], "give a .png or .html file"),
-    (["--out", "x.png", "--beam", "0"], "--beam must be at least 1"),
+@pytest.mark.parametrize("sentence, args, message", [
+    ("seven", ["--out", "x.jpg"], "give a .png or .html file"),
+    ("seven", ["--out", "x.png", "--beam", "0"], "--beam must be at least 1"),
+    (" ", ["--out", "x.png"], "the sentence is empty"),
 ])
-def test_attention_bad_arguments(trained_run, tmp_path, capsys, args, message, monkeypatch):
+def test_attention_bad_arguments(trained_run, tmp_path, capsys, sentence, args, message,
+                                 monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["attention", str(trained_run), "seven", *args]) == 2
+    assert main(["attention", str(trained_run), sentence, *args]) == 2
     assert message in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 

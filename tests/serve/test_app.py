@@ -54,6 +54,8 @@ def test_attention_endpoint(client, model):
     assert got["source"] == maps.source and got["target"] == maps.target
     assert len(got["cross"]) == len(maps.cross)
     assert len(got["cross"][0][0]) == len(maps.target)  # [layer][head][query][key]
+    empty = client.post("/attention", json={"sentence": " "})
+    assert empty.status_code == 422 and "the sentence is empty" in empty.json()["error"]
 
 
 @pytest.mark.parametrize("body, status, message", [

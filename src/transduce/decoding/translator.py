@@ -132,6 +132,9 @@ class Translator(TranslateAPI):
         if not hasattr(self.model, "encode_with_weights"):
             raise UserError("attention maps are those of one model, not of an ensemble; "
                             "load one of its runs to see them")
+        if not sentence.strip():
+            raise UserError("the sentence is empty; give one to translate and see its "
+                            "attention")
         return attention_maps(self, sentence, beam)
 
     def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):
