@@ -73,6 +73,10 @@ def test_attention_endpoint(client, model):
      "nbest must not exceed beam"),
     (json.dumps({"sentences": ["x"], "lenpen": "nan"}).encode(), 422, "lenpen"),
     (json.dumps({"sentences": ["x"], "bogus": 1}).encode(), 422, "bogus: Extra inputs"),
+    (json.dumps({"sentences": ["x"], "beam": True}).encode(), 422, "beam: Input should be a "
+     "valid integer"),
+    (json.dumps({"sentences": ["x"], "lenpen": "0.6"}).encode(), 422, "lenpen: Input should "
+     "be a valid number"),
     (b"x" * (MAX_BODY + 1), 413, "request body over"),
 ])
 def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body, status,
@@ -82,6 +86,16 @@ def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body
     assert response.status_code == status, response.text
     assert message in response.json()["error"]
     assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
+
+
+def test_a_body_that_is_not_sent_as_json_is_told_how_to_send_it(client):
+    body = json.dumps({"sentences": ["five"]})  # as curl -d sends it: a form's content type
+    for headers in ({"content-type": "application/x-www-form-urlencoded"}, {}):
+        response = client.post("/translate", content=body, headers=headers)
+        assert response.status_code == 415, response.text
+        assert "Content-Type: application/json" in response.json()["error"]
+    assert client.post("/translate", content=body, headers={
+        "content-type": "application/json; charset=utf-8"}).status_code == 200
 
 
 def test_a_body_sent_in_chunks_without_a_length_is_limited_too(client):

@@ -37,7 +37,8 @@ Sentence = Annotated[str, StringConstraints(max_length=MAX_CHARS)]
 
 
 class TranslateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: true is no beam size, nor 2.0 or "0.6" a number (JSON has types)
+    model_config = ConfigDict(extra="forbid", strict=True)
     sentences: list[Sentence] = Field(min_length=1, max_length=MAX_SENTENCES)
     # left out: the model's own decoding (the run's decoding.json, else beam 5 and α 0.6)
     beam: int | None = Field(None, ge=1, le=16)
@@ -47,13 +48,13 @@ class TranslateRequest(BaseModel):
 
 
 class AttentionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     sentence: Sentence
     beam: int | None = Field(None, ge=1, le=16)
 
 
 class ForecastRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     csv: Annotated[str, StringConstraints(max_length=MAX_ROWS_CHARS)]
 
 
@@ -120,6 +121,9 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, error: RequestValidationError):
+        if "json" not in request.headers.get("content-type", ""):  # curl -d sends a form
+            return _error(415, "the body must be JSON, sent with Content-Type: "
+                          "application/json (curl: -H 'Content-Type: application/json')")
         return _error(422, _validation_message(error))
 
     @app.exception_handler(HTTPException)
