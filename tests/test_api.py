@@ -19,6 +19,26 @@ def test_translate_takes_a_string_or_a_list(trained_run):
     assert nbest[0][0][1] >= nbest[0][1][1]  # best first
 
 
+@pytest.mark.parametrize("lines, settings, error, message", [
+    (None, {}, TypeError, "a string or a list of strings, not NoneType"),
+    (["six", 7], {}, TypeError, "item 1 is int"),
+    ("six", {"beam": 0}, ValueError, "beam must be a whole number of at least 1, not 0"),
+    ("six", {"beam": 2.5}, ValueError, "beam must be a whole number"),
+    ("six", {"beam": True}, ValueError, "beam must be a whole number"),
+    ("six", {"nbest": 6}, ValueError, "nbest 6 exceeds the beam size 5"),
+    ("six", {"lenpen": float("nan")}, ValueError, "lenpen must be a number of at least 0"),
+    ("six", {"lenpen": -1}, ValueError, "lenpen must be a number of at least 0"),
+    ("six", {"no_repeat_ngram": -1}, ValueError, "no_repeat_ngram must be a whole number"),
+])
+def test_translate_names_a_wrong_argument(trained_run, lines, settings, error, message):
+    model = transduce.load(trained_run, verbose=False)
+    with pytest.raises(error, match=message):
+        model.translate(lines, **settings)
+    # numpy's numbers are numbers too
+    assert model.translate("six", beam=np.int64(2), lenpen=np.float32(0.6)) == \
+        model.translate("six", beam=2, lenpen=0.6)
+
+
 def test_attention_returns_every_layer_and_head_with_their_tokens(trained_run):
     model = transduce.load(trained_run, verbose=False)
     maps = model.attention("seven thousand two", beam=2)

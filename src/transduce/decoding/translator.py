@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from typing import TYPE_CHECKING, Sequence
 
 import torch
@@ -44,6 +46,29 @@ def sentence_case(line: str) -> str:
     return line[:1] + line[1:].lower()
 
 
+def _strings(lines) -> list[str]:
+    """``lines`` as a list of strings, or a TypeError that says what translate() takes."""
+    try:
+        batch = list(lines)
+    except TypeError:
+        raise TypeError(f"translate() takes a string or a list of strings, not "
+                        f"{type(lines).__name__}") from None
+    for i, line in enumerate(batch):
+        if not isinstance(line, str):
+            raise TypeError(f"translate() takes a string or a list of strings; item {i} is "
+                            f"{type(line).__name__}")
+    return batch
+
+
+def _check_counts(**given: tuple) -> None:
+    """Each of ``name=(value, least)`` is None or a whole number of at least ``least``."""
+    for name, (value, least) in given.items():
+        if value is not None and (not isinstance(value, numbers.Integral)
+                                  or isinstance(value, bool) or value < least):
+            raise ValueError(f"{name} must be a whole number of at least {least}, not "
+                             f"{value!r}")
+
+
 class TranslateAPI:
     """The friendly call shared by the PyTorch and CTranslate2 translators: strings in,
     strings out. Subclasses provide :meth:`search`. ``decoding``: the settings used when a
@@ -61,10 +86,17 @@ class TranslateAPI:
         greedy search; ``lenpen`` is the length penalty α; ``no_repeat_ngram`` N forbids any
         N-gram of subwords twice. Those not given come from :attr:`decoding`.
         """
-        d = resolve(self.decoding, beam, lenpen, no_repeat_ngram)
         one = isinstance(lines, str)
+        batch = [lines] if one else _strings(lines)
+        _check_counts(beam=(beam, 1), nbest=(nbest, 1), no_repeat_ngram=(no_repeat_ngram, 0))
+        if lenpen is not None and not (isinstance(lenpen, numbers.Real) and
+                                       not isinstance(lenpen, bool) and 0 <= lenpen < math.inf):
+            raise ValueError(f"lenpen must be a number of at least 0 such as 0.6, not {lenpen!r}")
+        d = resolve(self.decoding, beam, lenpen, no_repeat_ngram)
+        if nbest > d.beam:
+            raise ValueError(f"nbest {nbest} exceeds the beam size {d.beam}; give a larger beam")
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
-        found = self.search([lines] if one else list(lines), d.beam, d.lenpen, nbest, **extra)
+        found = self.search(batch, d.beam, d.lenpen, nbest, **extra)
         out = [hyps if nbest > 1 else hyps[0][0] for hyps in found]
         return out[0] if one else out
 
