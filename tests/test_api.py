@@ -34,9 +34,16 @@ def test_translate_names_a_wrong_argument(trained_run, lines, settings, error, m
     model = transduce.load(trained_run, verbose=False)
     with pytest.raises(error, match=message):
         model.translate(lines, **settings)
-    # numpy's numbers are numbers too
+
+
+def test_numpy_numbers_are_numbers_and_attention_names_a_wrong_argument(trained_run):
+    model = transduce.load(trained_run, verbose=False)
     assert model.translate("six", beam=np.int64(2), lenpen=np.float32(0.6)) == \
         model.translate("six", beam=2, lenpen=0.6)
+    with pytest.raises(TypeError, match="one sentence, a string, not list"):
+        model.attention(["six"])
+    with pytest.raises(ValueError, match="beam must be a whole number of at least 1, not 0"):
+        model.attention("six", beam=0)
 
 
 def test_attention_returns_every_layer_and_head_with_their_tokens(trained_run):

@@ -164,6 +164,10 @@ class Translator(TranslateAPI):
         if not hasattr(self.model, "encode_with_weights"):
             raise UserError("attention maps are those of one model, not of an ensemble; "
                             "load one of its runs to see them")
+        if not isinstance(sentence, str):
+            raise TypeError(f"attention() takes one sentence, a string, not "
+                            f"{type(sentence).__name__}")
+        _check_counts(beam=(beam, 1))
         if not sentence.strip():
             raise UserError("the sentence is empty; give one to translate and see its "
                             "attention")
