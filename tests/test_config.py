@@ -25,8 +25,8 @@ def test_later_overrides_win():
 
 
 def test_unknown_key_lists_the_valid_ones():
-    with pytest.raises(UserError, match="unknown config key 'step'; valid keys: flag, name, "
-                                        "rate, steps"):
+    with pytest.raises(UserError, match="unknown config key 'step'; did you mean 'steps'\\? "
+                                        "valid keys: flag, name, rate, steps"):
         apply_overrides(Example(), ["step=3"])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import os
 import re
 import textwrap
@@ -59,7 +60,10 @@ def resolve_key(key: str, leaves: dict[str, Any], source: str) -> str:
     if matches:
         raise UserError(f"{source}: config key {key!r} is ambiguous; write one of "
                         f"{', '.join(matches)}")
-    raise UserError(f"{source}: unknown config key {key!r}; valid keys: "
+    names = sorted({path.rsplit(".", 1)[-1] for path in leaves} | set(leaves))
+    near = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    raise UserError(f"{source}: unknown config key {key!r}; {hint}valid keys: "
                     f"{', '.join(sorted(leaves))}")
 
 

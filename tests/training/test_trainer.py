@@ -143,7 +143,8 @@ def test_unknown_config_key_in_the_yaml(config, tmp_path, capsys):
     config.write_text(config.read_text() + "dropuot: 0.3\n", encoding="utf-8")
     assert train(config, tmp_path / "run") == 2
     error = capsys.readouterr().err
-    assert ("tiny.yaml: unknown config key 'dropuot'; valid keys: bpe_dropout, data_dir, "
+    assert ("tiny.yaml: unknown config key 'dropuot'; did you mean 'dropout'? valid keys: "
+            "bpe_dropout, data_dir, "
             "engine.accumulate,") in error
     assert not (tmp_path / "run").exists()
 
