@@ -81,6 +81,15 @@ def test_a_forecast_run_loads_as_a_forecaster(forecast_run):
     with pytest.raises(UserError, match="<rows>: 1 row of values; the model reads the last 48, so "
                                         "it needs at least that many"):
         model.forecast("date,load,temp\n2021-01-01 00:00:00,1,2\n")
+    # a path or bytes where the rows' text belongs, and nothing where a path belongs
+    with pytest.raises(UserError, match="'sine.csv' is a file name, not CSV rows; forecast"):
+        model.forecast("sine.csv")
+    with pytest.raises(TypeError, match="CSV text \\(a str\\), not bytes; predict\\(\\)"):
+        model.forecast(csv.read_bytes())
+    for nothing in (None, ""):
+        with pytest.raises(TypeError, match="give a CSV file's path or a DataFrame"):
+            model.predict(nothing)
+    assert model.predict(csv) == rows
 
 
 def test_a_forecaster_refuses_a_device_or_precision_it_would_ignore(forecast_run, monkeypatch):

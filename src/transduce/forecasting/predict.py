@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,8 @@ class Forecaster:
     def _series(self, data):
         if hasattr(data, "to_csv"):
             return self.read(_frame_text(data), _name(data))
+        if not isinstance(data, (str, os.PathLike)) or not str(data):
+            raise TypeError(f"give a CSV file's path or a DataFrame, not {data!r}"[:200])
         try:
             text = Path(data).read_bytes()
         except OSError as error:
@@ -88,6 +91,12 @@ class Forecaster:
         column and the run's columns, then at least ``input_length`` rows), in the
         original units: ``[{"date": ..., COLUMN: value, ..., COLUMN_q0.1: value, ...}, ...]``
         (a column per quantile level of a probabilistic run)."""
+        if not isinstance(csv_text, str):
+            raise TypeError(f"forecast() takes the rows as CSV text (a str), not "
+                            f"{type(csv_text).__name__}; predict() takes a path or a DataFrame")
+        if "\n" not in csv_text.strip() and Path(csv_text.strip()).suffix.lower() == ".csv":
+            raise UserError(f"{name}: {csv_text.strip()!r} is a file name, not CSV rows; "
+                            "forecast() takes the rows as text, predict() takes a path")
         return self.forecast_series(self.read(csv_text, name), name)
 
     def read(self, csv_text: str, name: str = "<rows>"):
