@@ -35,6 +35,13 @@ def test_average_command_on_a_trained_run(config, tmp_path, capsys):
     for key, value in averaged.items():
         if value.is_floating_point():
             torch.testing.assert_close(value, (last_two[0][key] + last_two[1][key]) / 2)
+    # a folder as --output: one line, before any work, and nothing written
+    capsys.readouterr()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["average", str(run), "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"transduce: error: {tmp_path}: is a folder; give --output a file name"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_a_foreign_file_is_not_loaded(tmp_path, capsys):

@@ -14,7 +14,7 @@ import torch
 
 from transduce import __version__
 from transduce.errors import UserError
-from transduce.io import atomic_path, check_writable, write_text
+from transduce.io import atomic_path, check_output_file, write_text
 
 CONFIG, TOKENIZER, METRICS, LOCK = "config.yaml", "spm.model", "metrics.jsonl", ".lock"
 CHECKPOINTS, ENSEMBLE = "checkpoints", "ensemble.json"
@@ -193,6 +193,8 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
     """Average the last ``last`` step checkpoints of a run into ``run_dir/averaged.pt``."""
     if last < 1:
         raise UserError("--last must be at least 1")
+    out = Path(output) if output else Path(run_dir) / AVERAGED
+    check_output_file(out, "--output" if output else "the averaged checkpoint")
     steps = step_checkpoints(run_dir)
     if not steps:
         raise UserError(f"{run_dir}: no step checkpoints to average")
@@ -201,7 +203,5 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
         log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints, fewer "
                     f"than --last {last}; averaging all {len(steps)}")
     log.warning(f"transduce: averaging {', '.join(p.name for p in chosen)}")
-    out = Path(output) if output else Path(run_dir) / AVERAGED
-    check_writable(out.parent, "the averaged checkpoint")
     save_checkpoint(out, average_checkpoints(chosen))
     return out
