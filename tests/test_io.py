@@ -19,6 +19,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
+def test_a_replace_that_fails_names_the_file_asked_for(tmp_path):
+    folder = tmp_path / "taken"
+    (folder / "inside").mkdir(parents=True)  # a folder, not empty, where the file should go
+    with pytest.raises(OSError) as caught:
+        with atomic_path(folder) as tmp:
+            tmp.write_text("new")
+    assert caught.value.filename == str(folder) and ".tmp" not in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
 def test_success_replaces_the_file(tmp_path):
     target = tmp_path / "sub" / "out.txt"
     write_text(target, "new")

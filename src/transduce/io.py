@@ -67,7 +67,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as error:  # named by the file asked for, not by the temporary one
+            raise type(error)(error.errno, error.strerror, str(path)) from None
         fsync_directory(path.parent)
     finally:
         if os.path.exists(tmp):
