@@ -149,6 +149,14 @@ def test_export_of_a_checkpoint_with_another_tokenizer_is_refused(trained_run, t
     assert not (tmp_path / "ct2").exists()
 
 
+def test_a_demo_run_is_refused_in_one_line_and_nothing_is_written(demo_run, tmp_path, capsys):
+    assert main(["export", str(demo_run), str(tmp_path / "ct2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("a demo run, whose words are no SentencePiece model; export "
+                            "takes runs that transduce train wrote")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_ctranslate2_engine_needs_an_export(trained_run, capsys):
     assert main(["translate", "--engine", "ctranslate2", str(trained_run)]) == 2
     assert "not a CTranslate2 export" in capsys.readouterr().err

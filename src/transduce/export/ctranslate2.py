@@ -155,6 +155,9 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
     loaded = runs.load_translation(path)
     tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
+    if not isinstance(tokenizer, SubwordTokenizer):  # the demo's word list
+        raise UserError(f"{path}: a demo run, whose words are no SentencePiece model; export "
+                        "takes runs that transduce train wrote")
     spec = build_spec(loaded.model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
