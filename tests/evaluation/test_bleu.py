@@ -113,6 +113,11 @@ def test_evaluate_reports_the_literature_bleu_from_the_reference_suffix(tmp_path
     assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--tok-ref", str(tok),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bleu_tok"] == scores["bleu_tok"] > 0
+    # the raw reference given as the tokenised one: its capitals could never match
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--tok-ref", str(ref)]) == 2
+    captured = capsys.readouterr()
+    assert f"{ref}:1: capital letters, so no lowercased tokenised reference" in captured.err
+    assert captured.out == ""
 
 
 @pytest.mark.parametrize("hyp, looping", [

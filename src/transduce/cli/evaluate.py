@@ -47,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         if len(tok_refs) != len(hyps):
             raise UserError(f"{args.tok_ref}: {len(tok_refs)} lines, {args.hyp} has "
                             f"{len(hyps)}; give the tokenised form of --ref")
+        capital = next((i for i, line in enumerate(tok_refs, 1) if line != line.lower()), 0)
+        if capital:  # the hypotheses are lowercased: its words could never match
+            raise UserError(f"{args.tok_ref}:{capital}: capital letters, so no lowercased "
+                            "tokenised reference (*.lc.norm.tok.*); give one, or leave out "
+                            "--tok-ref to tokenise --ref")
     scores = corpus_scores(hyps, refs, lang, tok_refs)
     if args.json:
         print(json.dumps(scores))
