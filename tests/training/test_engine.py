@@ -108,6 +108,18 @@ def test_an_epoch_budget_bar_counts_epochs_once_they_end(tmp_path, monkeypatch):
     assert seen == [0, 0, 1, 1, 1, 2]  # not 1 while the first epoch is still training
 
 
+def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(tmp_path,
+                                                                              monkeypatch):
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(2)]
+    # a config's hour of training, cut to 4 updates on the command line: the steps end it
+    engine = engine_for(ToyTask(batches), tmp_path, max_steps=4, max_minutes=60.0)
+    seen, original = [], Engine.update
+    monkeypatch.setattr(Engine, "update", lambda self, *a: (original(self, *a),
+                                                            seen.append(self.report.bar.n)))
+    engine.run()
+    assert engine.report.bar_unit == "%" and seen == pytest.approx([25, 50, 75, 100])
+
+
 class Scores(ToyTask):
     """Validation scores 1, 2, 3, ... in turn."""
 

@@ -162,7 +162,7 @@ class Engine:
         if self.cfg.max_minutes:
             self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
                           "validations add to the wall-clock time")
-        with self.report.open_bar(self.step, self.epoch, self.elapsed):
+        with self.report.open_bar(self.step, self.epoch, self.elapsed, self.progress()):
             while reason is None:
                 batches = self.task.batches(self.epoch)
                 check_same_batches(self.session, self.epoch, batches)
@@ -243,7 +243,7 @@ class Engine:
         self.report.update(step=self.step, epoch=self.epoch + epoch_done, elapsed=self.elapsed,
                            epoch_done=epoch_done,
                            loss=total / max(units, 1), units=units, seconds=seconds / s.world,
-                           lr=self.used_lr, norm=float(norm))
+                           lr=self.used_lr, norm=float(norm), share=self.progress())
 
     def progress(self) -> float:
         """The share spent of the budget that will end the run first (0 to 1)."""

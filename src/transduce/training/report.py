@@ -23,10 +23,14 @@ class Report:
         self.shown: dict = {}  # the last validation, on the bar
         self.postfix: dict = {}  # the rest of the bar's postfix, from the last update
 
-    def open_bar(self, step: int, epoch: int, elapsed: float):
-        """The bar for the budget that ends the run; a resumed run starts it where it was."""
+    def open_bar(self, step: int, epoch: int, elapsed: float, share: float):
+        """The bar for the budget that ends the run; a resumed run starts it where it was.
+        ``share``: how much of the budget that ends first is spent (the engine's progress)."""
         c = self.cfg
-        if c.max_minutes:  # the bar counts training seconds, so its ETA means something
+        if sum(1 for budget in (c.max_minutes, c.max_steps, c.max_epochs) if budget) > 1:
+            # which ends the run depends on the machine's speed: count the larger share
+            total, done, self.bar_unit = 100, 100 * share, "%"
+        elif c.max_minutes:  # the bar counts training seconds, so its ETA means something
             total, done, self.bar_unit = round(60 * c.max_minutes), elapsed, "s"
         elif c.max_steps:
             total, done, self.bar_unit = c.max_steps, step, "step"
@@ -38,16 +42,18 @@ class Report:
         return self.bar  # the caller closes it
 
     def update(self, *, step: int, epoch: int, epoch_done: bool, elapsed: float, loss: float,
-               units: float, seconds: float, lr: float, norm: float) -> None:
+               units: float, seconds: float, lr: float, norm: float, share: float) -> None:
         """The bar after every update; a training row every ``log_every`` updates."""
         bar = self.bar
-        if self.bar_unit == "s":
+        self.postfix = {"step": step, "epoch": epoch, "loss": f"{loss:.3f}",
+                        f"{self.unit}/s": f"{units / seconds:,.0f}"}
+        self._draw_postfix()  # first, so that the redraw the count brings shows this update
+        if self.bar_unit == "%":
+            bar.update(max(min(100 * share, 100) - bar.n, 0))
+        elif self.bar_unit == "s":
             bar.update(min(seconds, bar.total - bar.n))
         elif self.bar_unit == "step" or epoch_done:
             bar.update(1)
-        self.postfix = {"step": step, "epoch": epoch, "loss": f"{loss:.3f}",
-                        f"{self.unit}/s": f"{units / seconds:,.0f}"}
-        self._draw_postfix()
         self.window[0] += units
         if step % self.cfg.log_every == 0:
             rate = self.window[0] / max(elapsed - self.window[1], 1e-9)
