@@ -81,11 +81,18 @@ def test_translate_answers_each_line_as_it_arrives(trained_run):
 
 
 def test_figures_of_the_study_notes(tmp_path):
-    from transduce.viz.figures import make_figures
+    from transduce.viz.figures import FILES, make_figures
 
-    found = make_figures(tmp_path)
+    class Bar:
+        n = 0
+
+        def update(self, files):
+            self.n += files
+
+    bar = Bar()
+    found = make_figures(tmp_path, bar)
     names = sorted(p.name for p in tmp_path.glob("*.png"))
-    assert names == sorted([
+    assert bar.n == len(FILES) and sorted(FILES) == names == sorted([
         "additive_vs_dot_product.png", "bahdanau_attention.png", "masked_softmax.png",
         "multi_head_attention.png", "nadaraya_watson_fixed.png", "nadaraya_watson_learned.png",
         "positional_encoding.png", "positional_encoding_curves.png",

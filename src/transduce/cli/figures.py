@@ -19,17 +19,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
     from transduce.io import check_writable
     from transduce.logs import progress
-    from transduce.viz.figures import FIGURES, make_figures
+    from transduce.viz.figures import FILES, make_figures
 
     check_writable(args.out, "--out")
     start = time.perf_counter()
-    with progress(len(FIGURES), "figures", "figure") as bar:
+    with progress(len(FILES), "figures", "figure") as bar:
         make_figures(args.out, bar)
-    names = sorted(p.name for p in Path(args.out).glob("*.png"))
-    print(f"wrote {len(names)} figures to {args.out} in {time.perf_counter() - start:.0f} s: "
-          + ", ".join(names))
+    print(f"wrote {len(FILES)} figures to {args.out} in {time.perf_counter() - start:.0f} s: "
+          + ", ".join(sorted(FILES)))
     return 0

@@ -226,26 +226,34 @@ def figure_transformer(out: Path, steps: int = 300) -> dict:
     return maps
 
 
+# name: (what draws it, the files it writes)
 FIGURES = {
-    "nadaraya_watson_fixed": figure_nadaraya_watson_fixed,
-    "nadaraya_watson_learned": figure_nadaraya_watson_learned,
-    "masked_softmax": figure_masked_softmax,
-    "additive_vs_dot_product": figure_additive_vs_dot_product,
-    "positional_encoding": figure_positional_encoding,
-    "multi_head_attention": figure_multi_head_attention,
-    "bahdanau_attention": figure_bahdanau,
-    "transformer_attention": figure_transformer,
+    "nadaraya_watson_fixed": (figure_nadaraya_watson_fixed, ("nadaraya_watson_fixed.png",)),
+    "nadaraya_watson_learned": (figure_nadaraya_watson_learned,
+                                ("nadaraya_watson_learned.png",)),
+    "masked_softmax": (figure_masked_softmax, ("masked_softmax.png",)),
+    "additive_vs_dot_product": (figure_additive_vs_dot_product,
+                                ("additive_vs_dot_product.png",)),
+    "positional_encoding": (figure_positional_encoding,
+                            ("positional_encoding.png", "positional_encoding_curves.png")),
+    "multi_head_attention": (figure_multi_head_attention, ("multi_head_attention.png",)),
+    "bahdanau_attention": (figure_bahdanau, ("bahdanau_attention.png",)),
+    "transformer_attention": (figure_transformer, (
+        "transformer_cross_attention.png", "transformer_encoder_self_attention.png",
+        "transformer_decoder_self_attention.png")),
 }
+FILES = tuple(name for _, files in FIGURES.values() for name in files)
 
 
 def make_figures(out_dir: str | os.PathLike, progress=None) -> dict[str, dict]:
-    """Draw every figure into ``out_dir``; returns the numbers behind each."""
+    """Draw every figure into ``out_dir`` (the files of :data:`FILES`); returns the numbers
+    behind each. ``progress`` counts files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     found = {}
-    for name, figure in FIGURES.items():
+    for name, (figure, files) in FIGURES.items():
         found[name] = figure(out)
         if progress is not None:
-            progress.update(1)
+            progress.update(len(files))
     return found
 
