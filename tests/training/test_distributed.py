@@ -81,6 +81,30 @@ def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
                  load_checkpoint(killed / "checkpoints/step_16.pt")["model"], atol=0)
 
 
+def test_a_two_process_run_stopped_by_sigterm_saves_and_resumes(config, tmp_path):
+    """As a scheduler stops a job: SIGTERM to torchrun, which passes it to its workers. Both
+    finish the same update, save it, and exit; the run then resumes from that step."""
+    run_dir = tmp_path / "stopped"
+    process = subprocess.Popen(torchrun("train", config, "max_steps=100000",
+                                        "valid_every=1000", "log_every=1", "precision=fp32",
+                                        "--run-dir", run_dir),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 180
+    while not (run_dir / "metrics.jsonl").exists() and time.time() < deadline:
+        time.sleep(0.05)  # training has begun
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode != 0
+    saved = step_checkpoints(run_dir)
+    assert len(saved) == 1, err[-3000:]
+    state = load_checkpoint(saved[0])
+    assert len(state["rng"]) == 2 and 0 < state["step"] < 1000  # both processes, mid-run
+    assert f"saved {saved[0]}; run the same command to resume" in err
+    run(torchrun("train", "--run-dir", run_dir, f"max_steps={state['step'] + 2}"))
+    assert step_checkpoints(run_dir)[-1].name == f"step_{state['step'] + 2}.pt"
+
+
 def test_two_process_forecasting_trains_and_resumes(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")
     config = tmp_path / "tiny.yaml"

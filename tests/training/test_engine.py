@@ -2,7 +2,9 @@
 
 import json
 import logging
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
 from transduce.training.distributed import Session, check_same_batches
 from transduce.training import train as train_module
-from transduce.training.engine import Engine, EngineConfig
+from transduce.training.engine import Engine, EngineConfig, Interrupted
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
 
@@ -118,6 +120,50 @@ def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(tm
                                                             seen.append(self.report.bar.n)))
     engine.run()
     assert engine.report.bar_unit == "%" and seen == pytest.approx([25, 50, 75, 100])
+
+
+def test_ctrl_c_saves_the_run_after_the_update_and_it_resumes_as_if_never_stopped(tmp_path):
+    torch.manual_seed(0)
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
+    settings = {"max_steps": 7, "valid_every": 3}
+    whole = engine_for(ToyTask(batches), tmp_path / "whole", **settings)
+    whole.run()
+
+    class SignalledTask(ToyTask):
+        calls = 0
+
+        def loss(self, model, batch):
+            SignalledTask.calls += 1
+            if SignalledTask.calls == 4:  # inside the 4th update: as a Ctrl-C would land
+                os.kill(os.getpid(), signal.SIGINT)
+            return super().loss(model, batch)
+
+    def let_through(signum, frame):  # what runs if the engine takes no signals
+        raise RuntimeError("the signal reached the handler the engine should have replaced")
+
+    stopped = engine_for(SignalledTask(batches), tmp_path / "stopped", **settings)
+    previous = signal.signal(signal.SIGINT, let_through)
+    try:
+        before = {kind: signal.getsignal(kind) for kind in (signal.SIGINT, signal.SIGTERM)}
+        with pytest.raises(Interrupted) as caught:
+            stopped.run()
+        after = {kind: signal.getsignal(kind) for kind in before}
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert caught.value.signum == signal.SIGINT and stopped.step == 4  # the update finished
+    assert after == before  # the handlers are given back
+    run = tmp_path / "stopped" / "run"
+    assert [p.name for p in step_checkpoints(run)] == ["step_3.pt", "step_4.pt"]
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if "score" in r] == [3]  # no validation for the stop
+
+    engine_for(ToyTask(batches), tmp_path / "stopped", **settings).run()  # resumes at 4
+    final, expected = (load_checkpoint(r / "run" / "checkpoints" / "step_7.pt")
+                       for r in (tmp_path / "stopped", tmp_path / "whole"))
+    torch.testing.assert_close(final["model"]["weight"], expected["model"]["weight"],
+                               rtol=0, atol=0)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if "score" in r] == [3, 6, 7]  # as the whole run's
 
 
 class Scores(ToyTask):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -110,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"transduce: error: {where}: {error.strerror or error}; check that the path "
               "exists, is the right kind and may be written", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:  # training's Interrupted has saved the run first
         print("transduce: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(error, "signum", signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol, Sequence
@@ -55,6 +57,15 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Training stopped on SIGINT (Ctrl-C) or SIGTERM after saving its state; the command
+    line exits with 128 + ``signum``, as a shell reports a process that signal ended."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 class _LossModule(nn.Module):
     """Runs ``task.loss`` as a module's forward, so DistributedDataParallel sees the whole
     computation (tasks may call any method of their model, not only its forward)."""
@@ -81,6 +92,8 @@ class Engine:
         self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
         self.report = Report(self.run_dir, cfg, task.unit, session.is_main, log)
         self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
+        self.signalled = 0  # SIGINT or SIGTERM, once one arrives while training
+        self.stopping = False  # a process was signalled: all stop after the same update
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -150,7 +163,32 @@ class Engine:
                     "are not counted)")
         if c.patience and self.bad_validations >= c.patience:
             return f"no {self.task.metric} gain in {c.patience} validations (patience)"
+        if self.stopping:
+            return "interrupted"
         return None
+
+    @contextlib.contextmanager
+    def signals(self):
+        """While training, SIGINT and SIGTERM stop the run after the update in progress and
+        save it (a second Ctrl-C stops at once, as before). Only the main thread can take
+        signals; elsewhere they keep their handlers."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        kinds = (signal.SIGINT, signal.SIGTERM)
+        before = {kind: signal.getsignal(kind) for kind in kinds}
+
+        def stop(signum, frame):  # no logging here: the signal may land inside a write
+            self.signalled = self.signalled or signum
+            signal.signal(signal.SIGINT, before[signal.SIGINT])  # torchrun's SIGTERM waits
+
+        for kind in kinds:
+            signal.signal(kind, stop)
+        try:
+            yield
+        finally:
+            for kind in kinds:
+                signal.signal(kind, before[kind])
 
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
@@ -162,7 +200,8 @@ class Engine:
         if self.cfg.max_minutes:
             self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
                           "validations add to the wall-clock time")
-        with self.report.open_bar(self.step, self.epoch, self.elapsed, self.progress()):
+        with self.signals(), self.report.open_bar(self.step, self.epoch, self.elapsed,
+                                                  self.progress()):
             while reason is None:
                 batches = self.task.batches(self.epoch)
                 check_same_batches(self.session, self.epoch, batches)
@@ -185,12 +224,30 @@ class Engine:
                         reason = self.stop_reason()
                     if epoch_done:
                         break
-        if self.saved_step != self.step:  # not from the files: rank 0 may still be writing
+        if self.stopping:
+            self.save_interrupted()
+        elif self.saved_step != self.step:  # not from the files: rank 0 may still be writing
             self.checkpoint()
         self.log.info(f"stopped at step {self.step}: {reason}")
         self.report.close()
         self.session.barrier()
+        if self.stopping:
+            raise Interrupted(self.signalled or signal.SIGTERM)  # a peer's signal: as torchrun's
         return self.last_metrics
+
+    def save_interrupted(self) -> None:
+        """Save step_N.pt without validating (a validation may take minutes, and one more
+        would count towards patience): resuming from it goes on as if never stopped, and the
+        validations, metrics rows and best.pt are those of an uninterrupted run."""
+        if self.saved_step == self.step:
+            return
+        state = self.state()  # every process takes part
+        if self.session.is_main:
+            path = runs.step_path(self.run_dir, self.step)
+            runs.save_checkpoint(path, state)
+            runs.prune(self.run_dir, self.cfg.keep_last)
+            self.log.info(f"saved {path}; run the same command to resume from it")
+        self.saved_step = self.step
 
     def update(self, group: list, epoch_done: bool = False) -> None:
         """One optimiser step over this process's share of ``group`` (``epoch_done``: the
@@ -212,7 +269,12 @@ class Engine:
             total += float(loss.detach()) * weight
             units += int(n) * int(weight)
         seconds = time.perf_counter() - start
-        total, units, seconds = s.all_sum([total, float(units), seconds])
+        total, units, seconds, signalled = s.all_sum([total, float(units), seconds,
+                                                      float(bool(self.signalled))])
+        if signalled and not self.stopping:  # the same on every process
+            self.stopping = True
+            self.log.info(f"interrupted at step {self.step + 1}: saving the run after this "
+                          "update (Ctrl-C again stops at once)")
         if not math.isfinite(total):
             self.optimizer.zero_grad(set_to_none=True)
             steps = runs.step_checkpoints(self.run_dir)
