@@ -17,7 +17,8 @@ from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
 from transduce.training.distributed import Session, check_same_batches
 from transduce.training import train as train_module
-from transduce.training.engine import Engine, EngineConfig, Interrupted
+from transduce.training.engine import Engine, EngineConfig
+from transduce.training.signals import Interrupted
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
 

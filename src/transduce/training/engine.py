@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any, Protocol, Sequence
@@ -35,6 +34,7 @@ from transduce.errors import UserError
 from transduce.training.distributed import Session, check_same_batches
 from transduce.training.engine_config import EngineConfig
 from transduce.training.report import Report
+from transduce.training.signals import Interrupted, StopSignals
 
 
 class Task(Protocol):
@@ -55,15 +55,6 @@ class Task(Protocol):
 
 class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-class Interrupted(KeyboardInterrupt):
-    """Training stopped on SIGINT (Ctrl-C) or SIGTERM after saving its state; the command
-    line exits with 128 + ``signum``, as a shell reports a process that signal ended."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 class _LossModule(nn.Module):
@@ -92,7 +83,7 @@ class Engine:
         self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
         self.report = Report(self.run_dir, cfg, task.unit, session.is_main, log)
         self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
-        self.signalled = 0  # SIGINT or SIGTERM, once one arrives while training
+        self.signals = StopSignals()  # SIGINT or SIGTERM while training: stop and save
         self.stopping = False  # a process was signalled: all stop after the same update
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
@@ -167,29 +158,6 @@ class Engine:
             return "interrupted"
         return None
 
-    @contextlib.contextmanager
-    def signals(self):
-        """While training, SIGINT and SIGTERM stop the run after the update in progress and
-        save it (a second Ctrl-C stops at once, as before). Only the main thread can take
-        signals; elsewhere they keep their handlers."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        kinds = (signal.SIGINT, signal.SIGTERM)
-        before = {kind: signal.getsignal(kind) for kind in kinds}
-
-        def stop(signum, frame):  # no logging here: the signal may land inside a write
-            self.signalled = self.signalled or signum
-            signal.signal(signal.SIGINT, before[signal.SIGINT])  # torchrun's SIGTERM waits
-
-        for kind in kinds:
-            signal.signal(kind, stop)
-        try:
-            yield
-        finally:
-            for kind in kinds:
-                signal.signal(kind, before[kind])
-
     # ------------------------------------------------------------ the loop
     def run(self) -> dict:
         """Train until a budget is spent; returns the metrics of the last validation."""
@@ -200,7 +168,7 @@ class Engine:
         if self.cfg.max_minutes:
             self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
                           "validations add to the wall-clock time")
-        with self.signals(), self.report.open_bar(self.step, self.epoch, self.elapsed,
+        with self.signals, self.report.open_bar(self.step, self.epoch, self.elapsed,
                                                   self.progress()):
             while reason is None:
                 batches = self.task.batches(self.epoch)
@@ -232,7 +200,7 @@ class Engine:
         self.report.close()
         self.session.barrier()
         if self.stopping:
-            raise Interrupted(self.signalled or signal.SIGTERM)  # a peer's signal: as torchrun's
+            raise Interrupted(self.signals.signum or signal.SIGTERM)  # a peer's: as torchrun's
         return self.last_metrics
 
     def save_interrupted(self) -> None:
@@ -270,7 +238,7 @@ class Engine:
             units += int(n) * int(weight)
         seconds = time.perf_counter() - start
         total, units, seconds, signalled = s.all_sum([total, float(units), seconds,
-                                                      float(bool(self.signalled))])
+                                                      float(bool(self.signals.signum))])
         if signalled and not self.stopping:  # the same on every process
             self.stopping = True
             self.log.info(f"interrupted at step {self.step + 1}: saving the run after this "
