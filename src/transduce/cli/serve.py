@@ -20,7 +20,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              "folder `transduce export` wrote")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one, printed at start)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.add_argument("--window-ms", type=positive_int, default=10,
@@ -42,12 +42,37 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
     if args.threads:
         torch.set_num_threads(args.threads)
+    sock = _listen(args.host, args.port)  # before the model loads: a taken port fails fast
     model = load(args.model, args.device)
     app = create_app(model, describe(args.model, model), args.window_ms / 1000)
-    print(f"transduce: serving {args.model} on http://{args.host}:{args.port}/ "
-          "(Ctrl-C stops)", flush=True)
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
-    except OSError as error:
-        raise UserError(f"--host {args.host} --port {args.port}: {error.strerror}") from None
+    host, port = sock.getsockname()[:2]  # --port 0: the one the system chose
+    host = f"[{host}]" if ":" in host else host
+    print(f"transduce: serving {args.model} on http://{host}:{port}/ (Ctrl-C stops)",
+          flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
+
+
+def _listen(host: str, port: int):
+    """A listening socket on ``host``:``port``, or a UserError that says why not (a port in
+    use, a name that does not resolve) in one line; uvicorn would log it and exit 3."""
+    import socket
+
+    from transduce.errors import UserError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise UserError(f"--host {host}: {error.strerror or error}; give a name or address "
+                        "of this machine (default 127.0.0.1)") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restarts at once
+        sock.bind(address)
+        sock.listen(2048)  # uvicorn's backlog
+        return sock
+    except OSError as error:
+        sock.close()
+        raise UserError(f"--host {host} --port {port}: {error.strerror or error}; give "
+                        "another --port (0: any free one) or --host") from None
