@@ -66,7 +66,8 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
     (["model=linear", "input_length=24", "trend_kernel=25"],
      "trend_kernel must be at least 0 and at most 24"),
     (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),
-    (["model=patch", "trend_kernel=25"], "trend_kernel is for the linear and channel models, not patch"),
+    (["model=patch", "trend_kernel=25"],
+     "trend_kernel is for the linear and channel models, not patch"),
 ])
 def test_bad_quantiles_are_refused(items, message):
     from transduce.forecasting.config import ForecastConfig

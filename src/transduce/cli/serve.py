@@ -20,7 +20,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              "folder `transduce export` wrote")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one, printed at start)")
+    parser.add_argument("--port", type=int, default=8000,
+                        help="port (default 8000; 0: a free one, printed at start)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.add_argument("--window-ms", type=positive_int, default=10,
