@@ -80,6 +80,27 @@ def test_translate_answers_each_line_as_it_arrives(trained_run):
     assert len(rest) == 4 and rest[1] == "" and rest[3] == ""  # six, empty, seven
 
 
+def test_translate_on_a_terminal_says_what_to_do(trained_run):
+    import os
+    import pty
+
+    leader, terminal = pty.openpty()  # standard input is a terminal, as a person types in
+    process = subprocess.Popen([sys.executable, "-m", "transduce", "translate",
+                                str(trained_run), "--beam", "1"], stdin=terminal,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    try:
+        os.write(leader, b"five\n")
+        answer = process.stdout.readline()
+        os.write(leader, b"\x04")  # Ctrl-D
+        err = process.communicate(timeout=60)[1]
+    finally:
+        process.kill()
+        os.close(leader)
+    assert answer.strip() and process.returncode == 0
+    assert "type a sentence and press Enter to translate it; Ctrl-D ends" in err
+
+
 def test_figures_of_the_study_notes(tmp_path):
     from transduce.viz.figures import FILES, make_figures
 

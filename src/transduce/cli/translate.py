@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
                                  progress=bar, lenpen_style=style, **extra)
 
     if lines is None:  # line by line
+        if sys.stdin.isatty():
+            print("transduce: type a sentence and press Enter to translate it; Ctrl-D ends",
+                  file=sys.stderr)
         _stream(translate, args.nbest)
         return 0
     with progress(len(lines), "translating", "sent") as bar:
