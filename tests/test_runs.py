@@ -75,3 +75,22 @@ def test_translate_average_and_export_name_the_checkpoint_they_use(trained_run, 
     assert main(["average", str(trained_run), "--last", "2",
                  "--output", str(tmp_path / "avg.pt")]) == 0
     assert "averaging step_8.pt, step_12.pt" in capsys.readouterr().err
+
+
+def test_a_run_of_another_command_is_named_and_left_untouched(demo_run, forecast_run, capsys):
+    forecast = forecast_run[0]
+
+    def files():
+        return sorted(str(p) for run in (demo_run, forecast) for p in run.rglob("*"))
+    before = files()
+    for argv, message in [
+            (["train", "--run-dir", str(demo_run)],
+             f"{demo_run}: a run of transduce demo, not of transduce train; give a new "
+             "--run-dir, or resume it with transduce demo"),
+            (["forecast", "train", "--run-dir", str(demo_run)],
+             "a run of transduce demo, not of transduce forecast train"),
+            (["demo", "--out", str(forecast)],
+             f"{forecast}: a run of transduce forecast train, not of transduce demo")]:
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+    assert files() == before

@@ -118,6 +118,8 @@ class ForecastConfig:
     weight_decay: float = 0.0
     engine: EngineConfig = EngineConfig(max_epochs=100, patience=10, seed=2021)
 
+    KIND = "forecast"  # the kind of model its runs' checkpoints hold
+
     PATH_KEYS = ("csv",)  # stored absolute, so a run resumes from any directory
     HELP = {
         "csv": "the series: a CSV file with a date column",

@@ -21,6 +21,8 @@ CHECKPOINTS, ENSEMBLE = "checkpoints", "ensemble.json"
 BEST, AVERAGED = "best.pt", "averaged.pt"
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
 KINDS = ("translation", "forecast", "numbers")
+TRAINED_BY = {"translation": "transduce train", "forecast": "transduce forecast train",
+              "numbers": "transduce demo"}  # the command that trains (and resumes) each kind
 log = logging.getLogger("transduce.runs")
 
 

@@ -18,8 +18,8 @@ import yaml
 from transduce.config import apply_mapping, flatten_dict, read_yaml
 from transduce.errors import UserError
 from transduce.io import check_writable, remove_staging, write_text
-from transduce.runs.checkpoints import (CONFIG, LOCK, METRICS, checkpoint_dir, load_checkpoint,
-                                        step_checkpoints)
+from transduce.runs.checkpoints import (CONFIG, LOCK, METRICS, TRAINED_BY, checkpoint_dir,
+                                        load_checkpoint, step_checkpoints)
 
 
 # ---------------------------------------------------------------- one writer at a time
@@ -124,7 +124,16 @@ def read_config(run_dir: str | os.PathLike, cls):
     if not data:
         raise UserError(f"{path}: empty; delete it to resume with the settings the "
                         "checkpoints record, or use a new --run-dir")
-    return apply_mapping(cls(), data, str(path))
+    try:
+        return apply_mapping(cls(), data, str(path))
+    except UserError:  # settings this command lacks: perhaps the run of another command
+        steps = step_checkpoints(run_dir)
+        kind = load_checkpoint(steps[-1]).get("kind") if steps else None
+        if kind in TRAINED_BY and kind != getattr(cls, "KIND", kind):
+            raise UserError(f"{run_dir}: a run of {TRAINED_BY[kind]}, not of "
+                            f"{TRAINED_BY[cls.KIND]}; give a new --run-dir, or resume it "
+                            f"with {TRAINED_BY[kind]}") from None
+        raise
 
 
 def append_metrics(run_dir: str | os.PathLike, row: dict) -> None:

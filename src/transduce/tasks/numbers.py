@@ -50,6 +50,8 @@ class DemoConfig:
     valid_numbers: int = 200
     examples: int = 6
 
+    KIND = "numbers"  # the kind of model its runs' checkpoints hold
+
     PATH_KEYS = ()
     HELP = {
         "batch_size": "numbers per batch, drawn afresh at every update",

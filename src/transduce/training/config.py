@@ -54,6 +54,7 @@ class TrainConfig:
     valid_bleu_sentences: int = 0
     engine: EngineConfig = EngineConfig(max_steps=20000, valid_every=1000)
 
+    KIND = "translation"  # the kind of model its runs' checkpoints hold
     PATH_KEYS = ("data_dir",)  # stored absolute, so a run resumes from any directory
     HELP = {
         "data_dir": "folder with PREFIX.LANG files (transduce data multi30k --dest writes one)",
