@@ -133,3 +133,16 @@ def test_a_line_in_capitals_is_read_in_sentence_case(trained_run):
     assert sentence_case("I") == "I" and sentence_case("") == ""
     model = transduce.load(trained_run, verbose=False)
     assert model.translate("FIVE HUNDRED", beam=2) == model.translate("Five hundred", beam=2)
+
+
+@pytest.mark.parametrize("path, settings, message", [
+    (None, {}, "takes the path of a run directory, a checkpoint or an export .*, not None"),
+    ("", {}, "not ''"),
+    (["RUN", 5], {}, "not 5"),
+    ("RUN", {"device": 0}, "device must be a string such as 'auto', not 0"),
+])
+def test_load_names_a_wrong_argument(trained_run, path, settings, message):
+    path = [trained_run if p == "RUN" else p for p in path] if isinstance(path, list) else \
+        (trained_run if path == "RUN" else path)
+    with pytest.raises(TypeError, match=message):
+        transduce.load(path, **settings)

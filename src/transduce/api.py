@@ -51,6 +51,13 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
         verbose: say which checkpoint is used (on the "transduce" logger).
     """
     listed = isinstance(path, (list, tuple))
+    for one in path if listed else [path]:
+        if not isinstance(one, (str, os.PathLike)) or not str(one):
+            raise TypeError(f"load() takes the path of a run directory, a checkpoint or an "
+                            f"export (or a list of runs), not {one!r}"[:200])
+    for name, value in (("device", device), ("precision", precision)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string such as 'auto', not {value!r}")
     members = list(path) if listed else ensemble_members(path)
     if members is not None:
         dev = pick_device(device)
