@@ -123,6 +123,31 @@ def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(tm
     assert engine.report.bar_unit == "%" and seen == pytest.approx([25, 50, 75, 100])
 
 
+class SignalledAt(ToyTask):
+    """Ctrl-C lands inside the ``at``-th update (one batch per update)."""
+
+    def __init__(self, batches, at):
+        super().__init__(batches)
+        self.at, self.calls = at, 0
+
+    def loss(self, model, batch):
+        self.calls += 1
+        if self.calls == self.at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().loss(model, batch)
+
+
+def test_ctrl_c_in_the_last_update_ends_the_run_as_its_budget_would(tmp_path):
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
+    engine = engine_for(SignalledAt(batches, 4), tmp_path, max_steps=4, valid_every=3)
+    try:  # caught: pytest would take a KeyboardInterrupt for the user's and stop
+        engine.run()
+    except Interrupted:
+        pytest.fail("the run was over, yet it stopped as interrupted, its validation skipped")
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if "score" in r] == [3, 4]
+
+
 def test_ctrl_c_saves_the_run_after_the_update_and_it_resumes_as_if_never_stopped(tmp_path):
     torch.manual_seed(0)
     batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
@@ -130,19 +155,10 @@ def test_ctrl_c_saves_the_run_after_the_update_and_it_resumes_as_if_never_stoppe
     whole = engine_for(ToyTask(batches), tmp_path / "whole", **settings)
     whole.run()
 
-    class SignalledTask(ToyTask):
-        calls = 0
-
-        def loss(self, model, batch):
-            SignalledTask.calls += 1
-            if SignalledTask.calls == 4:  # inside the 4th update: as a Ctrl-C would land
-                os.kill(os.getpid(), signal.SIGINT)
-            return super().loss(model, batch)
-
     def let_through(signum, frame):  # what runs if the engine takes no signals
         raise RuntimeError("the signal reached the handler the engine should have replaced")
 
-    stopped = engine_for(SignalledTask(batches), tmp_path / "stopped", **settings)
+    stopped = engine_for(SignalledAt(batches, 4), tmp_path / "stopped", **settings)
     previous = signal.signal(signal.SIGINT, let_through)
     try:
         before = {kind: signal.getsignal(kind) for kind in (signal.SIGINT, signal.SIGTERM)}

@@ -246,14 +246,16 @@ class CTranslate2Translator(TranslateAPI):
         if "decoding" in info:
             self.decoding = defaults.check(info["decoding"], str(model_dir / INFO))
         self.tokenizer = SubwordTokenizer(model_dir / TOKENIZER)
-        try:
-            self.translator = ct2.Translator(str(model_dir), device=kind,
-                                             device_index=int(index or 0),
-                                             compute_type=compute_type, intra_threads=threads)
-        except (RuntimeError, ValueError) as error:
-            raise UserError(f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
-                            f"({str(error).splitlines()[0][:200]}); export the model again"
-                            ) from None
+
+        def open_on(kind: str, index: int = 0):
+            try:
+                return ct2.Translator(str(model_dir), device=kind, device_index=index,
+                                      compute_type=compute_type, intra_threads=threads)
+            except (RuntimeError, ValueError) as error:
+                raise UserError(f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
+                                f"({str(error).splitlines()[0][:200]}); export the model "
+                                "again") from None
+        self.translator = open_on(kind, int(index or 0))
         if kind == "cuda":
             # CTranslate2 loads CUDA's libraries (cuBLAS of the CUDA version it was built for)
             # only at its first translation: a GPU it sees can still be one it cannot use
@@ -265,10 +267,7 @@ class CTranslate2Translator(TranslateAPI):
             if problem:
                 log.warning(f"transduce: note: CTranslate2 cannot run on the GPU here "
                             f"({problem}); translating on the CPU")
-                self.translator = ct2.Translator(str(model_dir), device="cpu",
-                                                 compute_type=compute_type,
-                                                 intra_threads=threads)
-                kind = "cpu"
+                self.translator, kind = open_on("cpu"), "cpu"
         self.device = kind
         # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
         self.max_source = positions - EXTRA_OUTPUT - 2

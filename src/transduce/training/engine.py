@@ -192,14 +192,15 @@ class Engine:
                         reason = self.stop_reason()
                     if epoch_done:
                         break
-        if self.stopping:
+        interrupted = reason == "interrupted"  # not when a budget ended with that update
+        if interrupted:
             self.save_interrupted()
         elif self.saved_step != self.step:  # not from the files: rank 0 may still be writing
             self.checkpoint()
         self.log.info(f"stopped at step {self.step}: {reason}")
         self.report.close()
         self.session.barrier()
-        if self.stopping:
+        if interrupted:
             raise Interrupted(self.signals.signum or signal.SIGTERM)  # a peer's: as torchrun's
         return self.last_metrics
 
@@ -207,7 +208,7 @@ class Engine:
         """Save step_N.pt without validating (a validation may take minutes, and one more
         would count towards patience): resuming from it goes on as if never stopped, and the
         validations, metrics rows and best.pt are those of an uninterrupted run."""
-        if self.saved_step == self.step:
+        if self.saved_step == self.step:  # the update was a validation's: saved already
             return
         state = self.state()  # every process takes part
         if self.session.is_main:
