@@ -84,18 +84,13 @@ def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
 def test_a_two_process_run_stopped_by_sigterm_saves_and_resumes(config, tmp_path):
     """As a scheduler stops a job: SIGTERM to torchrun, which passes it to its workers. Both
     finish the same update, save it, and exit; the run then resumes from that step."""
+    from tests.training.test_kill import stopped_by_sigterm
+
     run_dir = tmp_path / "stopped"
-    process = subprocess.Popen(torchrun("train", config, "max_steps=100000",
-                                        "valid_every=1000", "log_every=1", "precision=fp32",
-                                        "--run-dir", run_dir),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 180
-    while not (run_dir / "metrics.jsonl").exists() and time.time() < deadline:
-        time.sleep(0.05)  # training has begun
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode != 0
+    status, err = stopped_by_sigterm(torchrun("train", config, "max_steps=100000",
+                                              "valid_every=1000", "log_every=1",
+                                              "precision=fp32", "--run-dir", run_dir), run_dir)
+    assert status != 0
     saved = step_checkpoints(run_dir)
     assert len(saved) == 1, err[-3000:]
     state = load_checkpoint(saved[0])

@@ -54,22 +54,29 @@ def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(config, tmp_p
     assert files(killed) == files(whole)  # nothing stray: no staging file or folder
 
 
-def test_sigterm_saves_the_run_and_exits_as_the_signal_would(config, tmp_path):
+def stopped_by_sigterm(command, run_dir):
+    """Run ``command`` (a training of ``run_dir``), send it SIGTERM once training has begun
+    (its first metrics row), as a scheduler stops a job; returns (exit status, stderr)."""
     import os
     import time
 
-    run_dir = tmp_path / "run"
-    process = subprocess.Popen([sys.executable, "-m", "transduce", "train", str(config),
-                                "max_steps=100000", "valid_every=1000", "log_every=1",
-                                "--run-dir", str(run_dir)], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    process = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 120
+    deadline = time.time() + 180
     while not (run_dir / "metrics.jsonl").exists() and time.time() < deadline:
-        time.sleep(0.05)  # training has begun
+        time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     err = process.communicate(timeout=120)[1]
-    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]  # 143, as a shell says
+    return process.returncode, err
+
+
+def test_sigterm_saves_the_run_and_exits_as_the_signal_would(config, tmp_path):
+    run_dir = tmp_path / "run"
+    status, err = stopped_by_sigterm([sys.executable, "-m", "transduce", "train", config,
+                                      "max_steps=100000", "valid_every=1000", "log_every=1",
+                                      "--run-dir", run_dir], run_dir)
+    assert status == 128 + signal.SIGTERM, err[-2000:]  # 143, as a shell says
     saved = sorted((run_dir / "checkpoints").glob("step_*.pt"))
     assert len(saved) == 1 and f"saved {saved[0]}; run the same command to resume" in err
     assert err.rstrip().endswith("transduce: interrupted")
