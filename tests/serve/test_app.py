@@ -109,8 +109,11 @@ def test_a_body_sent_in_chunks_without_a_length_is_limited_too(client):
 
 
 def test_wrong_endpoint_for_the_model_and_unknown_paths(client):
-    response = client.post("/forecast", json={"csv": "date,x\n"})
-    assert response.status_code == 404 and "holds a translation model" in response.json()["error"]
+    # what it holds is said first, whatever the body: the one a user of translation sends
+    for body in ({"csv": "date,x\n"}, {"sentences": ["seven"]}):
+        response = client.post("/forecast", json=body)
+        assert response.status_code == 404, response.text
+        assert "holds a translation model" in response.json()["error"]
     assert client.get("/nowhere").json() == {"error": "Not Found"}
 
 

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -139,9 +139,13 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     async def in_worker(function, *args):
         return await asyncio.get_running_loop().run_in_executor(worker, function, *args)
 
-    def need(*kinds: str) -> None:
-        if kind not in kinds:
-            raise HTTPException(404, f"this server holds a {kind} model; see GET /info")
+    def need(*kinds: str):
+        """A route's dependency: FastAPI runs it before it validates the body, so a request
+        for another kind of model hears so, whatever its body."""
+        def check() -> None:
+            if kind not in kinds:
+                raise HTTPException(404, f"this server holds a {kind} model; see GET /info")
+        return [Depends(check)]
 
     @app.get("/", include_in_schema=False)
     async def page():
@@ -157,11 +161,10 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
                 "limits": {"max_body_bytes": MAX_BODY, "max_sentences": MAX_SENTENCES,
                            "max_chars": MAX_CHARS}}
 
-    @app.post("/translate")
+    @app.post("/translate", dependencies=need("translation", "numbers", "ctranslate2"))
     async def translate(body: TranslateRequest):
         """Translations of ``sentences``, one per sentence, in order (``nbest`` > 1: lists
         of {text, score}, best first)."""
-        need("translation", "numbers", "ctranslate2")
         d = resolve(model.decoding, body.beam, body.lenpen, body.no_repeat_ngram)
         if body.nbest > d.beam:
             raise HTTPException(422, f"nbest must not exceed beam ({d.beam})")
@@ -173,19 +176,17 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
             out = [[{"text": t, "score": round(s, 4)} for t, s in hyps] for hyps in found]
         return {"translations": out, "attention": info["attention"]}
 
-    @app.post("/attention")
+    @app.post("/attention", dependencies=need("translation", "numbers"))
     async def attention(body: AttentionRequest):
         """The sentence's tokens and the weights of every layer and head: ``cross``,
         ``encoder`` and ``decoder`` (each [layer][head][query][key])."""
-        need("translation", "numbers")
         beam = body.beam or model.decoding.beam
         maps = await in_worker(model.attention, " ".join(body.sentence.split()), beam)
         return maps.to_dict()
 
-    @app.post("/forecast")
+    @app.post("/forecast", dependencies=need("forecast"))
     async def forecast(body: ForecastRequest):
         """The ``horizon`` rows after the given CSV rows, and the rows the model read."""
-        need("forecast")
         series = model.read(body.csv, "the posted rows")
         rows = await in_worker(model.forecast_series, series, "the posted rows")
         return {"date_column": model.cfg.date_column, "forecast": rows,
