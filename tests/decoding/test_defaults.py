@@ -126,3 +126,10 @@ def test_tune_refuses_a_run_it_cannot_write_before_translating(run, capsys, monk
     assert main(["tune", str(run), "--last", "1", "--lenpen", "0.6",
                  "--no-repeat-ngram", "0"]) == 2
     assert str(run) in capsys.readouterr().err
+
+
+def test_the_tune_table_names_the_bleu_it_chose_by(run, capsys):
+    assert main(["tune", str(run), "--last", "1", "--lenpen", "0.6", "--no-repeat-ngram", "0",
+                 "--metric", "bleu_tok", "--sentences", "3"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert header == ["last", "α", "block", "BLEU", "tok", "chrF2", "looping"]

@@ -56,13 +56,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         chosen, rows = tune(args.run_dir[0], grid, args.device)
         where = f"{args.run_dir[0]}/averaged.pt and {args.run_dir[0]}/decoding.json"
-    print(f"{'last':>4} {'α':>4} {'block':>5} {'BLEU':>6} {'chrF2':>6} {'looping':>7}")
+    label = "BLEU tok" if args.metric == "bleu_tok" else "BLEU"  # the column it chose by
+    print(f"{'last':>4} {'α':>4} {'block':>5} {label:>8} {'chrF2':>6} {'looping':>7}")
     for r in rows:
         mark = " *" if (r.get("last", 0), r["lenpen"], r["no_repeat_ngram"]) == (
             chosen.last, chosen.lenpen, chosen.no_repeat_ngram) else ""
         bleu = r.get("bleu_tok", r["bleu"]) if args.metric == "bleu_tok" else r["bleu"]
         last = r.get("last", "own")
-        print(f"{last:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>6.2f} "
+        print(f"{last:>4} {r['lenpen']:>4g} {r['no_repeat_ngram']:>5} {bleu:>8.2f} "
               f"{r['chrf']:>6.2f} {100 * r['looping_rate']:>6.1f}%{mark}")
     block = f", no {chosen.no_repeat_ngram}-gram twice" if chosen.no_repeat_ngram else ""
     averaged = (f"the last {chosen.last} checkpoints averaged" if chosen.last else
