@@ -167,12 +167,8 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def _read_input(path: str | None) -> list[str]:
-    from transduce.data.text import decode_utf8, read_lines, split_lines
-    from transduce.errors import UserError
+    from transduce.data.text import lines_of, read_lines
 
     if path:
         return read_lines(path)
-    text = decode_utf8(sys.stdin.buffer.read(), "<stdin>")
-    if not text:  # a file given as stdin (a pipe streams, and may end with nothing)
-        raise UserError("<stdin>: the file is empty; give a file with one sentence per line")
-    return split_lines(text)
+    return lines_of(sys.stdin.buffer.read(), "<stdin>")  # a file given as stdin

@@ -35,9 +35,15 @@ def read_lines(path: str | os.PathLike) -> list[str]:
         data = open(path, "rb").read()
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    text = decode_utf8(data, str(path))
+    return lines_of(data, str(path))
+
+
+def lines_of(data: bytes, name: str) -> list[str]:
+    """The lines of a whole file's bytes (``name``: the file, for messages), as
+    :func:`read_lines` gives them; a UserError if empty or not valid UTF-8."""
+    text = decode_utf8(data, name)
     if not text:
-        raise UserError(f"{path}: the file is empty; give a file with one sentence per line")
+        raise UserError(f"{name}: the file is empty; give a file with one sentence per line")
     return split_lines(text)
 
 
