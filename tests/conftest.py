@@ -1,9 +1,19 @@
+import os
 import random
 
 import pytest
 import torch
 
 from transduce.data.numbers import english, german
+
+
+def pytest_configure(config):
+    """`make test` runs the suite in two pytest-xdist workers, one per core. Each worker, and
+    every process it starts, then uses one thread: two processes of two threads each on two
+    cores slow each other several times over."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)
