@@ -28,6 +28,12 @@ def test_fit_predict_plot_on_a_csv(tmp_path, monkeypatch):
     assert titles == ["patch · the 12 hours after the last row"]  # named by the calendar
     again = transduce.load(tmp_path / "run")  # the same run, loaded
     assert again.predict(csv) == rows
+    assert repr(again) == (f"Forecaster({str(tmp_path / 'run')!r}: patch; forecasts load, "
+                           "temp; 12 steps from the last 48; quantiles 0.1, 0.5, 0.9)")
+    scores = model.test()  # what `forecast test` prints and writes
+    assert scores == json.loads((tmp_path / "run" / "test_results.json").read_text())
+    assert scores["windows"] == 400 - 320 - 12 + 1 and 0 < scores["mse"] < 10
+    assert all(type(r) is float for r in scores["rho_risk"].values())  # prints as numbers
 
 
 class FakeFrame:

@@ -69,7 +69,8 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
                 "windows": n}
     result = scores(len(squared))
     if quantiles:
-        result["rho_risk"] = {f"{rho:g}": 2 * r / scale for rho, r in zip(quantiles, risk)}
+        result["rho_risk"] = {f"{rho:g}": float(2 * r / scale)
+                              for rho, r in zip(quantiles, risk)}
         result["coverage"] = {band: c / (len(squared) * per_window)
                               for band, c in inside.items()}
     if drop_last:

@@ -26,6 +26,7 @@ class Forecaster:
         model = Forecaster.fit("ETTh1.csv", "runs/etth1", horizon=24, max_epochs=5)
         rows = model.predict("ETTh1.csv")     # the 24 rows after the file's last
         model.plot("ETTh1.csv", "next_24.png")
+        model.test()["mse"]                   # its test-split MSE, as `forecast test`
 
     Args:
         path: the run directory (its best checkpoint is used), or a folder that
@@ -40,6 +41,18 @@ class Forecaster:
         self.known = len(self.cfg.known_list())
         self.inputs = len(self.columns) - self.known  # forecast columns, then past covariates
         self.targets = list(self.columns[:self.inputs - len(self.cfg.input_list())])
+
+    def __repr__(self) -> str:
+        cfg = self.cfg
+        parts = [getattr(self.model, "label", cfg.model),
+                 f"forecasts {', '.join(self.targets)}",
+                 f"{cfg.horizon} steps from the last {cfg.input_length}"]
+        for name, columns in (("inputs", cfg.input_list()), ("known", cfg.known_list())):
+            if columns:
+                parts.append(f"{name} {', '.join(columns)}")
+        if cfg.quantiles:
+            parts.append("quantiles " + ", ".join(f"{q:g}" for q in cfg.quantiles))
+        return f"Forecaster({str(self.run_dir)!r}: {'; '.join(parts)})"
 
     @classmethod
     def fit(cls, data, run_dir: str | Path, config: str | Path | None = None,
@@ -74,6 +87,15 @@ class Forecaster:
                       values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
                       list(series.dates[n - shown:n]) + list(dates))
         return Path(path)
+
+    def test(self) -> dict:
+        """The test split's scores, as ``forecast test`` prints them (and writes them to
+        RUN/test_results.json): ``mse``, ``mae`` and ``windows`` on the normalised scale and,
+        for a probabilistic run, ``rho_risk`` and ``coverage``. It reads the CSV the run was
+        trained on."""
+        from transduce.forecasting.evaluation import evaluate_run
+
+        return evaluate_run(self.run_dir)
 
     def _series(self, data):
         if hasattr(data, "to_csv"):
