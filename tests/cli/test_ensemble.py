@@ -55,6 +55,30 @@ def test_a_member_tuned_at_its_newest_checkpoint_is_not_tuned_again(ensemble, tw
     assert [r["bleu"] for r in again] == [r["bleu"] for r in first]  # the same averages
 
 
+def test_an_ensemble_tuning_that_dies_resumes_from_the_settings_it_scored(
+        ensemble, two_runs, tmp_path, monkeypatch, caplog):
+    import transduce.decoding.tune as tuning
+
+    out, score, calls = tmp_path / "resumed", tuning._score, []
+
+    def dies_second(*args):
+        calls.append(args[5])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return score(*args)
+
+    monkeypatch.setattr(tuning, "_score", dies_second)  # the members are tuned already
+    assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 130
+    assert len((out / tuning.PARTIAL).read_text().splitlines()) == 1
+    calls.clear()
+    monkeypatch.setattr(tuning, "_score", lambda *a: calls.append(a[5]) or score(*a))
+    assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 0
+    assert calls == [1.2] and "resuming, 1 of 2 settings already scored" in caplog.text
+    first, resumed = ([r["bleu"] for r in json.loads((d / "decoding.json").read_text())["grid"]]
+                      for d in (ensemble, out))
+    assert resumed == first and not (out / tuning.PARTIAL).exists()
+
+
 def test_the_ensemble_directory_translates_as_the_listed_runs(ensemble, two_runs, tmp_path):
     model = transduce.load(ensemble, verbose=False)
     assert str(ensemble / "decoding.json") in model.decoding.source  # not a member's

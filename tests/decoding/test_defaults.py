@@ -133,3 +133,50 @@ def test_the_tune_table_names_the_bleu_it_chose_by(run, capsys):
                  "--metric", "bleu_tok", "--sentences", "3"]) == 0
     header = capsys.readouterr().out.splitlines()[0].split()
     assert header == ["last", "α", "block", "BLEU", "tok", "chrF2", "looping"]
+
+
+def test_a_tuning_that_dies_resumes_from_the_settings_it_scored(run, trained_run, tmp_path,
+                                                                monkeypatch, caplog):
+    import transduce.decoding.tune as tuning
+
+    args = ["tune", str(run), "--last", "1", "2", "--lenpen", "0.0", "5.0",
+            "--no-repeat-ngram", "0", "--beam", "2"]
+    score, calls = tuning._score, []
+
+    def dies_third(translator, sources, references, lang, grid, lenpen, block, bar):
+        calls.append(lenpen)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the third setting
+        return score(translator, sources, references, lang, grid, lenpen, block, bar)
+
+    monkeypatch.setattr(tuning, "_score", dies_third)
+    assert main(args) == 130
+    assert len((run / tuning.PARTIAL).read_text().splitlines()) == 2
+    assert not (run / "decoding.json").exists()
+    with (run / tuning.PARTIAL).open("a") as file:
+        file.write('{"made": {"beam"')  # a line cut short by the death of the process
+    calls.clear()
+    monkeypatch.setattr(tuning, "_score", lambda *a: calls.append(a[5]) or score(*a))
+    assert main(args) == 0
+    assert len(calls) == 2 and "resuming, 2 of 4 settings already scored" in caplog.text
+    assert not (run / tuning.PARTIAL).exists()  # gone once the choice is written
+    again = tmp_path / "again"  # the same tuning, never interrupted
+    shutil.copytree(trained_run, again)
+    assert main([args[0], str(again), *args[2:]]) == 0
+    grids = [[{k: v for k, v in r.items() if k != "seconds"}
+              for r in json.loads((d / "decoding.json").read_text())["grid"]]
+             for d in (run, again)]
+    assert grids[0] == grids[1] and len(grids[0]) == 4
+
+
+def test_rows_scored_with_other_settings_are_not_reused(run, monkeypatch):
+    import transduce.decoding.tune as tuning
+
+    base = ["tune", str(run), "--last", "1", "--lenpen", "0.0", "--no-repeat-ngram", "0"]
+    score, calls = tuning._score, []
+    monkeypatch.setattr(tuning, "_score", lambda *a: (calls.append(a[4].beam),
+                                                      score(*a))[1])
+    monkeypatch.setattr(tuning.Scored, "done", lambda self: None)  # keep the rows
+    assert main(base + ["--beam", "2"]) == 0 and main(base + ["--beam", "3"]) == 0
+    assert main(base + ["--beam", "2"]) == 0
+    assert calls == [2, 3]  # the third found beam 2's row; beam 3 found none

@@ -27,6 +27,7 @@ from transduce.logs import progress
 
 log = logging.getLogger("transduce")
 METRICS = ("bleu", "bleu_tok", "chrf")
+PARTIAL = "tune.partial.jsonl"  # the rows scored so far, kept until the choice is written
 NOISE = 0.1  # BLEU points: settings this close to the best are equally good on val
 
 
@@ -98,6 +99,56 @@ def _score(translator: Translator, sources: list[str], references: list[str], la
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+class Scored:
+    """The rows of one tuning scored so far, in ``folder/tune.partial.jsonl``: a tuning that
+    dies (Ctrl-C, a lost machine) resumes from them when given again, instead of translating
+    the validation data again for every setting. A row is reused only if everything that
+    made it is the same (``made``: checkpoints, beam, metric, lines, precision); the file
+    goes once the choice is written."""
+
+    def __init__(self, folder: Path, made: dict, write: bool) -> None:
+        self.path, self.made, self.write = folder / PARTIAL, made, write
+        self.rows: dict[str, dict] = {}
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+        for line in lines:  # a line cut short by the death of the process is skipped
+            try:
+                entry = json.loads(line)
+                if entry["made"] == made:
+                    self.rows[entry["key"]] = entry["row"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+
+    @staticmethod
+    def key(*setting) -> str:
+        return json.dumps(setting)
+
+    def get(self, *setting) -> dict | None:
+        return self.rows.get(self.key(*setting))
+
+    def add(self, row: dict, *setting) -> dict:
+        self.rows[self.key(*setting)] = row
+        if self.write:
+            with open(self.path, "a", encoding="utf-8") as file:
+                file.write(json.dumps({"made": self.made, "key": self.key(*setting),
+                                       "row": row}) + "\n")
+        return row
+
+    def done(self) -> None:
+        if self.write:
+            self.path.unlink(missing_ok=True)
+
+
+def _scored(folder: Path, made: dict, write: bool, total: int) -> Scored:
+    scored = Scored(folder, made, write)
+    if scored.rows:
+        log.warning(f"transduce: {scored.path}: resuming, {min(len(scored.rows), total)} of "
+                    f"{total} settings already scored")
+    return scored
+
+
 def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
          precision: str = "auto", write: bool = True) -> tuple[defaults.Decoding, list[dict]]:
     """Translate the run's validation data with every setting of ``grid``; returns the
@@ -122,14 +173,20 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
         log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
                     f"averaging at most {len(steps)}")
     settings = list(itertools.product(lasts, grid.lenpen, grid.no_repeat_ngram))
+    scored = _scored(run_dir, {"checkpoints": [p.name for p in steps], "beam": grid.beam,
+                               "metric": grid.metric, "lines": len(sources),
+                               "precision": translator.precision}, write, len(settings))
     rows = []
-    with progress(len(settings) * len(sources), "tuning on validation", "sent") as bar:
+    todo = [s for s in settings if scored.get(*s) is None]
+    with progress(len(todo) * len(sources), "tuning on validation", "sent") as bar:
         for last in lasts:
-            averaged = runs.average_checkpoints(steps[-last:])
-            translator.model.load_state_dict(averaged["model"])
+            if any(s[0] == last for s in todo):
+                averaged = runs.average_checkpoints(steps[-last:])
+                translator.model.load_state_dict(averaged["model"])
             for lenpen, block in itertools.product(grid.lenpen, grid.no_repeat_ngram):
-                rows.append({"last": last, **_score(translator, sources, references, lang,
-                                                    grid, lenpen, block, bar)})
+                rows.append(scored.get(last, lenpen, block) or scored.add(
+                    {"last": last, **_score(translator, sources, references, lang, grid,
+                                            lenpen, block, bar)}, last, lenpen, block))
     best = choose(rows, grid.metric)
     where = run_dir / defaults.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
@@ -141,21 +198,28 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                          "validation data",
             "metric": grid.metric, grid.metric: best[grid.metric],
             "averaged": [p.name for p in steps[-best["last"]:]], "grid": rows})
+        scored.done()
     return chosen, rows
+
+
+def _averaged(run_dir: Path) -> list[str]:
+    """The checkpoints that ``tune`` averaged into ``run_dir/averaged.pt``, as its
+    ``decoding.json`` names them; [] where it names none (or is missing or damaged)."""
+    path = run_dir / defaults.DECODING
+    if not (run_dir / runs.AVERAGED).is_file() or not path.is_file():
+        return []
+    try:
+        averaged = json.loads(path.read_text(encoding="utf-8")).get("averaged") or []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return []
+    return list(averaged) if isinstance(averaged, list) else []
 
 
 def _tuned(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds an average that ``tune`` chose from its newest checkpoints
     (``decoding.json`` names them, ending with the newest one there is)."""
-    steps = runs.step_checkpoints(run_dir)
-    path = run_dir / defaults.DECODING
-    if not steps or not (run_dir / runs.AVERAGED).is_file() or not path.is_file():
-        return False
-    try:
-        averaged = json.loads(path.read_text(encoding="utf-8")).get("averaged") or []
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-        return False
-    return bool(averaged) and averaged[-1] == steps[-1].name
+    steps, averaged = runs.step_checkpoints(run_dir), _averaged(run_dir)
+    return bool(steps) and bool(averaged) and averaged[-1] == steps[-1].name
 
 
 def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
@@ -198,14 +262,20 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     dev = pick_device(device)
     translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
+    out.mkdir(parents=True, exist_ok=True)
+    scored = _scored(out, {"runs": [str(r.resolve()) for r in run_dirs],
+                           "averaged": [_averaged(r) for r in run_dirs],
+                           "beam": grid.beam, "metric": grid.metric, "lines": len(sources),
+                           "precision": translator.precision}, True, len(settings))
     rows = []
-    with progress(len(settings) * len(sources), "tuning the ensemble", "sent") as bar:
+    todo = [s for s in settings if scored.get(*s) is None]
+    with progress(len(todo) * len(sources), "tuning the ensemble", "sent") as bar:
         for lenpen, block in settings:
-            rows.append(_score(translator, sources, references, lang, grid, lenpen, block,
-                               bar))
+            rows.append(scored.get(lenpen, block) or scored.add(
+                _score(translator, sources, references, lang, grid, lenpen, block, bar),
+                lenpen, block))
     best = choose(rows, grid.metric)
     where = out / defaults.DECODING
-    out.mkdir(parents=True, exist_ok=True)
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], 0,
                                f"chosen on validation data, {where}")
     defaults.write(out, chosen, {
@@ -213,4 +283,5 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
                      f"lines of {run_dirs[0]}'s validation data",
         "metric": grid.metric, grid.metric: best[grid.metric], "grid": rows})
     runs.write_ensemble(out, run_dirs, {"created_by": "transduce tune"})
+    scored.done()
     return chosen, rows
