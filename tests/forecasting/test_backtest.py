@@ -135,3 +135,37 @@ def test_refuses_a_training_run_and_torchrun(tmp_path, capsys, monkeypatch):
                  str(tmp_path / "bt")]) != 0
     assert "without torchrun" in capsys.readouterr().err
     assert not (tmp_path / "bt").exists()
+
+
+def test_a_backtest_stopped_while_folds_train_together_saves_each_and_starts_no_more(
+        tmp_path):
+    """--jobs 2 stopped as a terminal's Ctrl-C would (SIGINT to the command alone: its folds
+    run in a process group of their own): each fold in training gets it, saves its update
+    and stops; the third fold never starts; the command exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    csv = write_sine(tmp_path / "sine.csv")
+    run = tmp_path / "bt"
+    settings = [s for s in TINY if not s.startswith("max_epochs")]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "transduce", "forecast", "backtest", f"csv={csv}", *settings,
+         "max_epochs=100000", "patience=100000", "--folds", "3", "--jobs", "2",
+         "--run-dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.time() + 180
+    while not all((run / f"fold_{k}" / "metrics.jsonl").exists() for k in (1, 2)) \
+            and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)  # else: waiting for 100,000 epochs
+    assert process.returncode == 130, err[-2000:]
+    assert "SIGINT: each fold in training saves its update and stops" in out
+    for k in (1, 2):
+        assert "run the same command to resume" in (run / f"fold_{k}.log").read_text()
+        assert list((run / f"fold_{k}" / "checkpoints").glob("step_*.pt"))
+    assert not (run / "fold_3" / "config.yaml").exists()
+    assert err.rstrip().endswith("transduce: interrupted")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig
+from transduce.training.signals import Interrupted, StopSignals
 
 log = logging.getLogger("transduce.backtest")
 BACKTEST_FILE = "backtest.json"
@@ -182,7 +183,10 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
            f"thread{'s' * (threads > 1)} each); their output goes to "
            f"{run_dir / 'fold_K.log'}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+    context = multiprocessing.get_context("spawn")
+    stop = context.Value("i", 0)  # the signal that stopped the backtest, once one has
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
+                             initargs=(stop,)) as pool, _Forward(stop, report):
         futures = [pool.submit(_train_fold, fold, run_dir / f"fold_{k}",
                                run_dir / f"fold_{k}.log")
                    for k, fold in enumerate(configs, 1)]
@@ -194,13 +198,70 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
             raise
 
 
+class _Forward:
+    """While the folds train in processes of their own, a SIGINT or SIGTERM to the command
+    is passed on to each of them once: each saves the update in progress and stops, as one
+    fold trained alone would, and no further fold starts (``stop``). The workers are in a
+    process group of their own (:func:`_start_worker`), so a Ctrl-C at the terminal reaches
+    only this process, which passes it on; a second one is passed on too, and stops them at
+    once. Only the main thread can take signals; elsewhere nothing is passed on."""
+
+    def __init__(self, stop, report) -> None:
+        self.stop, self.report = stop, report
+        self.before: dict = {}
+
+    def _pass_on(self, signum, frame) -> None:
+        import multiprocessing
+        import signal
+
+        again = bool(self.stop.value)
+        self.stop.value = self.stop.value or signum
+        for child in multiprocessing.active_children():
+            try:
+                os.kill(child.pid, signum)
+            except ProcessLookupError:
+                pass
+        if again:
+            raise Interrupted(signum)
+        self.report(f"{signal.Signals(signum).name}: each fold in training saves its "
+                    "update and stops; the backtest resumes when given again")
+
+    def __enter__(self) -> _Forward:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self.before = {kind: signal.getsignal(kind) for kind in StopSignals.KINDS}
+            for kind in StopSignals.KINDS:
+                signal.signal(kind, self._pass_on)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for kind, handler in self.before.items():
+            signal.signal(kind, handler)
+
+
+_STOP = None  # in a worker process: the signal that stopped the backtest (0: none yet)
+
+
+def _start_worker(stop) -> None:
+    """A fold's process: in a process group of its own (see :class:`_Forward`)."""
+    global _STOP
+    _STOP = stop
+    os.setpgrp()
+
+
 def _train_fold(fold: ForecastConfig, fold_dir: Path, log: Path) -> float:
     """One fold's training in a process of :func:`_train_folds`, its terminal output to
-    ``log``."""
+    ``log``; none once the backtest is stopped."""
     import contextlib
 
     from transduce.tasks.forecasting import train_forecaster
 
+    if _STOP is not None and _STOP.value:
+        raise Interrupted(_STOP.value)
     with open(log, "a", encoding="utf-8") as out, contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(out):
         return train_forecaster(fold, fold_dir)["best_val_mse"]
