@@ -77,8 +77,14 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
     gap.write_text("\n".join(lines[:300] + [lines[300].split(",")[0] + ",,,,0.1"] +
                              lines[301:] + future) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(gap)]) == 2
-    assert f"{gap}:301: a row with blank y, a, b comes before rows with values" in \
-        capsys.readouterr().err
+    assert f"{gap}:301: y, a, b are blank, but later rows have values; only the last rows" \
+        in capsys.readouterr().err
+    fields = lines[300].split(",")
+    one = tmp_path / "one.csv"  # the message names what is blank in that row
+    one.write_text("\n".join(lines[:300] + [",".join(fields[:2] + ["", *fields[3:]])] +
+                             lines[301:] + future) + "\n")
+    assert main(["forecast", "predict", str(run), "--csv", str(one)]) == 2
+    assert f"{one}:301: a is blank, but later rows have values" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("items, message", [

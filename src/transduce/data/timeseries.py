@@ -136,10 +136,10 @@ def parse_series(text: str, path: str, date_column: str = "date",
     if blank.any():  # only a tail of rows may be blank
         first = int(np.argmax(blank))
         if not blank[first:].all():
-            line = lines[first]
-            raise UserError(f"{path}:{line}: a row with blank {', '.join(blank_tail)} comes "
-                            "before rows with values; only the last rows (the future) may be "
-                            "blank")
+            empty = [c for c, v in zip(wanted, values[first]) if np.isnan(v)]
+            raise UserError(f"{path}:{lines[first]}: {', '.join(empty)} "
+                            f"{'is' if len(empty) == 1 else 'are'} blank, but later rows have "
+                            "values; only the last rows (the future) may be blank")
     return Series(dates, wanted, values.astype(np.float32), str(path), lines,
                   row[d].strip())  # row: the last one read
 
