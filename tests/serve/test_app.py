@@ -158,6 +158,30 @@ def test_a_forecast_run_is_served(forecast_run):
         assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404
 
 
+def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
+    """/info's example is what the page starts from: with a known-future covariate it must
+    end in the future's rows (only the known column filled in), or posting it fails."""
+    from tests.forecasting.test_covariates import TINY, write_shifted
+    from transduce.cli.main import main
+
+    csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "columns=y", "inputs=a,b", "known=k",
+                 *TINY[:-2], "max_epochs=1", "--run-dir", str(run)]) == 0
+    forecaster = transduce.load(run)
+    with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
+        info = c.get("/info").json()
+        assert info["description"] == ("transformer forecaster of y (inputs a, b; known "
+                                       "ahead k): reads 24 rows, forecasts 8")
+        rows = info["example"].splitlines()
+        last = csv.read_text().splitlines()[-8:]
+        assert len(rows) == 1 + 24 + 8 and rows[0] == "date,y,a,b,k"
+        assert rows[-8:] == [f"{r.split(',')[0]},,,,{r.split(',')[-1]}" for r in last]
+        got = c.post("/forecast", json={"csv": info["example"]})
+        assert got.status_code == 200, got.json()
+        assert [r["date"] for r in got.json()["forecast"]] == [r.split(",")[0] for r in last]
+
+
 def test_requests_without_settings_use_the_runs_decoding(trained_run, tmp_path):
     """A run's decoding.json (transduce tune) sets what a request leaves out; /info says it."""
     import shutil

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import csv
 import dataclasses
+import io
 import json
 import math
 from pathlib import Path
@@ -218,8 +220,7 @@ def describe(path: str, model) -> dict:
     if isinstance(model, Forecaster):
         cfg = model.cfg
         info = {"kind": "forecast", "run": str(model.run_dir),
-                "description": f"{cfg.model} forecaster of {', '.join(model.columns)}: "
-                               f"reads {cfg.input_length} rows, forecasts {cfg.horizon}",
+                "description": _forecaster_roles(model),
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
         return info
     decoding = dataclasses.asdict(model.decoding)
@@ -267,10 +268,32 @@ def _scores(run_dir: Path) -> dict:
     return {k: v for k, v in scores.items() if not isinstance(v, float) or math.isfinite(v)}
 
 
+def _forecaster_roles(forecaster) -> str:
+    """/info's description of a forecaster: what it forecasts from what."""
+    cfg = forecaster.cfg
+    roles = [f"{name} {', '.join(columns)}" for name, columns in (
+        ("inputs", cfg.input_list()), ("known ahead", cfg.known_list())) if columns]
+    return (f"{cfg.model} forecaster of {', '.join(forecaster.targets)}"
+            f"{' (' + '; '.join(roles) + ')' if roles else ''}: reads {cfg.input_length} "
+            f"rows, forecasts {cfg.horizon}")
+
+
 def _example_rows(forecaster) -> str:
-    """The last input_length rows of the run's own CSV, for the page to start from."""
+    """Rows of the run's own CSV for the page to start from: the last input_length; with
+    known-future covariates, the last input_length + horizon, the last horizon of them with
+    only the known columns filled in (the future's rows, as a request must give them)."""
     with contextlib.suppress(Exception):
-        lines = Path(forecaster.cfg.csv).read_text(encoding="utf-8").splitlines()
-        header = lines[0]
-        return "\n".join([header] + lines[-forecaster.cfg.input_length:]) + "\n"
+        cfg = forecaster.cfg
+        rows = list(csv.reader(io.StringIO(Path(cfg.csv).read_text(encoding="utf-8"))))
+        header, body = rows[0], [r for r in rows[1:] if r]
+        if forecaster.known:
+            blank = {header.index(c) for c in forecaster._blank_tail()}
+            body = body[-(cfg.input_length + cfg.horizon):]
+            body[cfg.input_length:] = [["" if i in blank else v for i, v in enumerate(r)]
+                                       for r in body[cfg.input_length:]]
+        else:
+            body = body[-cfg.input_length:]
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([header, *body])
+        return out.getvalue()
     return ""
