@@ -143,6 +143,8 @@ def test_a_forecast_run_is_served(forecast_run):
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
         assert info["kind"] == "forecast" and info["example"].startswith("date,load,temp")
+        assert info["rows_hint"] == ("Paste at least 48 recent rows as CSV (a header with "
+                                     "the date column and load, temp).")
         got = c.post("/forecast", json={"csv": csv.read_text()}).json()
         assert got["forecast"] == forecaster.forecast(csv.read_text())
         assert len(got["history"]) == 48 and got["date_column"] == "date"
@@ -173,6 +175,8 @@ def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
         info = c.get("/info").json()
         assert info["description"] == ("transformer forecaster of y (inputs a, b; known "
                                        "ahead k): reads 24 rows, forecasts 8")
+        assert info["rows_hint"].endswith("then the 8 rows to forecast: their date and k, "
+                                          "known ahead, with the other columns left blank.")
         rows = info["example"].splitlines()
         last = csv.read_text().splitlines()[-8:]
         assert len(rows) == 1 + 24 + 8 and rows[0] == "date,y,a,b,k"

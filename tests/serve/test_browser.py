@@ -127,3 +127,5 @@ def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser
             for line in chart.find_elements(By.CSS_SELECTOR, "polyline"):
                 assert "NaN" not in line.get_attribute("points")
         assert browser.find_element(By.ID, "forecast-error").text == ""
+        assert browser.find_element(By.ID, "rows-hint").text.startswith(
+            "Paste at least 48 recent rows as CSV")  # the server's, for this model

@@ -220,7 +220,7 @@ def describe(path: str, model) -> dict:
     if isinstance(model, Forecaster):
         cfg = model.cfg
         info = {"kind": "forecast", "run": str(model.run_dir),
-                "description": _forecaster_roles(model),
+                "description": _forecaster_roles(model), "rows_hint": _rows_hint(model),
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
         return info
     decoding = dataclasses.asdict(model.decoding)
@@ -276,6 +276,18 @@ def _forecaster_roles(forecaster) -> str:
     return (f"{cfg.model} forecaster of {', '.join(forecaster.targets)}"
             f"{' (' + '; '.join(roles) + ')' if roles else ''}: reads {cfg.input_length} "
             f"rows, forecasts {cfg.horizon}")
+
+
+def _rows_hint(forecaster) -> str:
+    """What the page asks for: the rows a request must hold."""
+    cfg = forecaster.cfg
+    hint = (f"Paste at least {cfg.input_length} recent rows as CSV (a header with the "
+            f"{cfg.date_column} column and {', '.join(forecaster.columns)})")
+    if not forecaster.known:
+        return hint + "."
+    known = ", ".join(cfg.known_list())
+    return (hint + f", then the {cfg.horizon} rows to forecast: their {cfg.date_column} and "
+            f"{known}, known ahead, with the other columns left blank.")
 
 
 def _example_rows(forecaster) -> str:

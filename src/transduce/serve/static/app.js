@@ -119,6 +119,7 @@
     if (info.kind === "forecast") {
       $("forecast").hidden = false;
       $("rows").value = info.example || "";
+      if (info.rows_hint) { $("rows-hint").textContent = info.rows_hint; }
     } else {
       $("translate").hidden = false;
       $("sentences").value = info.example || "";
