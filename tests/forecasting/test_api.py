@@ -25,7 +25,10 @@ def test_fit_predict_plot_on_a_csv(tmp_path, monkeypatch):
     assert set(rows[0]) == {"date", "load", "temp", "load_q0.1", "temp_q0.1", "load_q0.5",
                             "temp_q0.5", "load_q0.9", "temp_q0.9"}
     assert model.plot(csv, tmp_path / "future.png").stat().st_size > 10_000
-    assert titles == ["patch · the 12 hours after the last row"]  # named by the calendar
+    assert model.predict() == rows  # by default after the CSV it was trained on
+    assert model.plot() == tmp_path / "run" / "forecast_future.png"
+    assert model.plot().stat().st_size > 10_000
+    assert set(titles) == {"patch · the 12 hours after the last row"}  # by the calendar
     again = transduce.load(tmp_path / "run")  # the same run, loaded
     assert again.predict(csv) == rows
     assert repr(again) == (f"Forecaster({str(tmp_path / 'run')!r}: patch; forecasts load, "

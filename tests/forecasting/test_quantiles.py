@@ -98,5 +98,15 @@ def test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated(tmp
     assert (run / "forecast_0.png").is_file()
     assert main(["forecast", "plot", str(run), "--future", "--csv", str(csv)]) == 0
     assert (run / "forecast_future.png").is_file()
-    assert main(["forecast", "plot", str(run), "--future"]) == 2
-    assert "--future and --csv go together" in capsys.readouterr().err
+    assert main(["forecast", "plot", str(run), "--csv", str(csv)]) == 2
+    assert "--csv goes with --future" in capsys.readouterr().err
+    # without --csv: after the CSV the run was trained on, said on stderr
+    (run / "forecast_future.png").unlink()
+    assert main(["forecast", "plot", str(run), "--future"]) == 0
+    assert (run / "forecast_future.png").is_file()
+    assert "the CSV the run was trained on" in capsys.readouterr().err
+    assert main(["forecast", "predict", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == lines  # the same rows as with --csv of that file
+    assert f"forecasting after the last row of {csv.resolve()}, the CSV the run was " \
+        "trained on" in err

@@ -97,7 +97,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                          "in the original units, as CSV.")
     predict.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
                          "--out folder")
-    predict.add_argument("--csv", required=True, help="recent history with the run's columns")
+    predict.add_argument("--csv", help="recent history with the run's columns (default: the "
+                                       "CSV the run was trained on)")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
     plot = sub.add_parser("plot", help="PNG of a test window, or of the real future",
@@ -114,7 +115,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
     plot.add_argument("--future", action="store_true",
                       help="plot the forecast after --csv's last row instead of a test window")
-    plot.add_argument("--csv", help="with --future: recent history with the run's columns")
+    plot.add_argument("--csv", help="with --future: recent history with the run's columns "
+                                    "(default: the CSV the run was trained on)")
     plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png, or "
                                        "RUN_DIR/forecast_future.png)")
     plot.set_defaults(run=run_plot)
@@ -195,10 +197,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from transduce.forecasting.predict import predict_csv
+    from transduce.forecasting.predict import Forecaster, predict_csv
     from transduce.io import write_text
 
-    text = predict_csv(args.run_dir, args.csv)
+    model = Forecaster(args.run_dir)
+    _say_history(args, model)
+    text = predict_csv(model, args.csv)
     if args.output:
         write_text(args.output, text)
     else:
@@ -214,10 +218,10 @@ def run_plot(args: argparse.Namespace) -> int:
     from transduce.viz.forecast import (plot_channel_attention, plot_cross_attention,
                                         plot_forecast)
 
-    if args.future or args.csv:
-        if not (args.future and args.csv):
-            raise UserError("--future and --csv go together: give both to plot the forecast "
-                            "after a file's last row")
+    if args.csv and not args.future:
+        raise UserError("--csv goes with --future: give both to plot the forecast after a "
+                        "file's last row (a test window is plotted from the run's own CSV)")
+    if args.future:
         return _plot_future(args)
     cfg, model, data = load_run(args.run_dir)
     windows = data.windows["test"]
@@ -260,5 +264,15 @@ def _plot_future(args: argparse.Namespace) -> int:
 
     out = Path(args.output or Path(args.run_dir) / "forecast_future.png")
     check_output_file(out, "--output")
-    print(f"wrote {Forecaster(args.run_dir).plot(args.csv, out)}")
+    model = Forecaster(args.run_dir)
+    _say_history(args, model)
+    print(f"wrote {model.plot(args.csv, out)}")
     return 0
+
+
+def _say_history(args: argparse.Namespace, model) -> None:
+    """Without --csv the forecast follows the run's own CSV: say so (on stderr, which
+    leaves the forecast on stdout alone)."""
+    if not args.csv:
+        print(f"transduce: forecasting after the last row of {model.cfg.csv}, the CSV the run "
+              "was trained on (--csv FILE for another)", file=sys.stderr)

@@ -67,15 +67,19 @@ class Forecaster:
         train_forecaster(cfg, run_dir)
         return cls(run_dir)
 
-    def predict(self, data) -> list[dict]:
-        """The rows after the last of ``data`` (a CSV path or a DataFrame), as
-        :meth:`forecast` gives them."""
+    def predict(self, data=None) -> list[dict]:
+        """The rows after the last of ``data`` (a CSV path or a DataFrame; by default the
+        CSV the run was trained on), as :meth:`forecast` gives them."""
+        data = self.cfg.csv if data is None else data
         return self.forecast_series(self._series(data), _name(data))
 
-    def plot(self, data, path: str | Path) -> Path:
-        """A PNG of the forecast after ``data``'s last row, after its history."""
+    def plot(self, data=None, path: str | Path | None = None) -> Path:
+        """A PNG of the forecast after ``data``'s last row (by default the run's own CSV),
+        after its history; ``path`` by default RUN/forecast_future.png."""
         from transduce.viz.forecast import plot_forecast
 
+        data = self.cfg.csv if data is None else data
+        path = Path(self.run_dir) / "forecast_future.png" if path is None else path
         series = self._series(data)
         dates, values = self.predict_arrays(series, _name(data))
         n = _observed(series)
@@ -235,10 +239,12 @@ def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds:
     return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
 
 
-def predict_csv(run_dir: str | Path, csv_path: str | Path) -> str:
-    """The forecast of the ``horizon`` rows after the file's last row, as CSV text with the
-    file's date column and the run's columns, in the original units."""
-    rows = Forecaster(run_dir).predict(csv_path)
+def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = None) -> str:
+    """The forecast of the ``horizon`` rows after the file's last row (by default the CSV
+    the run was trained on), as CSV text with the file's date column and the run's columns,
+    in the original units."""
+    model = run_dir if isinstance(run_dir, Forecaster) else Forecaster(run_dir)
+    rows = model.predict(csv_path)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(list(rows[0]))
