@@ -4,8 +4,11 @@ import json
 import math
 from types import SimpleNamespace
 
+import pytest
+
 import transduce
 from tests.forecasting.test_cli import write_sine
+from transduce.errors import UserError
 from transduce.forecasting.predict import Forecaster
 
 TINY = dict(model="patch", input_length=48, horizon=12, patch_len=8, stride=4, d_model=16,
@@ -40,14 +43,42 @@ def test_fit_predict_plot_on_a_csv(tmp_path, monkeypatch):
 
 
 class FakeFrame:
-    """What fit and predict use of a pandas DataFrame: to_csv and the index's name."""
+    """What fit and predict use of a pandas DataFrame: to_csv and the index's name and
+    dtype (kind "M": dates)."""
 
-    def __init__(self, text):
-        self.text, self.index = text, SimpleNamespace(name=None)
+    def __init__(self, text, dated=False):
+        self.text, self.dated = text, dated
+        self.index = SimpleNamespace(name=None, dtype=SimpleNamespace(kind="M" if dated
+                                                                      else "i"))
 
-    def to_csv(self, index=True):
-        assert index is False  # an unnamed index is pandas' row numbers: left out
-        return self.text
+    def to_csv(self, index=True, index_label=None):
+        if not self.dated:
+            assert index is False  # an unnamed index is pandas' row numbers: left out
+            return self.text
+        assert index is True  # an unnamed DatetimeIndex (pd.date_range): the date column
+        header, body = self.text.split("\n", 1)
+        return f"{index_label},{header.split(',', 1)[1]}\n{body}"
+
+
+def test_an_unnamed_index_of_dates_is_the_date_column(tmp_path):
+    text = write_sine(tmp_path / "sine.csv", n=400).read_text()
+    frame = FakeFrame(text.replace("date,", "when,", 1), dated=True)
+    model = Forecaster.fit(frame, tmp_path / "run", date_column="stamp", **TINY)
+    assert (tmp_path / "run" / "series.csv").read_text().startswith("stamp,load,temp")
+    assert model.predict(frame)[0]["stamp"] == "2021-01-17 16:00:00"
+
+
+def test_a_start_that_fails_leaves_no_folder_for_the_frame(tmp_path):
+    text = write_sine(tmp_path / "sine.csv", n=400).read_text()
+    for settings, message in (({"horizn": 12}, "did you mean 'horizon'"),
+                              ({**TINY, "input_length": 390}, "400 rows leave no train")):
+        with pytest.raises(UserError, match=message):
+            Forecaster.fit(FakeFrame(text), tmp_path / "run", **settings)
+        assert not (tmp_path / "run").exists()
+    (tmp_path / "mine").mkdir()  # a folder the user made stays, with what was saved there
+    with pytest.raises(UserError, match="400 rows leave no train"):
+        Forecaster.fit(FakeFrame(text), tmp_path / "mine", **{**TINY, "input_length": 390})
+    assert (tmp_path / "mine").is_dir()
 
 
 def test_fit_and_predict_on_a_dataframe(tmp_path):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,8 @@ from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import load_model
 from transduce.forecasting.quantiles import column_name
+
+SERIES = "series.csv"  # a DataFrame given to fit or backtest, as the run reads it
 
 
 class Forecaster:
@@ -63,8 +67,8 @@ class Forecaster:
         Calling it again on the same ``run_dir`` resumes that run."""
         from transduce.tasks.forecasting import train_forecaster
 
-        cfg = settings_for(data, run_dir, config, settings)
-        train_forecaster(cfg, run_dir)
+        with _frame_kept_only_if_used(data, run_dir):
+            train_forecaster(settings_for(data, run_dir, config, settings), run_dir)
         return cls(run_dir)
 
     def predict(self, data=None) -> list[dict]:
@@ -103,7 +107,7 @@ class Forecaster:
 
     def _series(self, data):
         if hasattr(data, "to_csv"):
-            return self.read(_frame_text(data), _name(data))
+            return self.read(_frame_text(data, self.cfg.date_column), _name(data))
         if not isinstance(data, (str, os.PathLike)) or not str(data):
             raise TypeError(f"give a CSV file's path or a DataFrame, not {data!r}"[:200])
         try:
@@ -188,9 +192,16 @@ def _name(data) -> str:
     return "<DataFrame>" if hasattr(data, "to_csv") else str(data)
 
 
-def _frame_text(frame) -> str:
-    """CSV text of a pandas DataFrame; its index is written only when named (the date)."""
-    return frame.to_csv(index=getattr(frame.index, "name", None) is not None)
+def _frame_text(frame, date_column: str = "date") -> str:
+    """CSV text of a pandas DataFrame. Its index is written when named (the date), or as
+    ``date_column`` when it holds dates (an unnamed DatetimeIndex, as ``pd.date_range``
+    makes); a plain index of row numbers is left out."""
+    index = frame.index
+    if getattr(index, "name", None) is not None:
+        return frame.to_csv(index=True)
+    if getattr(getattr(index, "dtype", None), "kind", "") == "M":
+        return frame.to_csv(index=True, index_label=date_column)
+    return frame.to_csv(index=False)
 
 
 def _unit(dates: list) -> str:
@@ -216,16 +227,31 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     from transduce.io import write_text
 
     run_dir = Path(run_dir)
-    if hasattr(data, "to_csv"):
-        csv_path = run_dir / "series.csv"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_text(csv_path, _frame_text(data))
-    else:
-        csv_path = Path(data)
+    frame = hasattr(data, "to_csv")
+    csv_path = run_dir / SERIES if frame else Path(data)
     cfg = load_config(ForecastConfig, config)
     cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
     raise_problems(cfg.unread(flatten_dict(settings)), "settings")
+    if frame:  # once the settings are known good
+        text = _frame_text(data, cfg.date_column)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text(csv_path, text)
     return cfg
+
+
+@contextlib.contextmanager
+def _frame_kept_only_if_used(data, run_dir: str | Path):
+    """A DataFrame is saved as RUN_DIR/series.csv before training reads it; if the start
+    fails (bad values, a file too short), that file and a folder made for it go again, as a
+    failed start from a CSV path leaves nothing behind."""
+    run_dir = Path(run_dir)
+    fresh = hasattr(data, "to_csv") and not run_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if fresh and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {SERIES}:
+            shutil.rmtree(run_dir)
+        raise
 
 
 def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds: int = 3,
@@ -236,7 +262,9 @@ def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds:
     :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
     from transduce.forecasting.backtesting import run_backtest
 
-    return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
+    with _frame_kept_only_if_used(data, run_dir):
+        return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds,
+                            step)
 
 
 def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = None) -> str:
