@@ -114,6 +114,12 @@ def test_predict_and_plot(sine, tmp_path, capsys):
     assert (run / "forecast_3.png").stat().st_size > 5000
     assert (run / "forecast_3_attention.png").stat().st_size > 5000
     assert main(["forecast", "plot", str(run), "--window", "100000"]) == 2
+    capsys.readouterr()
+    for command in ("test", "predict", "plot", "calibrate"):  # a mistyped run directory
+        assert main(["forecast", command, str(tmp_path / "rnu")]) == 2
+        assert capsys.readouterr().err == (f"transduce: error: {tmp_path / 'rnu'}: no such "
+                                           "run directory; give one that forecast train "
+                                           "--run-dir (or forecast blend --out) wrote\n")
 
 
 def test_patch_calendar_reads_the_dates_of_the_forecast(sine, tmp_path, capsys):

@@ -97,6 +97,9 @@ def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
     """:func:`load_model`'s config, model, scaler and columns, and the checkpoint's step."""
     from transduce.forecasting.calibration import apply_saved
 
+    if not Path(run_dir).is_dir():
+        raise UserError(f"{run_dir}: no such run directory; give one that forecast train "
+                        "--run-dir (or forecast blend --out) wrote")
     path = runs.checkpoint_dir(run_dir) / checkpoint
     state = runs.load_checkpoint(path, "forecast")
     try:
