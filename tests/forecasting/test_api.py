@@ -71,7 +71,8 @@ def test_an_unnamed_index_of_dates_is_the_date_column(tmp_path):
 def test_a_start_that_fails_leaves_no_folder_for_the_frame(tmp_path):
     text = write_sine(tmp_path / "sine.csv", n=400).read_text()
     for settings, message in (({"horizn": 12}, "did you mean 'horizon'"),
-                              ({**TINY, "input_length": 390}, "400 rows leave no train")):
+                              ({**TINY, "input_length": 390},
+                               "^<DataFrame>: 400 rows leave no train")):
         with pytest.raises(UserError, match=message):
             Forecaster.fit(FakeFrame(text), tmp_path / "run", **settings)
         assert not (tmp_path / "run").exists()

@@ -248,9 +248,12 @@ def _frame_kept_only_if_used(data, run_dir: str | Path):
     fresh = hasattr(data, "to_csv") and not run_dir.exists()
     try:
         yield
-    except BaseException:
+    except BaseException as error:
         if fresh and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {SERIES}:
             shutil.rmtree(run_dir)
+            if isinstance(error, UserError):  # name what the user gave, not a file now gone
+                message = str(error).replace(str((run_dir / SERIES).resolve()), _name(data))
+                raise UserError(message) from None
         raise
 
 
