@@ -18,7 +18,7 @@ from pathlib import Path
 
 from transduce.errors import UserError
 from transduce.forecasting.config import ForecastConfig
-from transduce.training.signals import Interrupted, StopSignals
+from transduce.training.signals import Handlers, Interrupted
 
 log = logging.getLogger("transduce.backtest")
 BACKTEST_FILE = "backtest.json"
@@ -198,19 +198,19 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
             raise
 
 
-class _Forward:
+class _Forward(Handlers):
     """While the folds train in processes of their own, a SIGINT or SIGTERM to the command
     is passed on to each of them once: each saves the update in progress and stops, as one
     fold trained alone would, and no further fold starts (``stop``). The workers are in a
     process group of their own (:func:`_start_worker`), so a Ctrl-C at the terminal reaches
     only this process, which passes it on; a second one is passed on too, and stops them at
-    once. Only the main thread can take signals; elsewhere nothing is passed on."""
+    once."""
 
     def __init__(self, stop, report) -> None:
+        super().__init__()
         self.stop, self.report = stop, report
-        self.before: dict = {}
 
-    def _pass_on(self, signum, frame) -> None:
+    def handle(self, signum, frame) -> None:
         import multiprocessing
         import signal
 
@@ -225,22 +225,6 @@ class _Forward:
             raise Interrupted(signum)
         self.report(f"{signal.Signals(signum).name}: each fold in training saves its "
                     "update and stops; the backtest resumes when given again")
-
-    def __enter__(self) -> _Forward:
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            self.before = {kind: signal.getsignal(kind) for kind in StopSignals.KINDS}
-            for kind in StopSignals.KINDS:
-                signal.signal(kind, self._pass_on)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        for kind, handler in self.before.items():
-            signal.signal(kind, handler)
 
 
 _STOP = None  # in a worker process: the signal that stopped the backtest (0: none yet)
