@@ -86,11 +86,14 @@ def test_folds_trained_two_at_a_time_score_as_one_at_a_time(tmp_path, capsys):
         assert "reached max_epochs=2" in (run / f"fold_{k}.log").read_text()
         assert f"threads: {max(1, os.cpu_count() // 2)}" in \
             (run / f"fold_{k}" / "config.yaml").read_text()
-    assert "3 folds, 2 at a time" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "3 folds, 2 at a time" in out
+    assert "backtest folds: 100%" in err and "3/3" in err  # a bar over the folds
     # a fold's own refusal (here: resumed with another rate) reaches the command's error
     assert main(["forecast", "backtest", f"csv={csv}", *settings, "lr=0.02", "--folds", "3",
                  "--jobs", "2", "--run-dir", str(run)]) != 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines()
+           if not line.startswith("backtest folds:")]  # the bar, drawn before the refusal
     assert len(err) == 1 and "started with lr=0.01, not 0.02" in err[0], err
 
 

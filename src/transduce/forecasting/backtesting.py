@@ -165,7 +165,9 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
             out.append(train_forecaster(fold, run_dir / f"fold_{k}")["best_val_mse"])
         return out
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from transduce.logs import progress
 
     jobs = min(jobs, len(configs))
     cores = os.cpu_count() or 1
@@ -191,6 +193,10 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
                                run_dir / f"fold_{k}.log")
                    for k, fold in enumerate(configs, 1)]
         try:
+            with progress(len(futures), "backtest folds", "fold") as bar:
+                for future in as_completed(futures):
+                    future.result()  # a fold's error at once, not after the others
+                    bar.update(1)
             return [future.result() for future in futures]
         except BaseException:
             for future in futures:
