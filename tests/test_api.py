@@ -17,6 +17,9 @@ def test_translate_takes_a_string_or_a_list(trained_run):
     nbest = model.translate(["six"], beam=3, nbest=2)
     assert len(nbest[0]) == 2 and all(isinstance(s, float) for _, s in nbest[0])
     assert nbest[0][0][1] >= nbest[0][1][1]  # best first
+    size = sum(p.numel() for p in model.model.parameters())
+    assert repr(model) == (f"Translator({size:,} parameters, cpu, {model.precision}; beam 5, "
+                           "α 0.6 (the paper's beam 5 and α 0.6))")
 
 
 @pytest.mark.parametrize("lines, settings, error, message", [
@@ -109,6 +112,7 @@ def test_an_export_loads_as_a_ctranslate2_translator(trained_run, tmp_path):
     assert main(["export", str(trained_run), str(out)]) == 0
     model = transduce.load(out)
     assert isinstance(model.translate("five"), str)
+    assert repr(model).startswith("CTranslate2Translator(cpu") and "beam 5, α 0.6" in repr(model)
     with pytest.raises(UserError, match="does not return attention weights"):
         model.attention("five")
 

@@ -77,6 +77,14 @@ class TranslateAPI:
 
     decoding: Decoding = PAPER
 
+    def __repr__(self) -> str:
+        model = getattr(self, "model", None)
+        size = (f"{sum(p.numel() for p in model.parameters()):,} parameters, "
+                if hasattr(model, "parameters") else "")
+        where = ", ".join(str(v) for v in (getattr(self, "device", None),
+                                           getattr(self, "precision", None)) if v)
+        return f"{type(self).__name__}({size}{where}; {self.decoding.describe()})"
+
     def translate(self, lines: str | Sequence[str], beam: int | None = None, nbest: int = 1,
                   lenpen: float | None = None, no_repeat_ngram: int | None = None):
         """Translate one sentence (a string) or a list of them, in order.
