@@ -180,3 +180,8 @@ def test_rows_scored_with_other_settings_are_not_reused(run, monkeypatch):
     assert main(base + ["--beam", "2"]) == 0 and main(base + ["--beam", "3"]) == 0
     assert main(base + ["--beam", "2"]) == 0
     assert calls == [2, 3]  # the third found beam 2's row; beam 3 found none
+    read = tuning.validation_data  # the same number of lines, one of them changed
+    monkeypatch.setattr(tuning, "validation_data", lambda *a: (
+        lambda s, r, lang: (["nine"] + s[1:], r, lang))(*read(*a)))
+    assert main(base + ["--beam", "2"]) == 0
+    assert calls == [2, 3, 2]

@@ -7,6 +7,7 @@ on test). The choice is written to ``RUN/decoding.json`` and the chosen average 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import logging
@@ -141,6 +142,11 @@ class Scored:
             self.path.unlink(missing_ok=True)
 
 
+def _digest(sources: list[str], references: list[str]) -> str:
+    """A fingerprint of the lines tuned on: rows scored on other lines are not reused."""
+    return hashlib.sha256(json.dumps([sources, references]).encode()).hexdigest()[:16]
+
+
 def _scored(folder: Path, made: dict, write: bool, total: int) -> Scored:
     scored = Scored(folder, made, write)
     if scored.rows:
@@ -174,7 +180,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                     f"averaging at most {len(steps)}")
     settings = list(itertools.product(lasts, grid.lenpen, grid.no_repeat_ngram))
     scored = _scored(run_dir, {"checkpoints": [p.name for p in steps], "beam": grid.beam,
-                               "metric": grid.metric, "lines": len(sources),
+                               "metric": grid.metric, "data": _digest(sources, references),
                                "precision": translator.precision}, write, len(settings))
     rows = []
     todo = [s for s in settings if scored.get(*s) is None]
@@ -265,7 +271,8 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     out.mkdir(parents=True, exist_ok=True)
     scored = _scored(out, {"runs": [str(r.resolve()) for r in run_dirs],
                            "averaged": [_averaged(r) for r in run_dirs],
-                           "beam": grid.beam, "metric": grid.metric, "lines": len(sources),
+                           "beam": grid.beam, "metric": grid.metric,
+                           "data": _digest(sources, references),
                            "precision": translator.precision}, True, len(settings))
     rows = []
     todo = [s for s in settings if scored.get(*s) is None]
