@@ -1,5 +1,7 @@
 import contextlib
-import socket
+import os
+import re
+import select
 import subprocess
 import sys
 import time
@@ -8,29 +10,33 @@ import urllib.request
 import pytest
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(run, *args):
-    """A real `transduce serve RUN` on 127.0.0.1; yields its URL once /health answers."""
-    port = free_port()
+    """A real `transduce serve RUN` on 127.0.0.1, on the free port it chose itself (--port 0:
+    no race with other tests for a port picked beforehand); yields its URL once /health
+    answers."""
     process = subprocess.Popen([sys.executable, "-m", "transduce", "serve", str(run), "--port",
-                                str(port), *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
+                                "0", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, bufsize=0)
     try:
-        deadline = time.time() + 60
+        seen, found, deadline = b"", None, time.time() + 60
+        while found is None:  # the line that names the port it chose
+            if time.time() > deadline:
+                pytest.fail(f"transduce serve did not start: {seen.decode(errors='replace')}")
+            if select.select([process.stdout], [], [], 0.2)[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:  # it ended
+                    pytest.fail(f"transduce serve ended: {seen.decode(errors='replace')}")
+                seen += chunk
+                found = re.search(rb"http://127\.0\.0\.1:\d+/", seen)
+        url = found.group(0).decode()
         while True:
             try:
                 urllib.request.urlopen(url + "health", timeout=1)
                 break
             except OSError:
                 if process.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"transduce serve did not start: {process.stdout.read()}")
+                    pytest.fail(f"transduce serve did not answer: {seen.decode()}")
                 time.sleep(0.2)
         yield url
     finally:
