@@ -15,3 +15,22 @@ def test_work_done_before_a_resume_does_not_count_towards_the_rate():
         assert bar.format_dict["rate"] is None  # not 90 seconds in no time
         bar.update(1)
         assert "91/100" in str(bar)
+
+
+def test_without_a_terminal_each_redraw_and_each_message_is_a_line(capsys, tmp_path):
+    """In a log file or pipe, carriage returns would run the redraws and the messages
+    written between them together on one line."""
+    from transduce.logs import setup_logging
+
+    log = setup_logging(tmp_path, "train")
+    with progress(3, "training", "step") as bar:
+        bar.update(1)
+        bar.refresh()
+        log.info("step 1 val_mse 0.5")
+        bar.update(2)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert "step 1 val_mse 0.5" in lines
+    assert all(line.startswith("training: ") for line in lines if "val_mse" not in line)
+    assert lines[-1].startswith("training: 100%|██████████| 3/3")

@@ -45,15 +45,34 @@ def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:
     return logger
 
 
+class _Lines:
+    """Where a bar draws when stderr is no terminal (a log file, a pipe, CI): each redraw
+    becomes a line of its own, where the terminal's carriage returns would have run them
+    together on one line with the messages written between them."""
+
+    def __init__(self, file) -> None:
+        self.file = file
+        self.encoding = getattr(file, "encoding", None)  # tqdm draws in ASCII without it
+
+    def write(self, text: str) -> None:
+        for part in text.split("\r"):
+            if part.strip():
+                self.file.write(part if part.endswith("\n") else part + "\n")
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
 def progress(total: int, desc: str, unit: str, initial: float = 0,
              disable: bool = False) -> tqdm:
-    """A progress bar with rate and ETA; in a log file (no terminal) it redraws every 10 s.
+    """A progress bar with rate and ETA; where stderr is no terminal, a line every 10 s.
     ``initial``: work done before (a resumed run); it does not count towards the rate.
     ``disable``: draw nothing (the processes of a distributed run other than rank 0)."""
     # Counts may be fractional (seconds of training): show them whole.
     bar_format = ("{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}"
                   "{postfix}]")
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=True,
-                disable=disable,
-                bar_format=bar_format,
-                mininterval=0.1 if sys.stderr.isatty() else 10.0)
+    terminal = sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=terminal,
+                disable=disable, bar_format=bar_format, file=None if terminal else
+                _Lines(sys.stderr),
+                mininterval=0.1 if terminal else 10.0)
