@@ -29,7 +29,7 @@ def test_without_a_terminal_each_redraw_and_each_message_is_a_line(capsys, tmp_p
         log.info("step 1 val_mse 0.5")
         bar.update(2)
     err = capsys.readouterr().err
-    assert "\r" not in err
+    assert "\r" not in err and " \n" not in err
     lines = err.splitlines()
     assert "step 1 val_mse 0.5" in lines
     assert all(line.startswith("training: ") for line in lines if "val_mse" not in line)

@@ -56,8 +56,8 @@ class _Lines:
 
     def write(self, text: str) -> None:
         for part in text.split("\r"):
-            if part.strip():
-                self.file.write(part if part.endswith("\n") else part + "\n")
+            if part.strip():  # without the spaces a shorter redraw pads itself with
+                self.file.write(part.rstrip() + "\n")
 
     def flush(self) -> None:
         self.file.flush()
