@@ -24,9 +24,10 @@ def test_without_a_terminal_each_redraw_and_each_message_is_a_line(capsys, tmp_p
 
     log = setup_logging(tmp_path, "train")
     with progress(3, "training", "step") as bar:
+        bar.set_postfix(note="x" * 60)
         bar.update(1)
-        bar.refresh()
         log.info("step 1 val_mse 0.5")
+        bar.set_postfix(note="x")  # a shorter redraw: tqdm pads it with spaces
         bar.update(2)
     err = capsys.readouterr().err
     assert "\r" not in err and " \n" not in err
