@@ -299,7 +299,8 @@ def _example_rows(forecaster) -> str:
         rows = list(csv.reader(io.StringIO(Path(cfg.csv).read_text(encoding="utf-8"))))
         header, body = rows[0], [r for r in rows[1:] if r]
         if forecaster.known:
-            blank = {header.index(c) for c in forecaster._blank_tail()}
+            # forecast columns and past-observed inputs: blank where the future begins
+            blank = {header.index(c) for c in forecaster.columns[:forecaster.inputs]}
             body = body[-(cfg.input_length + cfg.horizon):]
             body[cfg.input_length:] = [["" if i in blank else v for i, v in enumerate(r)]
                                        for r in body[cfg.input_length:]]
