@@ -145,8 +145,7 @@ def _stream(translate, nbest: int) -> None:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse what no translation can use before loading or translating anything."""
-    import math
-
+    from transduce.decoding.defaults import lenpen_ok
     from transduce.errors import UserError
     from transduce.io import check_output_file
 
@@ -159,7 +158,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--no-repeat-ngram must be 0 (off) or more, not {args.no_repeat_ngram}")
     if args.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
-    if args.lenpen is not None and not (math.isfinite(args.lenpen) and args.lenpen >= 0):
+    if args.lenpen is not None and not lenpen_ok(args.lenpen):
         raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not "
                         f"{args.lenpen}")
     if args.output:

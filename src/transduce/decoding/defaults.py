@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,6 +46,12 @@ class Decoding:
 PAPER = Decoding()
 
 
+def lenpen_ok(value) -> bool:
+    """Whether ``value`` can be a length penalty α: a finite real number of at least 0."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+        0 <= value < math.inf
+
+
 def check(values: dict, where: str) -> Decoding:
     """A :class:`Decoding` from a mapping, or a UserError naming ``where`` it came from."""
     try:
@@ -53,7 +60,7 @@ def check(values: dict, where: str) -> Decoding:
     except (KeyError, TypeError, ValueError) as error:
         raise UserError(f"{where}: damaged decoding settings ({type(error).__name__}: "
                         f"{error}); run transduce tune again or delete the file") from None
-    if beam < 1 or not 0 <= lenpen < math.inf or block < 0 or last < 0:
+    if beam < 1 or not lenpen_ok(lenpen) or block < 0 or last < 0:
         raise UserError(f"{where}: beam must be at least 1, lenpen finite and at least 0, "
                         "no_repeat_ngram and last at least 0; run transduce tune again")
     return Decoding(beam, lenpen, block, last, f"chosen on validation data, {where}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import numbers
 from typing import TYPE_CHECKING, Sequence
 
@@ -12,7 +11,7 @@ import torch
 from transduce.data.batching import collate, token_batches
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
-from transduce.decoding.defaults import PAPER, Decoding, resolve
+from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
 from transduce.decoding.greedy import greedy_search
 from transduce.device import autocast
 from transduce.errors import UserError
@@ -97,8 +96,7 @@ class TranslateAPI:
         one = isinstance(lines, str)
         batch = [lines] if one else _strings(lines)
         _check_counts(beam=(beam, 1), nbest=(nbest, 1), no_repeat_ngram=(no_repeat_ngram, 0))
-        if lenpen is not None and not (isinstance(lenpen, numbers.Real) and
-                                       not isinstance(lenpen, bool) and 0 <= lenpen < math.inf):
+        if lenpen is not None and not lenpen_ok(lenpen):
             raise ValueError(f"lenpen must be a number of at least 0 such as 0.6, not {lenpen!r}")
         d = resolve(self.decoding, beam, lenpen, no_repeat_ngram)
         if nbest > d.beam:

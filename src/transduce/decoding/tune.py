@@ -55,7 +55,7 @@ class Grid:
     def check(self) -> None:
         if not self.last or min(self.last) < 1:
             raise UserError("--last: give numbers of checkpoints of at least 1")
-        if not self.lenpen or min(self.lenpen) < 0 or max(self.lenpen) > 5:
+        if not self.lenpen or not all(defaults.lenpen_ok(a) and a <= 5 for a in self.lenpen):
             raise UserError("--lenpen: give length penalties between 0 and 5")
         if not self.no_repeat_ngram or min(self.no_repeat_ngram) < 0:
             raise UserError("--no-repeat-ngram: give sizes of at least 0 (0: off)")

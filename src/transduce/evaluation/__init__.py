@@ -4,4 +4,4 @@ from transduce.evaluation.bleu import bleu, corpus_scores, literature_tokenize, 
 from transduce.evaluation.metrics import exact_match, is_looping, looping_rate
 
 __all__ = ["bleu", "corpus_scores", "exact_match", "is_looping", "literature_tokenize",
-           "looping_rate"]
+           "looping_rate", "moses_languages"]

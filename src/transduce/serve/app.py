@@ -218,11 +218,9 @@ def describe(path: str, model) -> dict:
     from transduce.forecasting.predict import Forecaster
 
     if isinstance(model, Forecaster):
-        cfg = model.cfg
-        info = {"kind": "forecast", "run": str(model.run_dir),
+        return {"kind": "forecast", "run": str(model.run_dir),
                 "description": _forecaster_roles(model), "rows_hint": _rows_hint(model),
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
-        return info
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
         return {"kind": "ctranslate2", "export": str(path),
