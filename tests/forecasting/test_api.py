@@ -76,6 +76,17 @@ def test_a_start_that_fails_leaves_no_folder_for_the_frame(tmp_path):
         with pytest.raises(UserError, match=message):
             Forecaster.fit(FakeFrame(text), tmp_path / "run", **settings)
         assert not (tmp_path / "run").exists()
+    lines = text.splitlines()
+    fields = lines[6].split(",")
+    bad = FakeFrame("\n".join(lines[:6] + [",".join([fields[0], "x", *fields[2:]])] +
+                              lines[7:]) + "\n")  # the frame's row 5 (iloc), CSV line 7
+    message = "^<DataFrame> row 5: column 'load' holds 'x', not a number"
+    with pytest.raises(UserError, match=message):
+        Forecaster.fit(bad, tmp_path / "run", **TINY)
+    assert not (tmp_path / "run").exists()
+    model = Forecaster.fit(FakeFrame(text), tmp_path / "good", **TINY)
+    with pytest.raises(UserError, match=message):
+        model.predict(bad)
     (tmp_path / "mine").mkdir()  # a folder the user made stays, with what was saved there
     with pytest.raises(UserError, match="400 rows leave no train"):
         Forecaster.fit(FakeFrame(text), tmp_path / "mine", **{**TINY, "input_length": 390})

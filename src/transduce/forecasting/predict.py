@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -107,7 +108,10 @@ class Forecaster:
 
     def _series(self, data):
         if hasattr(data, "to_csv"):
-            return self.read(_frame_text(data, self.cfg.date_column), _name(data))
+            try:
+                return self.read(_frame_text(data, self.cfg.date_column), _name(data))
+            except UserError as error:
+                raise _in_frame(error, _name(data)) from None
         if not isinstance(data, (str, os.PathLike)) or not str(data):
             raise TypeError(f"give a CSV file's path or a DataFrame, not {data!r}"[:200])
         try:
@@ -192,6 +196,16 @@ def _name(data) -> str:
     return "<DataFrame>" if hasattr(data, "to_csv") else str(data)
 
 
+def _in_frame(error: UserError, name: str) -> UserError:
+    """An error about a DataFrame's CSV text (``name:LINE: ...``) as one about the frame:
+    ``<DataFrame> row N: ...``, N its position (iloc), the header being line 1."""
+    text = str(error)
+    found = re.match(re.escape(name) + r":(\d+): ", text)
+    if found:
+        return UserError(f"<DataFrame> row {int(found.group(1)) - 2}: {text[found.end():]}")
+    return UserError(text.replace(name, "<DataFrame>", 1))
+
+
 def _frame_text(frame, date_column: str = "date") -> str:
     """CSV text of a pandas DataFrame. Its index is written when named (the date), or as
     ``date_column`` when it holds dates (an unnamed DatetimeIndex, as ``pd.date_range``
@@ -252,8 +266,7 @@ def _frame_kept_only_if_used(data, run_dir: str | Path):
         if fresh and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {SERIES}:
             shutil.rmtree(run_dir)
             if isinstance(error, UserError):  # name what the user gave, not a file now gone
-                message = str(error).replace(str((run_dir / SERIES).resolve()), _name(data))
-                raise UserError(message) from None
+                raise _in_frame(error, str((run_dir / SERIES).resolve())) from None
         raise
 
 
