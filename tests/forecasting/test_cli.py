@@ -115,6 +115,11 @@ def test_predict_and_plot(sine, tmp_path, capsys):
     assert (run / "forecast_3_attention.png").stat().st_size > 5000
     assert main(["forecast", "plot", str(run), "--window", "100000"]) == 2
     capsys.readouterr()
+    for output in (tmp_path, run / "checkpoints" / "best.pt" / "x.csv"):  # checked first
+        assert main(["forecast", "predict", str(tmp_path / "rnu"), "--output",
+                     str(output)]) == 2
+        err = capsys.readouterr().err
+        assert "give --output a file name" in err or "is a file where --output needs" in err
     for command in ("test", "predict", "plot", "calibrate"):  # a mistyped run directory
         assert main(["forecast", command, str(tmp_path / "rnu")]) == 2
         assert capsys.readouterr().err == (f"transduce: error: {tmp_path / 'rnu'}: no such "

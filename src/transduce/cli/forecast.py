@@ -198,8 +198,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def run_predict(args: argparse.Namespace) -> int:
     from transduce.forecasting.predict import Forecaster, predict_csv
-    from transduce.io import write_text
+    from transduce.io import check_output_file, write_text
 
+    if args.output:  # before the model is loaded and run
+        check_output_file(args.output, "--output")
     model = Forecaster(args.run_dir)
     _say_history(args, model)
     text = predict_csv(model, args.csv)
