@@ -25,7 +25,7 @@ from torch import nn
 from transduce import runs
 from transduce.errors import UserError
 from transduce.forecasting.evaluation import evaluate, load_model, load_run
-from transduce.io import write_text
+from transduce.io import check_writable, write_text
 
 
 class Blend(nn.Module):
@@ -154,6 +154,7 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
     if (out / runs.CONFIG).exists() or runs.checkpoint_dir(out).exists():
         raise UserError(f"--out {out}: a run directory; give the blend a folder of its own")
+    check_writable(out, "--out")  # a file above it, or a folder this process may not write
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
