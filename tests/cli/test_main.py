@@ -89,3 +89,12 @@ def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, cap
         row = re.search(rf"^  {re.escape(key)}={re.escape(str(value))} +(\S.*)$", text, re.M)
         assert row, key
         assert row.group(1).startswith(setting_meanings(config)[key][:20])
+
+
+def test_a_demo_folder_that_cannot_be_made_is_named_by_the_demos_flag(tmp_path):
+    (tmp_path / "file").write_text("")
+    result = run_cli("demo", "max_steps=1", "--out", str(tmp_path / "file" / "x"),
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"transduce: error: {tmp_path / 'file'}: is a file where "
+                                     "--out needs a folder")

@@ -28,7 +28,10 @@ def run(args: argparse.Namespace) -> int:
     from transduce.demo import run_demo
     from transduce.tasks.numbers import DemoConfig
 
+    from transduce.io import check_writable
+
     cfg = apply_overrides(DemoConfig(), args.items)
     raise_problems(cfg.problems(), Origin("defaults", tuple(args.items)))
+    check_writable(args.out, "--out")  # named as this command names it, not --run-dir
     run_demo(cfg, args.out)
     return 0
