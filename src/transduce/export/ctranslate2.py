@@ -151,7 +151,7 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     if out_dir.exists() and not (out_dir / INFO).is_file():
         raise UserError(f"{out_dir}: exists and is not a transduce export (no {INFO}); "
                         "--force replaces only exports, so choose a new output directory")
-    check_writable(out_dir.parent, "--output")
+    check_writable(out_dir.parent, "OUT_DIR")  # as export's usage names it
     remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
     loaded = runs.load_translation(path)
     tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
