@@ -81,7 +81,7 @@ def test_export_under_a_file_is_one_line(trained_run, tmp_path, capsys):
     pytest.importorskip("ctranslate2")
     (tmp_path / "file").write_text("mine")
     assert main(["export", str(trained_run), str(tmp_path / "file" / "ct2")]) == 2
-    assert "is a file where --output needs a folder" in one_line(capsys)
+    assert "is a file where OUT_DIR needs a folder" in one_line(capsys)  # its usage's name
 
 
 def test_a_killed_export_leaves_no_staging_behind(trained_run, tmp_path):
