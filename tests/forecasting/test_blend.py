@@ -194,8 +194,8 @@ def test_a_blend_folder_tests_predicts_and_plots_like_a_run(runs_on_a_sine, tmp_
     assert f"test mse {record['test']['mse']:.4f}" in capsys.readouterr().out
     blend = transduce.load(str(out))
     assert isinstance(blend, Forecaster)
-    dates, values = blend.predict_arrays(blend._series(csv))
-    each = [Forecaster(run).predict_arrays(Forecaster(run)._series(csv))[1] for run in members]
+    dates, values = blend.predict_arrays(blend._history(csv)[0])
+    each = [Forecaster(run).predict_arrays(Forecaster(run)._history(csv)[0])[1] for run in members]
     np.testing.assert_allclose(values, sum(w * v for w, v in zip(record["weights"], each)),
                                rtol=1e-5, atol=1e-6)
     assert main(["forecast", "predict", str(out), "--csv", csv,

@@ -75,18 +75,17 @@ class Forecaster:
     def predict(self, data=None) -> list[dict]:
         """The rows after the last of ``data`` (a CSV path or a DataFrame; by default the
         CSV the run was trained on), as :meth:`forecast` gives them."""
-        data = self.cfg.csv if data is None else data
-        return self.forecast_series(self._series(data), _name(data))
+        series, name = self._history(data)
+        return self.forecast_series(series, name)
 
     def plot(self, data=None, path: str | Path | None = None) -> Path:
         """A PNG of the forecast after ``data``'s last row (by default the run's own CSV),
         after its history; ``path`` by default RUN/forecast_future.png."""
         from transduce.viz.forecast import plot_forecast
 
-        data = self.cfg.csv if data is None else data
         path = Path(self.run_dir) / "forecast_future.png" if path is None else path
-        series = self._series(data)
-        dates, values = self.predict_arrays(series, _name(data))
+        series, name = self._history(data)
+        dates, values = self.predict_arrays(series, name)
         n = _observed(series)
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
         history = series.values[n - shown:n, :len(self.targets)]
@@ -106,19 +105,23 @@ class Forecaster:
 
         return evaluate_run(self.run_dir)
 
-    def _series(self, data):
+    def _history(self, data):
+        """(the series, what errors call it) of ``data`` for :meth:`predict` and
+        :meth:`plot`: a CSV path or a DataFrame, by default the CSV the run was trained on."""
+        data = self.cfg.csv if data is None else data
+        name = _name(data)
         if hasattr(data, "to_csv"):
             try:
-                return self.read(_frame_text(data, self.cfg.date_column), _name(data))
+                return self.read(_frame_text(data, self.cfg.date_column), name), name
             except UserError as error:
-                raise _in_frame(error, _name(data)) from None
+                raise _in_frame(error, name) from None
         if not isinstance(data, (str, os.PathLike)) or not str(data):
             raise TypeError(f"give a CSV file's path or a DataFrame, not {data!r}"[:200])
         try:
             text = Path(data).read_bytes()
         except OSError as error:
             raise UserError(f"{data}: cannot read ({error.strerror})") from None
-        return self.read(decode_utf8(text, str(data)), _name(data))
+        return self.read(decode_utf8(text, str(data)), name), name
 
     def forecast(self, csv_text: str, name: str = "<rows>") -> list[dict]:
         """The ``horizon`` rows after the last of ``csv_text`` (a header with the date
