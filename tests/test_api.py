@@ -18,8 +18,9 @@ def test_translate_takes_a_string_or_a_list(trained_run):
     assert len(nbest[0]) == 2 and all(isinstance(s, float) for _, s in nbest[0])
     assert nbest[0][0][1] >= nbest[0][1][1]  # best first
     size = sum(p.numel() for p in model.model.parameters())
-    assert repr(model) == (f"Translator({size:,} parameters, cpu, {model.precision}; beam 5, "
-                           "α 0.6 (the paper's beam 5 and α 0.6))")
+    # the device it loaded on: the CPU here, CUDA where a GPU is visible (device="auto")
+    assert repr(model) == (f"Translator({size:,} parameters, {model.device}, "
+                           f"{model.precision}; beam 5, α 0.6 (the paper's beam 5 and α 0.6))")
 
 
 @pytest.mark.parametrize("lines, settings, error, message", [
