@@ -28,7 +28,7 @@ def server(trained_run):
 
 
 @pytest.fixture
-def browser():
+def browser(tmp_path):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -37,7 +37,9 @@ def browser():
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                  "--window-size=1200,1000"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    # Chromium leaves its singleton-socket folder in TMPDIR after quit: keep it in the test's
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
     yield driver
     driver.quit()
 
