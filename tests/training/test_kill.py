@@ -3,6 +3,7 @@ through checkpoint and metrics writes, between best.pt and step_N.pt, between up
 and resumed each time ends exactly where an uninterrupted run does, with nothing stray."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -23,7 +24,11 @@ KILLS = [("spm", 1), ("update", 3), ("save", 1), ("checkpoint", 1), ("metrics", 
 def attempt(config, run_dir, point, n):
     command = [sys.executable, "-m", "tests.training.killer", point, str(n), "train",
                str(config), *SETTINGS, "--run-dir", str(run_dir)]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # a kill inside SentencePiece training leaves its scratch folder in TMPDIR: the test's own
+    scratch = run_dir.parent / "tmp"
+    scratch.mkdir(exist_ok=True)
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(scratch)})
 
 
 def validation_rows(run_dir):
@@ -57,7 +62,6 @@ def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(config, tmp_p
 def stopped_by_sigterm(command, run_dir):
     """Run ``command`` (a training of ``run_dir``), send it SIGTERM once training has begun
     (its first metrics row), as a scheduler stops a job; returns (exit status, stderr)."""
-    import os
     import time
 
     process = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL,
