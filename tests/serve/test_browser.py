@@ -8,6 +8,7 @@ TRANSDUCE_SCREENSHOT to keep the screenshot."""
 
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -28,7 +29,7 @@ def server(trained_run):
 
 
 @pytest.fixture
-def browser(tmp_path):
+def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -37,11 +38,16 @@ def browser(tmp_path):
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
                  "--window-size=1200,1000"):
         options.add_argument(flag)
-    # Chromium leaves its singleton-socket folder in TMPDIR after quit: keep it in the test's
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
-    yield driver
-    driver.quit()
+    # Chromium leaves its singleton-socket folder in TMPDIR after quit: a short one of the
+    # test's (a pytest tmp_path under xdist makes the socket's path too long), removed after
+    scratch = tempfile.mkdtemp(prefix="chromium-")
+    env = {**os.environ, "TMPDIR": scratch}
+    try:
+        driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
+        yield driver
+        driver.quit()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def cells(browser):
