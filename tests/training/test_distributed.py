@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,17 +15,18 @@ from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint, step_checkpoints
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(),
                                 reason="this PyTorch build has no torch.distributed")
 
 
-def torchrun(*args, processes=2):
+def torchrun(*args, processes=2, module="transduce"):
     """The command line of ``torchrun --nproc_per_node=N -m transduce ARGS`` on the CPU (one
     thread per process: two processes share this machine's two cores). device=cpu: on a
     machine with one GPU, device=auto would give the second process a cuda:1 that is not
     there."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={processes}", "-m", "transduce", *map(str, args), "threads=1",
+            f"--nproc_per_node={processes}", "-m", module, *map(str, args), "threads=1",
             "device=cpu"]
 
 
@@ -35,7 +37,7 @@ def _launcher_scratch(tmp_path, monkeypatch):
 
 
 def run(command, timeout=240):
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -113,3 +115,18 @@ def test_two_process_forecasting_trains_and_resumes(tmp_path):
     b = load_checkpoint(step_checkpoints(tmp_path / "split")[-1])
     assert a["epoch"] == b["epoch"] == 4 and len(b["rng"]) == 2
     assert_close(a["model"], b["model"], atol=0)
+
+
+def test_the_ddp_wrapper_is_gone_before_the_process_group(tmp_path):
+    """DistributedDataParallel holds the process group, and the engine that holds it goes
+    back to the caller: the group outlived its destruction, and gloo, at the interpreter's
+    exit, could abort a process that had trained and saved (SIGABRT, 'terminate called
+    without an active exception', now and then under load). Each process must free the
+    wrapper before the group is destroyed."""
+    csv = write_sine(tmp_path / "sine.csv")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
+    result = run(torchrun("forecast", "train", config, "model=transformer", "max_epochs=1",
+                          "--run-dir", tmp_path / "run", module="tests.training.teardown"))
+    assert result.stdout.count("DistributedDataParallel alive at teardown: [0]") == 2, \
+        result.stdout

@@ -159,6 +159,17 @@ class Engine:
         return None
 
     # ------------------------------------------------------------ the loop
+    def unwrap(self) -> None:
+        """Drop the DistributedDataParallel wrapper once training ends (``model`` stays, and
+        trained). The wrapper holds the process group, and the engine goes back to the
+        caller: kept, it would keep the group alive after it is destroyed, to be freed at
+        some later point, the interpreter's exit perhaps, where gloo can abort the process
+        (SIGABRT, "terminate called without an active exception")."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        if isinstance(self.runner, DistributedDataParallel):
+            self.runner = self.runner.module
+
     def run(self) -> dict:
         """Train until a budget is spent; returns the metrics of the last validation."""
         if not self.params:  # nothing to learn (a baseline): validate and save once

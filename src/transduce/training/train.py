@@ -69,4 +69,7 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
     threads, world = torch.get_num_threads(), session.world
     log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
              f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}")
-    return engine, engine.run()
+    try:
+        return engine, engine.run()
+    finally:
+        engine.unwrap()
