@@ -173,8 +173,8 @@ def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
     forecaster = transduce.load(run)
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
-        assert info["description"] == ("transformer forecaster of y (inputs a, b; known "
-                                       "ahead k): reads 24 rows, forecasts 8")
+        assert info["description"] == ("forecaster transformer; forecasts y; 8 steps from the "
+                                       "last 24; inputs a, b; known ahead k")
         assert info["rows_hint"].endswith("then the 8 rows to forecast: their date and k, "
                                           "known ahead, with the other columns left blank.")
         rows = info["example"].splitlines()

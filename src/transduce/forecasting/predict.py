@@ -48,16 +48,21 @@ class Forecaster:
         self.targets = list(self.columns[:self.inputs - len(self.cfg.input_list())])
 
     def __repr__(self) -> str:
+        return f"Forecaster({str(self.run_dir)!r}: {self.describe()})"
+
+    def describe(self) -> str:
+        """What it forecasts from what, e.g. ``patch; forecasts sales; 12 steps from the last
+        104; known ahead promo; quantiles 0.1, 0.5, 0.9``."""
         cfg = self.cfg
         parts = [getattr(self.model, "label", cfg.model),
                  f"forecasts {', '.join(self.targets)}",
                  f"{cfg.horizon} steps from the last {cfg.input_length}"]
-        for name, columns in (("inputs", cfg.input_list()), ("known", cfg.known_list())):
+        for name, columns in (("inputs", cfg.input_list()), ("known ahead", cfg.known_list())):
             if columns:
                 parts.append(f"{name} {', '.join(columns)}")
         if cfg.quantiles:
             parts.append("quantiles " + ", ".join(f"{q:g}" for q in cfg.quantiles))
-        return f"Forecaster({str(self.run_dir)!r}: {'; '.join(parts)})"
+        return "; ".join(parts)
 
     @classmethod
     def fit(cls, data, run_dir: str | Path, config: str | Path | None = None,

@@ -219,7 +219,7 @@ def describe(path: str, model) -> dict:
 
     if isinstance(model, Forecaster):
         return {"kind": "forecast", "run": str(model.run_dir),
-                "description": _forecaster_roles(model), "rows_hint": _rows_hint(model),
+                "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
@@ -264,16 +264,6 @@ def _scores(run_dir: Path) -> dict:
         with contextlib.suppress(ValueError):
             scores["test"] = json.loads(test.read_text(encoding="utf-8"))
     return {k: v for k, v in scores.items() if not isinstance(v, float) or math.isfinite(v)}
-
-
-def _forecaster_roles(forecaster) -> str:
-    """/info's description of a forecaster: what it forecasts from what."""
-    cfg = forecaster.cfg
-    roles = [f"{name} {', '.join(columns)}" for name, columns in (
-        ("inputs", cfg.input_list()), ("known ahead", cfg.known_list())) if columns]
-    return (f"{cfg.model} forecaster of {', '.join(forecaster.targets)}"
-            f"{' (' + '; '.join(roles) + ')' if roles else ''}: reads {cfg.input_length} "
-            f"rows, forecasts {cfg.horizon}")
 
 
 def _rows_hint(forecaster) -> str:
