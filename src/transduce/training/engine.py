@@ -223,10 +223,8 @@ class Engine:
             return
         state = self.state()  # every process takes part
         if self.session.is_main:
-            path = runs.step_path(self.run_dir, self.step)
-            runs.save_checkpoint(path, state)
-            runs.prune(self.run_dir, self.cfg.keep_last)
-            self.log.info(f"saved {path}; run the same command to resume from it")
+            self.log.info(f"saved {self._save_step(state)}; run the same command to resume "
+                          "from it")
         self.saved_step = self.step
 
     def update(self, group: list, epoch_done: bool = False) -> None:
@@ -328,10 +326,16 @@ class Engine:
             self.report.row(self.step, self.epoch, self.elapsed, metrics, echo=True)
             if improved:
                 runs.save_checkpoint(runs.checkpoint_dir(self.run_dir) / runs.BEST, state)
-            runs.save_checkpoint(runs.step_path(self.run_dir, self.step), state)
-            runs.prune(self.run_dir, self.cfg.keep_last)
+            self._save_step(state)
         self.last_metrics, self.saved_step = metrics, self.step
         self.report.show(self.task.metric, value)
+
+    def _save_step(self, state: dict) -> Path:
+        """Write step_N.pt, then drop the step checkpoints beyond ``keep_last``."""
+        path = runs.step_path(self.run_dir, self.step)
+        runs.save_checkpoint(path, state)
+        runs.prune(self.run_dir, self.cfg.keep_last)
+        return path
 
 
 def _rng_state(device: torch.device) -> dict:
