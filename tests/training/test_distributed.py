@@ -37,8 +37,9 @@ def _launcher_scratch(tmp_path, monkeypatch):
 
 
 def run(command, timeout=240):
+    # a process that dies of a signal prints where each of its threads was (faulthandler)
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
