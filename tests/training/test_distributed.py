@@ -120,8 +120,8 @@ def test_two_process_forecasting_trains_and_resumes(tmp_path):
 
 def test_the_ddp_wrapper_is_gone_before_the_process_group(tmp_path):
     """DistributedDataParallel holds the process group, and the engine that holds it goes
-    back to the caller: the group outlived its destruction, and gloo, at the interpreter's
-    exit, could abort a process that had trained and saved (SIGABRT, 'terminate called
+    back to the caller: the group outlived its destruction, the suspected cause of a rare
+    abort at exit of a process that had trained and saved (SIGABRT, 'terminate called
     without an active exception', now and then under load). Each process must free the
     wrapper before the group is destroyed."""
     csv = write_sine(tmp_path / "sine.csv")

@@ -163,8 +163,8 @@ class Engine:
         """Drop the DistributedDataParallel wrapper once training ends (``model`` stays, and
         trained). The wrapper holds the process group, and the engine goes back to the
         caller: kept, it would keep the group alive after it is destroyed, to be freed at
-        some later point, the interpreter's exit perhaps, where gloo can abort the process
-        (SIGABRT, "terminate called without an active exception")."""
+        some later point, the interpreter's exit perhaps (the suspected cause of a rare
+        SIGABRT at exit, "terminate called without an active exception")."""
         from torch.nn.parallel import DistributedDataParallel
 
         if isinstance(self.runner, DistributedDataParallel):
