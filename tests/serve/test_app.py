@@ -186,6 +186,26 @@ def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
         assert [r["date"] for r in got.json()["forecast"]] == [r.split(",")[0] for r in last]
 
 
+def test_the_example_holds_only_the_columns_the_model_reads(tmp_path):
+    """A column of the CSV that the run does not read stays out of the example (filled in
+    the future's rows, it read as if it were known ahead)."""
+    from tests.forecasting.test_covariates import TINY, write_shifted
+    from transduce.cli.main import main
+
+    csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "columns=y", "known=k", *TINY[:-2],
+                 "max_epochs=1", "--run-dir", str(run)]) == 0
+    forecaster = transduce.load(run)
+    with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
+        info = c.get("/info").json()
+        rows = info["example"].splitlines()
+        last = csv.read_text().splitlines()[-8:]
+        assert rows[0] == "date,y,k" and len(rows) == 1 + 24 + 8
+        assert rows[-8:] == [f"{r.split(',')[0]},,{r.split(',')[-1]}" for r in last]
+        assert c.post("/forecast", json={"csv": info["example"]}).status_code == 200
+
+
 def test_requests_without_settings_use_the_runs_decoding(trained_run, tmp_path):
     """A run's decoding.json (transduce tune) sets what a request leaves out; /info says it."""
     import shutil

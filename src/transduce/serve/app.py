@@ -279,16 +279,18 @@ def _rows_hint(forecaster) -> str:
 
 
 def _example_rows(forecaster) -> str:
-    """Rows of the run's own CSV for the page to start from: the last input_length; with
+    """Rows of the run's own CSV for the page to start from, in the date column and the
+    columns the model reads (those the hint names): the last input_length; with
     known-future covariates, the last input_length + horizon, the last horizon of them with
     only the known columns filled in (the future's rows, as a request must give them)."""
     with contextlib.suppress(Exception):
         cfg = forecaster.cfg
         rows = list(csv.reader(io.StringIO(Path(cfg.csv).read_text(encoding="utf-8"))))
-        header, body = rows[0], [r for r in rows[1:] if r]
+        read = [rows[0].index(c) for c in (cfg.date_column, *forecaster.columns)]
+        header, body = [rows[0][i] for i in read], [[r[i] for i in read] for r in rows[1:] if r]
         if forecaster.known:
             # forecast columns and past-observed inputs: blank where the future begins
-            blank = {header.index(c) for c in forecaster.columns[:forecaster.inputs]}
+            blank = set(range(1, 1 + forecaster.inputs))
             body = body[-(cfg.input_length + cfg.horizon):]
             body[cfg.input_length:] = [["" if i in blank else v for i, v in enumerate(r)]
                                        for r in body[cfg.input_length:]]
