@@ -132,6 +132,8 @@ def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser
         charts = browser.find_elements(By.CSS_SELECTOR, "svg.forecast")
         for chart in charts:
             assert chart.find_elements(By.CSS_SELECTOR, "polygon.band")
+            assert chart.find_element(By.CSS_SELECTOR, "text.legend").text.endswith(
+                "(grey: history, orange: forecast, shaded: quantiles 0.1–0.9)")
             for line in chart.find_elements(By.CSS_SELECTOR, "polyline"):
                 assert "NaN" not in line.get_attribute("points")
         assert browser.find_element(By.ID, "forecast-error").text == ""

@@ -98,7 +98,10 @@
       add("polyline", {points: line([history[history.length - 1]].concat(forecast),
                        history.length - 1), fill: "none", stroke: "#d9480f",
                        "stroke-width": 2, "class": "prediction"});
-      add("text", {x: P, y: 14}, col + " (grey: history, orange: forecast)");
+      var level = function (k) { return k.split("_q").pop(); };
+      add("text", {x: P, y: 14, "class": "legend"}, col + " (grey: history, orange: forecast" +
+          (levels.length >= 2 ? ", shaded: quantiles " + level(levels[0]) + "–" +
+           level(levels[levels.length - 1]) : "") + ")");
       add("text", {x: P, y: H - 2}, history[0][dateKey]);
       add("text", {x: W - P, y: H - 2, "text-anchor": "end"}, forecast[forecast.length - 1][dateKey]);
       add("text", {x: 2, y: y(hi) + 4}, hi.toPrecision(4));
