@@ -91,6 +91,15 @@ def test_bad_rows_are_named(tmp_path, rows, message):
         read_series(write_csv(tmp_path / "s.csv", rows))
 
 
+@pytest.mark.parametrize("mark, name", [(";", "semicolon"), ("\t", "tab")])
+def test_a_file_separated_by_other_than_commas_is_named_so(tmp_path, mark, name):
+    path = tmp_path / "s.csv"
+    path.write_text(f"date{mark}a{mark}b\n2020-01-01{mark}1,5{mark}2\n", encoding="utf-8")
+    with pytest.raises(UserError, match=f"s.csv: the header is one field, .*: the file looks "
+                                        f"{name}-separated; save it comma-separated"):
+        read_series(path)
+
+
 def test_unknown_column_and_missing_date_column(tmp_path):
     path = write_csv(tmp_path / "s.csv", ["2020-01-01,1,2"])
     with pytest.raises(UserError, match="no column 'c'; columns are a, b"):

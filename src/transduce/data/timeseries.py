@@ -101,6 +101,12 @@ def parse_series(text: str, path: str, date_column: str = "date",
     header = [h.strip() for h in next(reader, [])]
     if not header:
         raise UserError(f"{path}: empty file; expected a header and rows")
+    other = [name for mark, name in ((";", "semicolon"), ("\t", "tab"), ("|", "bar"))
+             if len(header) == 1 and mark in header[0]]
+    if other:  # a European spreadsheet's export, say: the header reads as one column
+        raise UserError(f"{path}: the header is one field, {header[0][:60]!r}: the file looks "
+                        f"{other[0]}-separated; save it comma-separated (decimal points, "
+                        "not commas)")
     if date_column not in header:
         raise UserError(f"{path}: no {date_column!r} column in the header (it has "
                         f"{', '.join(header[:8])}); set date_column")
