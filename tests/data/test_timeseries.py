@@ -91,6 +91,30 @@ def test_bad_rows_are_named(tmp_path, rows, message):
         read_series(write_csv(tmp_path / "s.csv", rows))
 
 
+MONTH_STARTS = [datetime(2020 + m // 12, m % 12 + 1, 1) for m in range(14)]
+
+
+@pytest.mark.parametrize("texts, dates", [
+    # a day above 12: day first
+    (["11/01/2020", "12/01/2020", "13/01/2020"], [datetime(2020, 1, d) for d in (11, 12, 13)]),
+    # a day above 12 in the second place: month first, as US spreadsheets write it
+    (["01/11/2020", "01/12/2020", "01/13/2020"], [datetime(2020, 1, d) for d in (11, 12, 13)]),
+    # every date reads both ways: the reading whose steps are even
+    ([f"01/{d.month:02}/{d.year}" for d in MONTH_STARTS], MONTH_STARTS),  # day first
+    ([f"{d.month}/1/{d.year}" for d in MONTH_STARTS], MONTH_STARTS),  # month first
+])
+def test_dates_with_the_year_last_are_read_day_or_month_first(tmp_path, texts, dates):
+    path = write_csv(tmp_path / "s.csv", [f"{t},1,2" for t in texts])
+    assert read_series(path).dates == dates
+
+
+def test_dates_that_put_the_day_first_and_the_month_first_are_refused(tmp_path):
+    path = write_csv(tmp_path / "s.csv", ["13/01/2020,1,2", "01/14/2020,1,2"])
+    with pytest.raises(UserError, match="s.csv:2: date '13/01/2020' puts the day first, "
+                                        "line 3's '01/14/2020' the month"):
+        read_series(path)
+
+
 @pytest.mark.parametrize("mark, name", [(";", "semicolon"), ("\t", "tab")])
 def test_a_file_separated_by_other_than_commas_is_named_so(tmp_path, mark, name):
     path = tmp_path / "s.csv"

@@ -10,6 +10,7 @@ import csv
 import io
 import math
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,10 +19,14 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from transduce.data.calendar import infer_frequency
 from transduce.data.text import decode_utf8
 from transduce.errors import UserError
 
 DATE_FORMATS = ("%Y/%m/%d %H:%M", "%Y/%m/%d", "%m/%d/%Y %H:%M", "%m/%d/%Y")
+DAY_FIRST = {"%m/%d/%Y %H:%M": "%d/%m/%Y %H:%M", "%m/%d/%Y": "%d/%m/%Y"}
+# a date with the year last, as spreadsheets write it: its first two numbers
+SLASHED = re.compile(r"\s*(\d{1,2})/(\d{1,2})/\d{4}(\s|$)")
 SPLITS = ("train", "val", "test")
 # ETT's fixed borders: 12 months of train, 4 of validation, 4 of test, 30-day months.
 ETT_MONTHS = (12, 4, 4)
@@ -60,17 +65,52 @@ class Series:
                       self.date_text)
 
 
-def parse_date(text: str) -> datetime:
+def parse_date(text: str, day_first: bool = False) -> datetime:
+    """ISO 8601, ``1990/1/1 0:00``, or ``1/31/1990`` (``31/1/1990`` with ``day_first``)."""
     try:
         return datetime.fromisoformat(text.strip())
     except ValueError:
         pass
     for fmt in DATE_FORMATS:
         try:
-            return datetime.strptime(text.strip(), fmt)
+            return datetime.strptime(text.strip(), DAY_FIRST.get(fmt, fmt) if day_first else fmt)
         except ValueError:
             continue
     raise ValueError(text)
+
+
+def _day_first(path: str, texts: list[str], lines: list[int]) -> bool:
+    """Whether the dates written with the year last (``01/02/2009``) put the day first: a
+    first number above 12 says so, a second one above 12 says the month is first (as US
+    spreadsheets write it). Where every such date reads both ways, the reading whose dates
+    step evenly wins (a monthly series on the 1st, day first, read month first is twelve
+    days a year); where both or neither do, month first, as before.
+
+    Raises:
+        UserError: one date says day first and another month first.
+    """
+    pairs = [(line, text, SLASHED.match(text)) for line, text in zip(lines, texts)]
+    pairs = [(line, text, int(m[1]), int(m[2])) for line, text, m in pairs if m]
+    day = next(((line, text) for line, text, a, _ in pairs if a > 12), None)
+    month = next(((line, text) for line, text, _, b in pairs if b > 12), None)
+    if day and month:
+        raise UserError(f"{path}:{day[0]}: date {day[1].strip()!r} puts the day first, "
+                        f"line {month[0]}'s {month[1].strip()!r} the month; write every date "
+                        "the same way, best as ISO 8601 (2016-07-01)")
+    if day or month or len(pairs) < 2:
+        return day is not None
+
+    def even(day_first: bool) -> bool:
+        try:
+            dates = [parse_date(text, day_first) for text in texts]
+            if any(b <= a for a, b in zip(dates, dates[1:])):
+                return False
+            infer_frequency(dates)
+        except (ValueError, TypeError, UserError):
+            return False
+        return True
+
+    return not even(False) and even(True)
 
 
 def read_series(path: str | os.PathLike, date_column: str = "date",
@@ -124,19 +164,23 @@ def parse_series(text: str, path: str, date_column: str = "date",
         raise UserError(f"{path}: no column {missing[0]!r}; columns are "
                         f"{', '.join(h for h in header if h != date_column)}")
     index = [header.index(c) for c in wanted]
-    dates, rows, lines = [], [], []
+    body, lines = [], []
     line = reader.line_num
     for row in reader:
         start, line = line + 1, reader.line_num  # a quoted field may span lines
         if len(row) != len(header):
             raise UserError(f"{path}:{start}: {len(row)} fields, the header has {len(header)}")
-        dates.append(_read_date(path, start, row[d], dates[-1] if dates else None))
+        body.append(row)
         lines.append(start)
+    if not body:
+        raise UserError(f"{path}: a header but no rows")
+    day_first = _day_first(path, [row[d] for row in body], lines)
+    dates, rows = [], []
+    for row, start in zip(body, lines):
+        dates.append(_read_date(path, start, row[d], dates[-1] if dates else None, day_first))
         rows.append([math.nan if wanted[k] in blank_tail and not row[i].strip() else
                      _read_number(path, start, wanted[k], row[i])
                      for k, i in enumerate(index)])
-    if not dates:
-        raise UserError(f"{path}: a header but no rows")
     values = np.array(rows, dtype=np.float64).reshape(len(rows), len(wanted))
     blank = np.isnan(values).any(1)
     if blank.any():  # only a tail of rows may be blank
@@ -147,12 +191,13 @@ def parse_series(text: str, path: str, date_column: str = "date",
                             f"{'is' if len(empty) == 1 else 'are'} blank, but later rows have "
                             "values; only the last rows (the future) may be blank")
     return Series(dates, wanted, values.astype(np.float32), str(path), lines,
-                  row[d].strip())  # row: the last one read
+                  body[-1][d].strip())
 
 
-def _read_date(path: str, line: int, field: str, previous: datetime | None) -> datetime:
+def _read_date(path: str, line: int, field: str, previous: datetime | None,
+               day_first: bool = False) -> datetime:
     try:
-        date = parse_date(field)
+        date = parse_date(field, day_first)
     except ValueError:
         raise UserError(f"{path}:{line}: cannot read date {field!r} (use ISO 8601, "
                         "e.g. 2016-07-01 00:00:00)") from None
