@@ -84,7 +84,7 @@ def _day_first(path: str, texts: list[str], lines: list[int]) -> bool:
     first number above 12 says so, a second one above 12 says the month is first (as US
     spreadsheets write it). Where every such date reads both ways, the reading whose dates
     step evenly wins (a monthly series on the 1st, day first, read month first is twelve
-    days a year); where both or neither do, month first, as before.
+    days a year); where both or neither do, month first.
 
     Raises:
         UserError: one date says day first and another month first.
