@@ -68,6 +68,10 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
     (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),
     (["model=patch", "trend_kernel=25"],
      "trend_kernel is for the linear and channel models, not patch"),
+    (["model=repeat", "half_life=-1"], "half_life must be 0 .off. or a positive number"),
+    (["model=repeat", "half_life=nan"], "half_life must be 0 .off. or a positive number"),
+    (["model=repeat", "half_life=inf"], "half_life must be 0 .off. or a positive number"),
+    (["model=linear", "half_life=1124"], "half_life is for the repeat model, not linear"),
 ])
 def test_bad_quantiles_are_refused(items, message):
     from transduce.forecasting.config import ForecastConfig

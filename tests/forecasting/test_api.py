@@ -42,6 +42,23 @@ def test_fit_predict_plot_on_a_csv(tmp_path, monkeypatch):
     assert all(type(r) is float for r in scores["rho_risk"].values())  # prints as numbers
 
 
+def test_the_last_value_pulled_towards_the_training_mean(tmp_path):
+    """repeat with half_life h: step k of the forecast is m + (x − m)·0.5^(k / h), x the
+    last value and m the mean of the training rows (the first 70% of a plain CSV)."""
+    csv = write_sine(tmp_path / "sine.csv", n=400)
+    model = Forecaster.fit(csv, tmp_path / "run", model="repeat", half_life=6.0,
+                           input_length=48, horizon=12, quantiles=[], threads=1)
+    assert repr(model).endswith(": repeat, pulled towards the training mean with "
+                                "half-life 6; forecasts load, temp; 12 steps from the last 48)")
+    table = [line.split(",") for line in csv.read_text().splitlines()[1:]]
+    rows = model.predict(csv)
+    for j, name in enumerate(("load", "temp"), start=1):
+        values = [float(row[j]) for row in table]
+        mean, last = sum(values[:280]) / 280, values[-1]
+        assert [r[name] for r in rows] == pytest.approx(
+            [mean + (last - mean) * 0.5 ** (k / 6) for k in range(1, 13)], abs=1e-4)
+
+
 class FakeFrame:
     """What fit and predict use of a pandas DataFrame: to_csv and the index's name and
     dtype (kind "M": dates)."""

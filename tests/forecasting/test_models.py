@@ -104,7 +104,10 @@ def test_series_transformer_shapes_and_causal_decoder():
     assert not torch.allclose(later[:, 3:], y[:, 3:])
 
 
-def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
+@pytest.mark.parametrize("half_life", [0.0, 2.5])
+def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
+    """The last value, and with ``half_life`` h the last value pulled towards the training
+    mean (0 on the z-scored scale): x · 0.5^(k / h) at step k."""
     from transduce.forecasting.data import load_forecast_data
 
     rng = np.random.default_rng(1)
@@ -114,7 +117,8 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
     path.write_text("date,u,v\n" + "".join(f"2020-01-{1 + i // 24:02d} {i % 24:02d}:00:00,"
                                            f"{a:.6f},{b:.6f}\n" for i, (a, b) in
                                            enumerate(values)))
-    cfg = ForecastConfig(csv=str(path), model="repeat", input_length=L, horizon=H)
+    cfg = ForecastConfig(csv=str(path), model="repeat", input_length=L, horizon=H,
+                         half_life=half_life)
     data = load_forecast_data(cfg)
     metrics = evaluate(build_forecaster(cfg, 2), data, "test", batch_size=3, drop_last=(4,))
     # By hand: z-scores from the first int(0.7 n) rows; windows of the last rows.
@@ -122,7 +126,8 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path):
     train = stored[: int(0.7 * n)]
     z = (stored - train.mean(0)) / train.std(0)
     start = n - int(0.2 * n) - L
-    errors = [z[s + L: s + L + H] - z[s + L - 1] for s in range(start, n - L - H + 1)]
+    decay = 0.5 ** (np.arange(1, H + 1) / half_life)[:, None] if half_life else 1.0
+    errors = [z[s + L: s + L + H] - z[s + L - 1] * decay for s in range(start, n - L - H + 1)]
     assert metrics["windows"] == len(errors)
     np.testing.assert_allclose(metrics["mse"], np.mean(np.square(errors)), rtol=1e-5)
     np.testing.assert_allclose(metrics["mae"], np.mean(np.abs(errors)), rtol=1e-5)

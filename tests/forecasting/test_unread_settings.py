@@ -23,6 +23,7 @@ from transduce.forecasting.predict import Forecaster
                                          "models, not linear"),
     (["model=repeat", "revin=false"], "revin is read by the transformer, patch, channel, "
                                       "linear and sparse models, not repeat"),
+    (["model=patch", "half_life=0"], "half_life is read by the repeat model, not patch"),
     (["model=channel", "residual_attention=false"], "residual_attention is read by the patch "
                                                    "model, not channel"),
     (["model=patch", "layers.tie_output=false"], "command line layers.tie_output=false: "

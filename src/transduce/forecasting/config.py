@@ -31,6 +31,7 @@ READ_BY = {
     "top_k": ("channel",),
     "label_length": ("transformer",), "layers.num_decoder_layers": ("transformer",),
     "residual_attention": ("patch",), "calendar": ("transformer", "patch"),
+    "half_life": ("repeat",),
     **{key: ("transformer", "patch", "channel", "linear", "sparse")
        for key in ("revin", "revin_center", "revin_affine")},  # all but repeat
     **{f"layers.{key}": NEURAL for key in ("d_model", "num_heads", "d_ff",
@@ -103,6 +104,8 @@ class ForecastConfig:
     top_k: int = 0
     mix_channels: bool = True
     learned_mask: bool = False
+    # repeat: steps in which the forecast's distance to the training mean halves (0: never)
+    half_life: float = 0.0
     # transformer
     label_length: int = 48
     calendar: bool = True
@@ -183,6 +186,9 @@ class ForecastConfig:
                         "channels a channel's token attends to, the nearer in spectrum the "
                         "likelier, by a learned distance (DUET's channel clustering); false: "
                         "all of them",
+        "half_life": "repeat model: pull the last value towards the training rows' mean, "
+                     "halving its distance every this many time steps (0: never, the plain "
+                     "last value; exchange rates: three to five years, Rogoff 1996)",
         "label_length": "transformer: known time steps the decoder starts from",
         "calendar": "add hour, weekday, day and year-day features (transformer; patch: "
                     "with known covariates or patch_calendar)",
@@ -267,6 +273,12 @@ class ForecastConfig:
         elif self.period:
             found.append(("period", f"period is for the sparse model, not {self.model}; "
                                     "set period=0"))
+        if not 0 <= self.half_life < math.inf:
+            found.append(("half_life", f"half_life must be 0 (off) or a positive number of "
+                                       f"time steps, not {self.half_life}"))
+        elif self.half_life and self.model != "repeat":
+            found.append(("half_life", f"half_life is for the repeat model, not {self.model}; "
+                                       "set half_life=0"))
         if self.residual_attention and self.model != "patch":
             found.append(("residual_attention", f"residual_attention is for the patch model, "
                                                 f"not {self.model}; set "
@@ -339,7 +351,7 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     known, inputs = len(cfg.known_list()), len(cfg.input_list())
     channels -= known  # known-future columns ride with the calendar features
     if cfg.model == "repeat":
-        return RepeatLast(cfg.horizon)
+        return RepeatLast(cfg.horizon, cfg.half_life)
     if cfg.model == "sparse":
         return SparseForecaster(cfg.input_length, cfg.horizon, cfg.period, channels,
                                 cfg.revin, cfg.revin_center, cfg.revin_affine)
