@@ -79,6 +79,58 @@ def check_repeat(reference: dict, horizon: int, fold: str, mse: float) -> None:
                          f"../backtest/choice.md has {reference[horizon][fold]:.4f}")
 
 
+def candidate_rows(folds: dict, mean: dict, chosen: str) -> list[str]:
+    """choice.md's table at one horizon: each candidate's MSE on each fold (``folds``:
+    fold → candidate → MSE) and their mean, the chosen one marked."""
+    lines = ["| candidate | f1 | f2 | f3 | backtest mean |", "|---|---:|---:|---:|---:|"]
+    for m in mean:
+        mark = " (chosen)" if m == chosen else ""
+        lines.append(f"| {m}{mark} | " + " | ".join(f"{folds[f][m]:.4f}" for f in FOLDS)
+                     + f" | {mean[m]:.4f} |")
+    return lines
+
+
+def choose_at(csv: str, horizon: int, models: tuple[str, ...], scores, reference: dict,
+              lines: list[str]) -> tuple[dict, dict, dict]:
+    """The rule at one horizon: ``scores(csv, split, horizon, models)`` (each model's MSE
+    on the split's test rows, by name) on every fold, `repeat`'s checked against
+    ``reference``, the lowest mean over the folds chosen and only it scored on the
+    protocol's split. Adds the horizon's table to ``lines`` and prints a line. Returns the
+    choice's record, the folds' scores and the protocol's."""
+    folds = {f: scores(csv, split, horizon, models) for f, split in FOLDS.items()}
+    for f, s in folds.items():
+        check_repeat(reference, horizon, f, s["repeat"])
+    mean = {m: sum(folds[f][m] for f in FOLDS) / len(FOLDS) for m in models}
+    chosen = min(mean, key=mean.get)
+    protocol = scores(csv, "auto", horizon, (chosen,))
+    record = {"chosen": chosen, "backtest_mean": {m: round(v, 4) for m, v in mean.items()},
+              "folds": {f: {m: round(folds[f][m], 4) for m in models} for f in FOLDS},
+              "protocol_test_mse": round(protocol[chosen], 4)}
+    lines += [f"## horizon {horizon}", "", *candidate_rows(folds, mean, chosen), "",
+              f"Chosen: `{chosen}`; its protocol test MSE: {protocol[chosen]:.4f}.", ""]
+    print(f"horizon {horizon}: {chosen} (backtest means: "
+          + ", ".join(f"{m} {v:.4f}" for m, v in mean.items())
+          + f"); protocol test MSE {protocol[chosen]:.4f}", flush=True)
+    return record, folds, protocol
+
+
+def finish(script: str, lines: list[str], record: dict, began: float) -> None:
+    """Add the figure (the mean of ``record["horizons"]``' protocol test MSE) and the
+    command to ``lines``; write them as choice.md, and ``record`` with the figure as
+    choice.json, beside ``script``; print the figure."""
+    here, choice = Path(script).parent, record["horizons"]
+    figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
+    lines += [f"Mean protocol test MSE of the choices: **{figure:.4f}** (the last value "
+              "alone: 0.3410).", "",
+              f"Command: `python benchmarks/forecasting/search/{here.name}/"
+              f"{Path(script).name} PATH/exchange_rate.csv` ({time.time() - began:.0f} s on "
+              "this machine)."]
+    write_text(here / "choice.md", "\n".join(lines) + "\n")
+    write_text(here / "choice.json", json.dumps({**record, "mean_test_mse": round(figure, 4)},
+                                                indent=1) + "\n")
+    print(f"mean protocol test MSE of the choices: {figure:.4f}")
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         raise SystemExit(__doc__.strip().splitlines()[-1].strip())
@@ -90,31 +142,9 @@ def main() -> None:
     reference = repeat_reference()
     choice, phis = {}, {}
     for h in HORIZONS:
-        folds = {f: scores(csv, split, h, ("repeat", "ar1"))
-                 for f, split in FOLDS.items()}
-        for f, s in folds.items():
-            check_repeat(reference, h, f, s["repeat"])
-            phis[f] = s["phi"]
-        mean = {m: sum(folds[f][m] for f in FOLDS) / len(FOLDS) for m in ("repeat", "ar1")}
-        chosen = min(mean, key=mean.get)
-        protocol = scores(csv, "auto", h, (chosen,))
-        phis["protocol"] = protocol["phi"]
-        choice[str(h)] = {"chosen": chosen, "backtest_mean": {m: round(v, 4)
-                                                              for m, v in mean.items()},
-                          "folds": {f: {m: round(folds[f][m], 4) for m in mean}
-                                    for f in FOLDS},
-                          "protocol_test_mse": round(protocol[chosen], 4)}
-        lines += [f"## horizon {h}", "", "| candidate | f1 | f2 | f3 | backtest mean |",
-                  "|---|---:|---:|---:|---:|"]
-        for m in ("repeat", "ar1"):
-            mark = " (chosen)" if m == chosen else ""
-            lines.append(f"| {m}{mark} | " + " | ".join(f"{folds[f][m]:.4f}" for f in FOLDS)
-                         + f" | {mean[m]:.4f} |")
-        lines += ["", f"Chosen: `{chosen}`; its protocol test MSE: "
-                      f"{protocol[chosen]:.4f}.", ""]
-        print(f"horizon {h}: {chosen} (backtest means: repeat {mean['repeat']:.4f}, "
-              f"ar1 {mean['ar1']:.4f}); protocol test MSE {protocol[chosen]:.4f}", flush=True)
-    figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
+        choice[str(h)], folds, protocol = choose_at(csv, h, ("repeat", "ar1"), scores,
+                                                    reference, lines)
+        phis.update({f: folds[f]["phi"] for f in FOLDS}, protocol=protocol["phi"])
     lines += ["φ per currency, fitted on each split's training rows (half-life in days: "
               "ln 0.5 / ln φ):", "", "| split | " + " | ".join(
                   f"c{i}" for i in range(len(phis["protocol"]))) + " |",
@@ -123,15 +153,7 @@ def main() -> None:
         lines.append(f"| {split} | " + " | ".join(
             f"{p:.5f} ({math.log(0.5) / math.log(p):.0f})"
             for p in phi) + " |")
-    lines += ["", f"Mean protocol test MSE of the choices: **{figure:.4f}** (the last value "
-                  "alone: 0.3410).", "",
-              f"Command: `python benchmarks/forecasting/search/exchange_ar1/ar1.py "
-              f"PATH/exchange_rate.csv` ({time.time() - began:.0f} s on this machine)."]
-    write_text(HERE / "choice.md", "\n".join(lines) + "\n")
-    write_text(HERE / "choice.json", json.dumps({"horizons": choice, "phi": phis,
-                                                 "mean_test_mse": round(figure, 4)},
-                                                indent=1) + "\n")
-    print(f"mean protocol test MSE of the choices: {figure:.4f}")
+    finish(__file__, lines + [""], {"horizons": choice, "phi": phis}, began)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ README.md). Writes choice.md and choice.json beside this file.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -17,13 +16,13 @@ from torch import nn
 
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent / "exchange_ar1")]
-from ar1 import FOLDS, HORIZONS, INPUT_LENGTH, check_repeat, repeat_reference  # noqa: E402
+from ar1 import (FOLDS, HORIZONS, INPUT_LENGTH, check_repeat, finish,  # noqa: E402
+                 repeat_reference)
 
 from transduce.forecasting.baselines import RepeatLast  # noqa: E402
 from transduce.forecasting.config import ForecastConfig  # noqa: E402
 from transduce.forecasting.data import ForecastData, load_forecast_data  # noqa: E402
 from transduce.forecasting.evaluation import evaluate  # noqa: E402
-from transduce.io import write_text  # noqa: E402
 
 FACTORS = (1, 2, 3)
 CANDIDATES = ("repeat",) + tuple(f"factor_{k}" for k in FACTORS)
@@ -115,17 +114,7 @@ def main() -> None:
         print(f"horizon {h}: {chosen} (backtest means: "
               + ", ".join(f"{m} {v:.4f}" for m, v in mean.items())
               + f"); protocol test MSE {protocol['mse'][chosen]:.4f}", flush=True)
-    figure = sum(c["protocol_test_mse"] for c in choice.values()) / len(choice)
-    lines += [f"Mean protocol test MSE of the choices: **{figure:.4f}** (the last value "
-              "alone: 0.3410).", "",
-              f"Command: `python benchmarks/forecasting/search/exchange_factor/factor.py "
-              f"PATH/exchange_rate.csv` ({time.time() - began:.0f} s on this machine)."]
-    write_text(HERE / "choice.md", "\n".join(lines) + "\n")
-    write_text(HERE / "choice.json", json.dumps({"horizons": choice,
-                                                 "mean_test_mse": round(figure, 4)},
-                                                indent=1) + "\n")
-    print(f"mean protocol test MSE of the choices: {figure:.4f}")
-
+    finish(__file__, lines, {"horizons": choice}, began)
 
 if __name__ == "__main__":
     main()
