@@ -36,7 +36,8 @@ class RepeatLast(nn.Module):
         last = x[:, -1:]  # (B, 1, C)
         if not self.half_life:
             return last.expand(-1, self.horizon, -1).unsqueeze(-1), None  # (B, H, C, 1)
-        steps = torch.arange(1, self.horizon + 1, device=x.device, dtype=torch.float64)
+        # float32, not 64: Apple's MPS has no float64
+        steps = torch.arange(1, self.horizon + 1, device=x.device, dtype=torch.float32)
         decay = (0.5 ** (steps / self.half_life)).to(x.dtype)[None, :, None]  # (1, H, 1)
         return (last * decay).unsqueeze(-1), None  # (B, H, C, 1)
 
