@@ -1,6 +1,7 @@
 """After the rule's run, and deciding nothing: README.md's rule applied to half-lives of
 three, four and five years, at 281 rows a year (LSTNet's 1990 to 2016) and at 365 (the
-file's own calendar). Prints one line per half-life; writes nothing.
+file's own calendar), one line each; then the last value and `ppp4y` on the protocol's
+validation split, which the rule does not read. Writes nothing.
 
     python benchmarks/forecasting/search/exchange_ppp/sensitivity.py PATH/exchange_rate.csv
 """
@@ -27,7 +28,7 @@ def main() -> None:
         raise SystemExit(__doc__.strip().splitlines()[-1].strip())
     csv, loaded = sys.argv[1], {}
 
-    def mse(half_life: int, split: str, horizon: int) -> float:
+    def mse(half_life: int, split: str, horizon: int, part: str = "test") -> float:
         if (split, horizon) not in loaded:
             loaded[split, horizon] = load_forecast_data(ForecastConfig(
                 csv=csv, model="repeat", quantiles=(), input_length=INPUT_LENGTH,
@@ -37,7 +38,7 @@ def main() -> None:
         model = (RepeatLast(horizon) if not half_life else
                  AR1(torch.full((channels,), 0.5 ** (1 / half_life), dtype=torch.float64),
                      horizon))
-        return evaluate(model, data, "test")["mse"]
+        return evaluate(model, data, part)["mse"]
 
     for per_year in (7588 / 27, 365):
         for years in (3, 4, 5):
@@ -51,6 +52,9 @@ def main() -> None:
             print(f"{years} years at {per_year:.0f} rows a year (half_life={half_life}): "
                   f"chosen {', '.join(chosen)}; protocol test MSE {test}, mean "
                   f"{sum(test) / len(test):.4f}", flush=True)
+    for h in HORIZONS:
+        print(f"protocol validation at {h}: repeat {mse(0, 'auto', h, 'val'):.4f}, ppp4y "
+              f"{mse(round(4 * 7588 / 27), 'auto', h, 'val'):.4f}", flush=True)
 
 
 if __name__ == "__main__":
