@@ -50,11 +50,16 @@ def yule_walker(data: ForecastData) -> torch.Tensor:
     return (x[:-1] * x[1:]).sum(0) / (x**2).sum(0)
 
 
-def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
-    """φ of ``split``'s training rows and each of ``models``' MSE on its test split."""
-    data = load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
+def split_data(csv: str, split: str, horizon: int) -> ForecastData:
+    """exchange_rate on ``split`` (a fold's rows, or "auto": the protocol's), input 96."""
+    return load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
                                              input_length=INPUT_LENGTH, horizon=horizon,
                                              split=split))
+
+
+def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
+    """φ of ``split``'s training rows and each of ``models``' MSE on its test split."""
+    data = split_data(csv, split, horizon)
     phi = yule_walker(data)
     built = {"repeat": RepeatLast(horizon), "ar1": AR1(phi, horizon)}
     return {"phi": [round(float(p), 6) for p in phi],

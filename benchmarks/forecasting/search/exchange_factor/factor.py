@@ -16,12 +16,11 @@ from torch import nn
 
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent / "exchange_ar1")]
-from ar1 import (FOLDS, HORIZONS, INPUT_LENGTH, check_repeat, finish,  # noqa: E402
-                 repeat_reference)
+from ar1 import (FOLDS, HORIZONS, check_repeat, finish, repeat_reference,  # noqa: E402
+                 split_data)
 
 from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.config import ForecastConfig  # noqa: E402
-from transduce.forecasting.data import ForecastData, load_forecast_data  # noqa: E402
+from transduce.forecasting.data import ForecastData  # noqa: E402
 from transduce.forecasting.evaluation import evaluate  # noqa: E402
 
 FACTORS = (1, 2, 3)
@@ -62,9 +61,7 @@ def fit(data: ForecastData, k: int, horizon: int) -> tuple[FactorGap, dict]:
 def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
     """Each of ``models``' MSE on ``split``'s test split, fitted on its training rows, and
     what each factor model fitted."""
-    data = load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
-                                             input_length=INPUT_LENGTH, horizon=horizon,
-                                             split=split))
+    data = split_data(csv, split, horizon)
     out, fitted = {}, {}
     for m in models:
         if m == "repeat":

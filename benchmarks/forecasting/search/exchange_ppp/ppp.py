@@ -11,16 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "exchange_ar1"))
-from ar1 import (AR1, HORIZONS, INPUT_LENGTH, choose_at, finish,  # noqa: E402
-                 repeat_reference)
+from ar1 import HORIZONS, choose_at, finish, repeat_reference, split_data  # noqa: E402
 
 from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.config import ForecastConfig  # noqa: E402
-from transduce.forecasting.data import load_forecast_data  # noqa: E402
 from transduce.forecasting.evaluation import evaluate  # noqa: E402
 
 ROWS_PER_YEAR = 7588 / 27  # LSTNet: daily, 1990 to 2016
@@ -30,12 +25,8 @@ MODELS = ("repeat", "ppp4y")
 
 def scores(csv: str, split: str, horizon: int, models: tuple[str, ...]) -> dict:
     """Each of ``models``' MSE on ``split``'s test split (every window)."""
-    data = load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
-                                             input_length=INPUT_LENGTH, horizon=horizon,
-                                             split=split))
-    channels = data.windows["train"].values.shape[1]
-    phi = torch.full((channels,), 0.5 ** (1 / HALF_LIFE), dtype=torch.float64)
-    built = {"repeat": RepeatLast(horizon), "ppp4y": AR1(phi, horizon)}
+    data = split_data(csv, split, horizon)
+    built = {"repeat": RepeatLast(horizon), "ppp4y": RepeatLast(horizon, HALF_LIFE)}
     return {m: evaluate(built[m], data, "test")["mse"] for m in models}
 
 

@@ -11,15 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "exchange_ar1"))
-from ar1 import AR1, FOLDS, HORIZONS, INPUT_LENGTH  # noqa: E402
+from ar1 import FOLDS, HORIZONS, split_data  # noqa: E402
 
 from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.config import ForecastConfig  # noqa: E402
-from transduce.forecasting.data import load_forecast_data  # noqa: E402
 from transduce.forecasting.evaluation import evaluate  # noqa: E402
 
 
@@ -30,15 +26,8 @@ def main() -> None:
 
     def mse(half_life: int, split: str, horizon: int, part: str = "test") -> float:
         if (split, horizon) not in loaded:
-            loaded[split, horizon] = load_forecast_data(ForecastConfig(
-                csv=csv, model="repeat", quantiles=(), input_length=INPUT_LENGTH,
-                horizon=horizon, split=split))
-        data = loaded[split, horizon]
-        channels = data.windows["train"].values.shape[1]
-        model = (RepeatLast(horizon) if not half_life else
-                 AR1(torch.full((channels,), 0.5 ** (1 / half_life), dtype=torch.float64),
-                     horizon))
-        return evaluate(model, data, part)["mse"]
+            loaded[split, horizon] = split_data(csv, split, horizon)
+        return evaluate(RepeatLast(horizon, half_life), loaded[split, horizon], part)["mse"]
 
     for per_year in (7588 / 27, 365):
         for years in (3, 4, 5):
