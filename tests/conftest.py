@@ -1,10 +1,69 @@
+import contextlib
 import os
 import random
+from dataclasses import dataclass
+from typing import Callable
 
 import pytest
 import torch
 
 from transduce.data.numbers import english, german
+
+# Training-outcome tests (those that take the `outcome` fixture) run once per precision here.
+# TRANSDUCE_TEST_PRECISIONS=fp32 (or bf16) runs them in one only; TRANSDUCE_TEST_SEED adds an
+# offset to their seeds, which benchmarks/outcomes/spread.py uses to measure their margins.
+PRECISIONS = tuple(p.strip() for p in
+                   os.environ.get("TRANSDUCE_TEST_PRECISIONS", "fp32,bf16").split(",")
+                   if p.strip())
+if not PRECISIONS or set(PRECISIONS) - {"fp32", "bf16"}:
+    raise pytest.UsageError("TRANSDUCE_TEST_PRECISIONS: give fp32, bf16 or fp32,bf16, not "
+                            f"{os.environ['TRANSDUCE_TEST_PRECISIONS']!r}")
+SEED_OFFSET = int(os.environ.get("TRANSDUCE_TEST_SEED", "0"))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a training-outcome test trains: in which precision, from which seeds; and where it
+    records what it measured (JUnit XML properties, read by benchmarks/outcomes/spread.py)."""
+
+    precision: str
+    record_property: Callable[[str, object], None]
+
+    def seed(self, base: int) -> int:
+        return base + SEED_OFFSET
+
+    def args(self, seed: int) -> list[str]:
+        """key=value settings for a CLI training run."""
+        return [f"precision={self.precision}", f"seed={self.seed(seed)}"]
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """CPU bfloat16 autocast for "bf16" (none for "fp32"), to wrap a whole training loop.
+
+        Its cast cache is off: with it on, the bfloat16 copy of a weight made at the first
+        step is reused for the whole region while the optimiser updates the float32 weight,
+        so the layers autocast touches would train on stale copies (the Bahdanau figure's
+        attention stayed uniform that way). The engine enters autocast once per step instead.
+        """
+        return torch.autocast("cpu", torch.bfloat16, enabled=self.precision == "bf16",
+                              cache_enabled=False)
+
+    def record(self, name: str, value):
+        self.record_property(name, repr(value if isinstance(value, (int, float))
+                                        else [round(float(v), 6) for v in value]))
+        return value
+
+
+@pytest.fixture(params=PRECISIONS)
+def outcome(request, record_property) -> Outcome:
+    return Outcome(request.param, record_property)
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that takes `outcome` (itself or through a fixture) is a training-outcome test:
+    `pytest -m outcome` selects them, as `make test` does under each CPU kernel."""
+    for item in items:
+        if "outcome" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.outcome)
 
 
 def pytest_configure(config):

@@ -87,3 +87,20 @@ def test_retaining_freed_memory_is_a_no_op_without_glibc(monkeypatch):
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="needs glibc")
 def test_retaining_freed_memory_takes_effect_on_this_glibc():
     assert device.retain_freed_memory() is True
+
+
+@pytest.mark.outcome
+def test_the_cpu_kernel_is_the_one_make_test_asked_for():
+    """`make test` reruns the training-outcome tests under ATEN_CPU_CAPABILITY; if PyTorch
+    ignored the variable (a misspelt value, a renamed variable), those runs would check the
+    machine's own kernel again and prove nothing."""
+    import os
+
+    from tests.kernels import ORDER, other_kernels
+
+    asked = os.environ.get("ATEN_CPU_CAPABILITY")
+    own = torch.backends.cpu.get_cpu_capability().lower()
+    if asked is None:
+        pytest.skip("ATEN_CPU_CAPABILITY is not set: this pass runs the machine's own kernel")
+    assert asked in ORDER and asked in other_kernels() + [own], (asked, own)
+    assert own == asked, f"asked for the {asked} kernel, PyTorch runs {own}"

@@ -102,3 +102,52 @@ def test_recorded_path_is_relative_inside_the_root_and_a_name_outside(tmp_path):
     root = tmp_path / "repo"
     assert recorded_path(root / "configs" / "a.yaml", root) == "configs/a.yaml"
     assert recorded_path(tmp_path / "data" / "multi30k", root) == "multi30k"
+
+
+def make_node(path, minor):
+    """A character device like /dev/null (minor 3) or /dev/full (7), made in the test's own
+    folder, never the machine's /dev; skips where this process may not make device nodes."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD)")
+    return path
+
+
+def test_a_device_is_written_into_not_replaced(tmp_path):
+    null = make_node(tmp_path / "null", 3)
+    write_text(null, "thrown away")
+    assert stat.S_ISCHR(null.stat().st_mode) and null.stat().st_rdev == os.makedev(1, 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]  # no temporary left beside it
+
+
+def test_a_full_device_reports_no_space_and_stays_a_device(tmp_path):
+    full = make_node(tmp_path / "full", 7)
+    with pytest.raises(OSError) as caught:
+        write_text(full, "x" * 10_000)
+    assert caught.value.errno == 28  # ENOSPC
+    assert stat.S_ISCHR(full.stat().st_mode)
+
+
+def test_a_named_pipe_is_written_into_not_replaced(tmp_path):
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_text(fifo, "through the pipe\n")
+    reader.join(timeout=10)
+    assert received == ["through the pipe\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_link_is_written_through_to_its_target(tmp_path):
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old")
+    link.symlink_to(real.name)  # relative, as links usually are
+    write_text(link, "new")
+    assert link.is_symlink() and os.readlink(link) == "real.txt"
+    assert real.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "real.txt"]

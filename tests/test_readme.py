@@ -185,3 +185,22 @@ def test_readme_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
     assert "torch.Size" in out and "'three', 'hundred', 'twenty', '-', 'one', '</s>'" in out
     assert "'date': '2018-03-01 08:00:00', 'OT': " in out and "'OT_q0.9'" in out
     assert (tmp_path / "next_24_hours.png").is_file()
+
+
+def test_readme_demo_table_is_the_one_the_benchmark_wrote():
+    """The demo's table of seeds and precisions is docs/demo_stability.md, which
+    benchmarks/demo/stability.py renders from its stability.json: no figure typed twice."""
+    import json
+
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("stability",
+                                                  root / "benchmarks/demo/stability.py")
+    stability = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stability)
+    summary = json.loads((root / "benchmarks/demo/stability.json").read_text(encoding="utf-8"))
+    page = (root / "docs/demo_stability.md").read_text(encoding="utf-8")
+    assert page == stability.table(summary["runs"], summary["command"], summary["machine"])
+    assert all(stability.steadiness(r["curve"])["steady"] == r["steady"]
+               for r in summary["runs"])
+    rows = "\n".join(line for line in page.splitlines() if line.startswith("|"))
+    assert rows in README

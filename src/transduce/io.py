@@ -53,11 +53,36 @@ def fsync_directory(path: Path) -> None:
             os.close(fd)
 
 
+def _is_special(path: Path) -> bool:
+    """A device, a named pipe or a socket: something to write into, never to replace."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically, on
-    failure it is deleted. Write to the yielded path, not to ``path``."""
+    failure it is deleted. Write to the yielded path, not to ``path``.
+
+    A symbolic link is written through, as ``cp`` and editors do: its target is replaced
+    atomically and the link stays. A device, named pipe or socket (``--output /dev/null``, a
+    FIFO, ``>(gzip ...)``) is yielded itself, to be written straight into: renaming a file
+    over it would replace the device node, not write to it.
+    """
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if _is_special(path):
+        try:
+            yield path
+        except OSError as error:  # a write's error (ENOSPC, EPIPE) names no file
+            if error.filename is None:
+                raise type(error)(error.errno, error.strerror, str(path)) from None
+            raise
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _mode_for(path, directory=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

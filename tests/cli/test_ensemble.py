@@ -144,3 +144,24 @@ def test_bad_ensemble_arguments(two_runs, tmp_path, monkeypatch, capsys, args, m
     names = {"A": str(two_runs[0]), "B": str(two_runs[1])}
     assert main(["tune", *[names.get(a, a) for a in args]]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["average", "--last", "2"], ["tune", "--last", "1"]])
+def test_a_run_in_use_is_not_averaged_or_tuned_into(trained_run, tmp_path, capsys, command):
+    """While another process holds the run (a training, a tune), averaged.pt and
+    decoding.json written into it would be stale at once, and two tunes would share
+    tune.partial.jsonl: refused, naming the holder. Averaging to a file outside the run
+    only reads it, and stays possible."""
+    from transduce.runs import lock
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    before = sorted(p.name for p in run.rglob("*"))
+    with lock(run):
+        assert main([command[0], str(run), *command[1:]]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{run}: in use by process " in err[0], err
+        assert sorted(p.name for p in run.rglob("*")) == before
+        if command[0] == "average":
+            assert main(["average", str(run), "--last", "2", "--output",
+                         str(tmp_path / "a.pt")]) == 0

@@ -111,3 +111,32 @@ def test_pipeline_average_translate_evaluate(trained_run, tmp_path, capsys):
     report = capsys.readouterr().out
     assert "BLEU " in report and "nrefs:1|case:mixed" in report
     assert "BLEU (lowercased)" in report and "case:lc" in report and "chrF2" in report
+
+
+def test_outputs_that_are_devices_are_written_into_and_kept(trained_run, forecast_run, tmp_path,
+                                                           capsys):
+    """`--output /dev/null` (here a node of the test's own) must not replace the device with
+    a file, for every command that writes one output file; a full device is one line."""
+    import os
+    import stat
+
+    from tests.test_io import make_node
+
+    null, full = make_node(tmp_path / "null", 3), make_node(tmp_path / "full", 7)
+    source = tmp_path / "in.txt"
+    source.write_text("seven\neleven\n", encoding="utf-8")
+    forecast, csv = forecast_run
+    commands = [["translate", str(trained_run), "--input", str(source), "--output"],
+                ["average", str(trained_run), "--last", "2", "--output"],
+                ["forecast", "predict", str(forecast), "--csv", str(csv), "--output"],
+                ["forecast", "plot", str(forecast), "--output"]]
+    for command in commands:
+        assert main([*command, str(null)]) == 0, command
+        assert stat.S_ISCHR(null.stat().st_mode), command
+    capsys.readouterr()
+    assert main([*commands[0], str(full)]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and err[0].startswith(f"transduce: error: {full}: No space left"), err
+    assert stat.S_ISCHR(full.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "in.txt", "null"]
+    assert os.stat(null).st_rdev == os.makedev(1, 3)

@@ -24,8 +24,9 @@ def test_vector_values_and_mask():
     assert weights[0, 0, 0] == 0
 
 
-def test_learned_width_fits_better_than_the_fixed_kernel():
+def test_learned_width_fits_better_than_the_fixed_kernel(outcome):
     """d2l §11.2: y = 2 sin x + x^0.8 + noise, each training point attends to the others."""
+    torch.manual_seed(outcome.seed(0))
     n = 50
     x = torch.sort(torch.rand(n) * 5).values
     y = 2 * torch.sin(x) + x**0.8 + torch.normal(0.0, 0.5, (n,))
@@ -33,14 +34,16 @@ def test_learned_width_fits_better_than_the_fixed_kernel():
     model = LearnedNadarayaWatson()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     loss = lambda: ((model(x, x, y, mask=not_self)[0] - y) ** 2).mean()  # noqa: E731
-    start = loss().item()
-    for _ in range(20):
-        optimizer.zero_grad()
-        value = loss()
-        value.backward()
-        optimizer.step()
-    assert loss().item() < 0.9 * start
-    assert model.w.item() > 1.0  # a narrower kernel than the fixed one fits this curve
+    with outcome.autocast():
+        start = loss().item()
+        for _ in range(20):
+            optimizer.zero_grad()
+            value = loss()
+            value.backward()
+            optimizer.step()
+        # measured: 0.63-0.78 of the start (benchmarks/outcomes/spread.md)
+        assert outcome.record("loss_ratio", loss().item() / start) < 0.9
+    assert outcome.record("w", model.w.item()) > 1.0  # a narrower kernel fits this curve
 
 
 def test_gradcheck_gaussian_pooling():

@@ -26,7 +26,9 @@ def client(model, trained_run):
 def test_health_info_and_the_page(client, trained_run):
     assert client.get("/health").json() == {"status": "ok"}
     info = client.get("/info").json()
-    assert info["kind"] == "translation" and info["checkpoint"].endswith("best.pt")
+    assert info["kind"] == "translation" and info["checkpoint"] == "run/checkpoints/best.pt"
+    # no absolute path of the machine, in any field the page shows
+    assert str(trained_run.parent) not in json.dumps(info)
     assert info["scores"]["last_validation"]["valid_bleu"] >= 0
     assert info["limits"]["max_sentences"] == MAX_SENTENCES
     page = client.get("/")
@@ -143,6 +145,7 @@ def test_a_forecast_run_is_served(forecast_run):
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
         assert info["kind"] == "forecast" and info["example"].startswith("date,load,temp")
+        assert info["run"] == "run" and str(run.parent) not in json.dumps(info)
         assert info["rows_hint"] == ("Paste at least 48 recent rows as CSV (a header with "
                                      "the date column and load, temp).")
         got = c.post("/forecast", json={"csv": csv.read_text()}).json()
@@ -157,6 +160,11 @@ def test_a_forecast_run_is_served(forecast_run):
         assert big.status_code == 413 and big.json()["error"].endswith("send fewer rows")
         bad = c.post("/forecast", json={"csv": "date,load,temp\n2021-01-01,1,x\n"})
         assert bad.status_code == 422 and "column 'temp' holds 'x'" in bad.json()["error"]
+        rows = csv.read_text().splitlines()
+        date, _, temp = rows[6].split(",")
+        rows[6] = f"{date},1e308,{temp}"  # beyond float32: it was a 500 and a traceback
+        huge = c.post("/forecast", json={"csv": "\n".join(rows)})
+        assert huge.status_code == 422 and ":7: column 'load' holds " in huge.json()["error"]
         assert c.post("/translate", json={"sentences": ["x"]}).status_code == 404
 
 

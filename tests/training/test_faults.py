@@ -279,6 +279,23 @@ def test_a_resume_from_a_damaged_step_checkpoint_is_one_line(config, tmp_path, c
     assert "step_2.pt: cannot resume from it (KeyError" in one_line(capsys)
 
 
+def test_a_newest_checkpoint_cut_short_names_the_file_to_delete(config, tmp_path, capsys):
+    """A step checkpoint that is not one at all (a copy cut short, a full disk): the error
+    said "give a .pt file written by transduce", of a file transduce wrote. It names the
+    file to delete and the checkpoint resuming then starts from."""
+    run = tmp_path / "run"
+    assert train(config, run, "max_steps=4", "valid_every=2") == 0
+    newest = run / "checkpoints" / "step_4.pt"
+    newest.write_bytes(newest.read_bytes()[:1000])
+    assert main(["train", "--run-dir", str(run), "max_steps=6"]) == 2
+    assert one_line(capsys) == (f"transduce: error: {newest}: not a transduce checkpoint "
+                                "(RuntimeError): the run's newest checkpoint is damaged; "
+                                "delete it to resume from step_2.pt, or use a new --run-dir")
+    newest.unlink()
+    assert main(["train", "--run-dir", str(run), "max_steps=6"]) == 0
+    assert runs.step_checkpoints(run)[-1].name == "step_6.pt"
+
+
 def test_a_refused_writer_waits_briefly_for_the_holder_to_write_its_name(tmp_path):
     """The holder writes its name just after taking the lock; a second process that reads
     the lock file in between must not name "another process" when the name is coming."""

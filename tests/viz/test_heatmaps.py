@@ -69,3 +69,24 @@ def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
     left, right, bottom, top = seen["extent"]  # on the dates of the forecast's time axis
     import matplotlib.dates as mdates
     assert left < mdates.date2num(dates[0]) < right and top < bottom
+
+
+def test_a_long_title_is_wrapped_between_words(tmp_path, monkeypatch):
+    """`transduce attention` titles a figure with the sentence and its translation: a long
+    one was cut mid-word; it wraps at spaces, and only what fits on three lines is kept."""
+    import matplotlib.figure
+
+    titles = []
+    original = matplotlib.figure.Figure.suptitle
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", lambda self, t, **k: (
+        titles.append(t), original(self, t, **k))[1])
+    weights = torch.softmax(torch.randn(1, 1, 3, 3), dim=-1)
+    sentence = "a man in an orange hat starring at something while his dog waits "
+    plot_attention(weights, list("abc"), list("xyz"), tmp_path / "a.png", sentence.strip())
+    plot_attention(weights, list("abc"), list("xyz"), tmp_path / "b.png", sentence * 8)
+    words = sentence.split()
+    for title in titles:
+        lines = title.split("\n")
+        assert 1 < len(lines) <= 3
+        assert all(w in words for line in lines for w in line.split() if w != "…"), lines
+    assert titles[0].split() == words and titles[1].endswith("…")

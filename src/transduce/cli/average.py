@@ -19,9 +19,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.decoding import defaults
-    from transduce.runs import average_run
+    import contextlib
 
-    last = args.last if args.last is not None else defaults.read(args.run_dir).last or 5
-    print(f"wrote {average_run(args.run_dir, last, args.output)}")
+    from transduce.decoding import defaults
+    from transduce.runs import average_run, lock
+
+    # averaged.pt inside a run that is training would be stale at once: the run's lock
+    # refuses that; --output elsewhere only reads the run, and may average it as it trains
+    inside = args.output is None
+    with (lock(args.run_dir, "wait for it to finish, or give --output outside the run to "
+                             "average its checkpoints so far") if inside
+          else contextlib.nullcontext()):
+        last = args.last if args.last is not None else defaults.read(args.run_dir).last or 5
+        print(f"wrote {average_run(args.run_dir, last, args.output)}")
     return 0

@@ -43,6 +43,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from transduce.decoding.tune import Grid, tune, tune_ensemble
     from transduce.errors import UserError
+    from transduce.runs import lock
 
     grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), args.beam,
                 args.metric, args.sentences)
@@ -54,7 +55,10 @@ def run(args: argparse.Namespace) -> int:
         chosen, rows = tune_ensemble(args.run_dir, args.out, grid, args.device)
         where = f"{args.out}/ensemble.json and {args.out}/decoding.json"
     else:
-        chosen, rows = tune(args.run_dir[0], grid, args.device)
+        # the run's one writer: a second tune would share tune.partial.jsonl, and a tune
+        # beside a training would leave averaged.pt and decoding.json stale at once
+        with lock(args.run_dir[0], "wait for it to finish"):
+            chosen, rows = tune(args.run_dir[0], grid, args.device)
         where = f"{args.run_dir[0]}/averaged.pt and {args.run_dir[0]}/decoding.json"
     label = "BLEU tok" if args.metric == "bleu_tok" else "BLEU"  # the column it chose by
     print(f"{'last':>4} {'α':>4} {'block':>5} {label:>8} {'chrF2':>6} {'looping':>7}")

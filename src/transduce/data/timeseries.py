@@ -155,6 +155,9 @@ def parse_series(text: str, path: str, date_column: str = "date",
         raise UserError(f"{path}: the header names column {twice[0]!r} more than once; "
                         "rename the columns so that each name is unique")
     d = header.index(date_column)
+    if len(header) == 1:
+        raise UserError(f"{path}: only a date column ({date_column!r}); add the columns of "
+                        "values to forecast")
     wanted = list(columns) if columns else [h for h in header if h != date_column]
     if date_column in wanted:
         raise UserError(f"{path}: {date_column!r} is the date column, not a value column; "
@@ -212,6 +215,9 @@ def _read_date(path: str, line: int, field: str, previous: datetime | None,
     return date
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _read_number(path: str, line: int, column: str, field: str) -> float:
     try:
         value = float(field)
@@ -220,6 +226,10 @@ def _read_number(path: str, line: int, column: str, field: str) -> float:
     if not math.isfinite(value):
         raise UserError(f"{path}:{line}: column {column!r} holds {field!r}, not a number; "
                         "fill or drop that row, or leave the column out (columns=a,b,...)")
+    if abs(value) > FLOAT32_MAX:  # it would become inf in the float32 the models compute in
+        raise UserError(f"{path}:{line}: column {column!r} holds {field.strip()}, beyond the "
+                        f"±{FLOAT32_MAX:.1e} that float32 holds; rescale the column (e.g. "
+                        "into other units) or drop that row")
     return value
 
 

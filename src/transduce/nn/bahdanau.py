@@ -2,7 +2,12 @@
 (Bahdanau et al. 2015; d2l §11.4). It speaks the same decoding protocol as the Transformer
 (``start`` / ``step``), so greedy search serves both.
 
-Legend: B batch, S source length, T target steps, E embedding size, Hd hidden size, V vocab.
+The encoder reads the source forwards (d2l's form) or both ways, as the paper's does (§3.2):
+each annotation is then [forward state; backward state], so it holds the words on both sides
+of its position, and the decoder starts from tanh(W_s ←h_1) (appendix A.2.2).
+
+Legend: B batch, S source length, T target steps, E embedding size, Hd hidden size, V vocab,
+L layers, A annotation size (Hd forwards, 2 Hd both ways).
 """
 
 from __future__ import annotations
@@ -11,14 +16,14 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from transduce.nn.attention import AdditiveAttention
 
 
 @dataclass(frozen=True)
 class RNNState:
-    """Decoder state: the encoder outputs (B, S, Hd), source mask (B, 1, S), and the GRU
+    """Decoder state: the encoder outputs (B, S, A), source mask (B, 1, S), and the GRU
     hidden state (num_layers, B, Hd)."""
 
     enc_outputs: Tensor
@@ -32,6 +37,40 @@ class RNNState:
                         self.hidden.index_select(1, indices))
 
 
+class ForwardGRUEncoder(nn.Module):
+    """A GRU reading the source left to right; its last state starts the decoder."""
+
+    def __init__(self, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
+                          dropout=dropout)
+        self.annotation_size = num_hiddens
+
+    def forward(self, packed: PackedSequence) -> tuple[PackedSequence, Tensor]:
+        """Annotations (packed, A = Hd) and the decoder's first state (L, B, Hd)."""
+        return self.rnn(packed)
+
+
+class BidirectionalGRUEncoder(nn.Module):
+    """Bahdanau et al.'s encoder: a GRU each way, annotations [→h_j; ←h_j] (§3.2), and the
+    decoder's first state tanh(W_s ←h_1) from the backward GRU's last state (A.2.2)."""
+
+    def __init__(self, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
+                          dropout=dropout, bidirectional=True)
+        self.W_s = nn.Linear(num_hiddens, num_hiddens)
+        self.annotation_size = 2 * num_hiddens
+
+    def forward(self, packed: PackedSequence) -> tuple[PackedSequence, Tensor]:
+        """Annotations (packed, A = 2 Hd) and the decoder's first state (L, B, Hd)."""
+        outputs, hidden = self.rnn(packed)  # hidden: (2 L, B, Hd), layer-major
+        backward = hidden.unflatten(0, (-1, 2))[:, 1]  # (L, B, Hd): ←h_1 of each layer
+        return outputs, torch.tanh(self.W_s(backward))
+
+
 class BahdanauSeq2Seq(nn.Module):
     """GRU encoder; GRU decoder whose input is [attention context; previous embedding].
 
@@ -40,19 +79,21 @@ class BahdanauSeq2Seq(nn.Module):
         embed_size: E. num_hiddens: Hd. num_layers: GRU layers on each side.
         dropout: between GRU layers and on the attention weights.
         pad_id: padding id.
+        bidirectional: read the source both ways, as Bahdanau et al. do (False: forwards).
     """
 
-    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int = 64,
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, *, embed_size: int = 64,
                  num_hiddens: int = 128, num_layers: int = 1, dropout: float = 0.0,
-                 pad_id: int = 0) -> None:
+                 pad_id: int = 0, bidirectional: bool = False) -> None:
         super().__init__()
         rnn_dropout = dropout if num_layers > 1 else 0.0
         self.src_embed = nn.Embedding(src_vocab_size, embed_size, padding_idx=pad_id)
-        self.encoder = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
-                              dropout=rnn_dropout)
+        encoder = BidirectionalGRUEncoder if bidirectional else ForwardGRUEncoder
+        self.encoder = encoder(embed_size, num_hiddens, num_layers, rnn_dropout)
+        annotation = self.encoder.annotation_size
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_size, padding_idx=pad_id)
-        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)
-        self.decoder = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+        self.attention = AdditiveAttention(num_hiddens, annotation, num_hiddens, dropout)
+        self.decoder = nn.GRU(embed_size + annotation, num_hiddens, num_layers,
                               batch_first=True, dropout=rnn_dropout)
         self.generator = nn.Linear(num_hiddens, tgt_vocab_size)
 
@@ -64,7 +105,7 @@ class BahdanauSeq2Seq(nn.Module):
                                       enforce_sorted=False)
         outputs, hidden = self.encoder(packed)
         outputs, _ = pad_packed_sequence(outputs, batch_first=True,
-                                         total_length=src.shape[1])  # (B, S, Hd)
+                                         total_length=src.shape[1])  # (B, S, A)
         return RNNState(outputs, src_mask, hidden)
 
     def decode(self, tokens: Tensor, state: RNNState,

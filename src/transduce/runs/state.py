@@ -24,9 +24,10 @@ from transduce.runs.checkpoints import (CONFIG, LOCK, METRICS, TRAINED_BY, check
 
 # ---------------------------------------------------------------- one writer at a time
 @contextlib.contextmanager
-def lock(run_dir: str | os.PathLike):
-    """Hold ``run_dir`` for one training process; a second is refused with one line naming
-    the holder. The lock is the kernel's (``flock``), so a killed process never leaves it
+def lock(run_dir: str | os.PathLike,
+         advice: str = "wait for it to finish, or stop it and run again to resume"):
+    """Hold ``run_dir`` for one writer (a training, or a command that writes into the run);
+    a second is refused with one line naming the holder, then ``advice``. The lock is the kernel's (``flock``), so a killed process never leaves it
     stuck. Sweeps what a killed writer left (staging files, a half-trained tokenizer). If
     this call created the directory and the run fails before writing its config.yaml, the
     directory is removed again: a failed start leaves nothing behind."""
@@ -40,8 +41,7 @@ def lock(run_dir: str | os.PathLike):
     except BlockingIOError:
         holder = _holder(handle)
         handle.close()
-        raise UserError(f"{run_dir}: in use by {holder}; wait for it to finish, or stop it "
-                        "and run again to resume") from None
+        raise UserError(f"{run_dir}: in use by {holder}; {advice}") from None
     try:
         handle.seek(0)
         handle.truncate()

@@ -218,28 +218,32 @@ def describe(path: str, model) -> dict:
     from transduce.forecasting.predict import Forecaster
 
     if isinstance(model, Forecaster):
-        return {"kind": "forecast", "run": str(model.run_dir),
+        return {"kind": "forecast", "run": Path(model.run_dir).name,
                 "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),
                 "scores": _scores(model.run_dir), "example": _example_rows(model)}
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
-        return {"kind": "ctranslate2", "export": str(path),
-                "description": f"CTranslate2 export {path}", "scores": {}, "example": "",
+        return {"kind": "ctranslate2", "export": Path(path).name,
+                "description": f"CTranslate2 export {Path(path).name}", "scores": {},
+                "example": "",
                 "decoding": decoding, "attention": False}
     from transduce import runs
 
     params = sum(p.numel() for p in model.model.parameters())
     members = runs.ensemble_members(path)
     if members is not None:
-        return {"kind": "translation", "ensemble": [str(m) for m in members],
+        return {"kind": "translation", "ensemble": [Path(m).name for m in members],
                 "description": f"ensemble of {len(members)} translation models, {params:,} "
-                               f"parameters in all, {path}",
+                               f"parameters in all, {Path(path).name}",
                 "parameters": params, "scores": {}, "example": "", "decoding": decoding,
                 "attention": False}
 
     checkpoint, run_dir = runs.find_checkpoint(path)
+    # named within its run, never by its absolute path: the page may be seen from afar
+    checkpoint = (Path(run_dir).name / Path(checkpoint).relative_to(run_dir)).as_posix() \
+        if Path(checkpoint).is_relative_to(run_dir) else Path(checkpoint).name
     numbers = type(model.tokenizer).__name__ == "NumbersTokenizer"
-    return {"kind": "numbers" if numbers else "translation", "checkpoint": str(checkpoint),
+    return {"kind": "numbers" if numbers else "translation", "checkpoint": checkpoint,
             "description": f"{'demo numbers' if numbers else 'translation'} model, "
                            f"{params:,} parameters, {checkpoint}",
             "parameters": params, "scores": _scores(run_dir),

@@ -101,8 +101,15 @@ class Engine:
         torch.manual_seed(cfg.seed * 1000 + session.rank)  # dropout differs across processes
         steps = runs.step_checkpoints(self.run_dir)
         if steps:
+            before = steps[-2].name if len(steps) > 1 else "the start"
             try:
-                self.restore(runs.load_checkpoint(steps[-1], task.kind))
+                state = runs.load_checkpoint(steps[-1], task.kind)
+            except UserError as error:  # damaged (a full disk, a copy cut short)
+                raise UserError(f"{str(error).split('; ')[0]}: the run's newest checkpoint is "
+                                f"damaged; delete it to resume from {before}, or use a new "
+                                "--run-dir") from None
+            try:
+                self.restore(state)
             except (KeyError, TypeError, ValueError, RuntimeError) as error:
                 raise UserError(f"{steps[-1]}: cannot resume from it ({type(error).__name__}: "
                                 f"{str(error).splitlines()[0][:200]}); delete it to resume "

@@ -35,7 +35,7 @@ def _regression_data():
 
 
 def _regression_figure(x_train, y_train, x_test, pred, weights, title, path):
-    x_train, y_train, x_test, pred, weights = (t.detach().numpy() for t in
+    x_train, y_train, x_test, pred, weights = (t.detach().float().numpy() for t in
                                                (x_train, y_train, x_test, pred, weights))
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     left.plot(x_test, _target(torch.from_numpy(x_test)), label="truth: 2 sin x + x^0.8")
@@ -162,8 +162,8 @@ def _reversal_batch(n: int, generator: torch.Generator):
     return src, tgt
 
 
-def _train_reversal(model, steps: int, lr: float) -> None:
-    generator = torch.Generator().manual_seed(SEED)
+def _train_reversal(model, steps: int, lr: float, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     for _ in range(steps):
@@ -180,28 +180,33 @@ def _train_reversal(model, steps: int, lr: float) -> None:
 SEQUENCE = torch.tensor([[3, 4, 5, 6, 7, 8, 2]])  # six tokens and EOS
 
 
-def figure_bahdanau(out: Path, steps: int = 300) -> dict:
-    torch.manual_seed(SEED)
-    model = BahdanauSeq2Seq(12, 12, embed_size=32, num_hiddens=64)
-    _train_reversal(model, steps, 5e-3)
+def figure_bahdanau(out: Path, steps: int = 300, seed: int = SEED) -> dict:
+    """The RNN baseline with the paper's bidirectional encoder, trained to reverse. Read
+    forwards only, the annotation at source 6 - t has also read 5 - t, so output t could
+    attend to either, and which one training settled on changed with the CPU's rounding; read
+    both ways, the annotation of 5 - t is the one that holds word 5 - t on both sides."""
+    torch.manual_seed(seed)
+    model = BahdanauSeq2Seq(12, 12, embed_size=32, num_hiddens=64, bidirectional=True)
+    _train_reversal(model, steps, 5e-3, seed)
     tgt = torch.cat([torch.tensor([[1]]), SEQUENCE[:, :-1].flip(1)], 1)  # BOS + reversal
     with torch.no_grad():
         state = model.start(SEQUENCE, padding_mask(SEQUENCE, 0))
         _, _, weights = model.decode(tgt, state, need_weights=True)  # (1, T, S)
     src_labels = [str(t) for t in SEQUENCE[0, :-1].tolist()] + ["</s>"]
     out_labels = [str(t) for t in tgt[0, 1:].tolist()] + ["</s>"]
+    weights = weights.float()  # bfloat16 under autocast
     plot_attention(weights[None], src_labels, out_labels, out / "bahdanau_attention.png",
                    "Bahdanau attention of the RNN baseline, trained to reverse a sequence",
                    ("source token", "output token"), ["additive attention"])
     return {"weights": weights[0]}
 
 
-def figure_transformer(out: Path, steps: int = 300) -> dict:
-    torch.manual_seed(SEED)
-    model = build_transformer(TransformerConfig(12, d_model=64, d_ff=128, num_heads=4,
-                                                num_encoder_layers=2, num_decoder_layers=2,
-                                                dropout=0.0))
-    _train_reversal(model, steps, 2e-3)
+def figure_transformer(out: Path, steps: int = 300, seed: int = SEED) -> dict:
+    torch.manual_seed(seed)
+    model = build_transformer(TransformerConfig(src_vocab_size=12, d_model=64, d_ff=128,
+                                                num_heads=4, num_encoder_layers=2,
+                                                num_decoder_layers=2, dropout=0.0))
+    _train_reversal(model, steps, 2e-3, seed)
     tgt = torch.cat([torch.tensor([[1]]), SEQUENCE[:, :-1].flip(1)], 1)  # (1, T)
     mask = padding_mask(SEQUENCE, 0)
     with torch.no_grad():
@@ -213,6 +218,7 @@ def figure_transformer(out: Path, steps: int = 300) -> dict:
     maps = {"encoder": torch.stack([w[0] for w in encoder]),
             "decoder": torch.stack([w[0] for w in decoded.self_weights]),
             "cross": torch.stack([w[0] for w in decoded.cross_weights])}
+    maps = {name: w.float() for name, w in maps.items()}  # bfloat16 under autocast
     plot_attention(maps["cross"], src_labels, out_labels, out / "transformer_cross_attention.png",
                    "Transformer cross-attention, trained to reverse: the anti-diagonal",
                    ("source token", "output token"))

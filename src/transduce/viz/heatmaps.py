@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Sequence
 
 import matplotlib
@@ -26,6 +27,18 @@ def cut(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def wrap(text: str, width: int = 90, lines: int = 3) -> str:
+    """``text`` wrapped at spaces into at most ``lines`` lines of ``width`` characters (for
+    titles); what does not fit ends in an ellipsis after the last whole word. Only a word
+    longer than a line is split."""
+    wrapped = textwrap.wrap(text, width) or [""]
+    if len(wrapped) > lines:
+        last = textwrap.shorten(" ".join(wrapped[lines - 1:]), width, placeholder=" …")
+        wrapped = wrapped[: lines - 1] + [last if last != "…" else cut(wrapped[lines - 1],
+                                                                        width)]
+    return "\n".join(wrapped)
+
+
 def plot_attention(
     weights,
     keys: Sequence[str],
@@ -43,7 +56,7 @@ def plot_attention(
         keys: K labels for the x axis (e.g. source tokens).
         queries: Q labels for the y axis (e.g. target tokens).
         path: the PNG to write.
-        title: the figure's title (cut to fit).
+        title: the figure's title (wrapped at spaces to fit).
         axis_names: the x and y axis titles.
         head_names: a title for each column (default "head 1", ...).
     """
@@ -70,7 +83,7 @@ def plot_attention(
             ax.set_ylabel(axis_names[1], fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     # at most 9 characters of 10-point text per inch: a long title never widens the figure
-    fig.suptitle(cut(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10)
+    fig.suptitle(wrap(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10)
     _save(fig, path)
 
 
