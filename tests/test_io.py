@@ -135,7 +135,7 @@ def test_a_named_pipe_is_written_into_not_replaced(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     received = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
     reader.start()
     write_text(fifo, "through the pipe\n")
     reader.join(timeout=10)

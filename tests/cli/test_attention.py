@@ -51,7 +51,8 @@ def test_attention_html_is_self_contained_with_every_kind(trained_run, tmp_path)
 
 @pytest.mark.parametrize("sentence, args, message", [
     ("seven", ["--out", "x.jpg"], "give a .png or .html file"),
-    ("seven", ["--out", "x.png", "--beam", "0"], "--beam must be at least 1"),
+    ("seven", ["--out", "x.png", "--beam", "0"], "--beam must be 1 to 16, not 0"),
+    ("seven", ["--out", "x.png", "--beam", "1000"], "--beam must be 1 to 16, not 1000"),
     (" ", ["--out", "x.png"], "the sentence is empty"),
 ])
 def test_attention_bad_arguments(trained_run, tmp_path, capsys, sentence, args, message,
@@ -181,8 +182,9 @@ def test_trained_figures_show_what_their_titles_say(tmp_path, outcome):
 
 
 # Rows of six whose attention peaks exactly on the anti-diagonal, and the least weight a
-# Bahdanau row puts on the anti-diagonal and its neighbours: bounds set below the spread
-# measured by benchmarks/outcomes/spread.py (benchmarks/outcomes/spread.md).
+# Bahdanau row puts on the anti-diagonal and its neighbours. Measured over seeds, threads,
+# precisions and kernels (benchmarks/outcomes/spread.md): Bahdanau 5-6 rows and a band of
+# 0.79-1.00, the Transformer 5-6 rows; every Bahdanau row peaked within one of it.
 BAHDANAU_ROWS = 4
-BAHDANAU_BAND = 0.5
+BAHDANAU_BAND = 0.6
 TRANSFORMER_ROWS = 4

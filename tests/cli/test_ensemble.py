@@ -135,7 +135,7 @@ def test_commands_for_one_model_name_the_ensemble(ensemble, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["A", "B"], "give --out DIR"),
+    (["A", "B"], "give --output DIR"),
     (["A", "--out", "ens"], "give two or more run directories"),
     (["A", "A", "--out", "A"], "give a directory of its own"),
 ])

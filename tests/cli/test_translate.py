@@ -140,3 +140,23 @@ def test_outputs_that_are_devices_are_written_into_and_kept(trained_run, forecas
     assert stat.S_ISCHR(full.stat().st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "in.txt", "null"]
     assert os.stat(null).st_rdev == os.makedev(1, 3)
+
+
+def test_the_server_s_limits_hold_for_the_cli_and_the_api(trained_run, tmp_path, capsys,
+                                                         caplog):
+    """A beam over 16 is refused and a line over 2,000 characters cut with a note, by the
+    command line and the Python API as by the server: one set of limits."""
+    import transduce
+    from transduce.serve.app import MAX_CHARS
+
+    source = tmp_path / "in.txt"
+    source.write_text("seven " * 20_000 + "\n", encoding="utf-8")  # 120,000 characters
+    assert main(["translate", str(trained_run), "--input", str(source), "--beam", "1000"]) == 2
+    assert "--beam must be 1 to 16" in capsys.readouterr().err
+    model = transduce.load(trained_run, verbose=False)
+    with pytest.raises(ValueError, match="beam must be at most 16, not 1000"):
+        model.translate("seven", beam=1000)
+    with caplog.at_level("WARNING"):
+        assert model.translate(["seven " * 20_000, "eight"], beam=1)[1]
+    assert f"line 1 cut to {MAX_CHARS} characters" in caplog.text
+    assert main(["translate", str(trained_run), "--input", str(source), "--beam", "1"]) == 0

@@ -163,7 +163,7 @@ def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_pat
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="a file is there"):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], tmp_path / "file")
-    with pytest.raises(UserError, match="file: is a file where --out needs a folder"):
+    with pytest.raises(UserError, match="file: is a file where --output needs a folder"):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]],
                    tmp_path / "file" / "blend")  # refused before any run is loaded
     with pytest.raises(UserError, match="a run directory; give the blend a folder of its own"):

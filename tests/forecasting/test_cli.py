@@ -72,7 +72,7 @@ def test_patch_model_learns_a_noisy_sine_well_below_repeating(sine, tmp_path, ca
         assert main(["forecast", "test", str(run)]) == 0
         scores[model] = json.loads((run / "test_results.json").read_text())["mse"]
     assert "test mse" in capsys.readouterr().out
-    # the measured spread: benchmarks/outcomes/spread.md
+    # measured 0.032-0.036 (benchmarks/outcomes/spread.md)
     assert outcome.record("ratio", scores["patch"] / scores["repeat"]) < 0.3, scores
 
 
@@ -125,7 +125,7 @@ def test_predict_and_plot(sine, tmp_path, capsys):
         assert main(["forecast", command, str(tmp_path / "rnu")]) == 2
         assert capsys.readouterr().err == (f"transduce: error: {tmp_path / 'rnu'}: no such "
                                            "run directory; give one that forecast train "
-                                           "--run-dir (or forecast blend --out) wrote\n")
+                                           "--run-dir (or forecast blend --output) wrote\n")
 
 
 def test_patch_calendar_reads_the_dates_of_the_forecast(sine, tmp_path, capsys):

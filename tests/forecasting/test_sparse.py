@@ -127,8 +127,9 @@ def test_sparse_learns_a_daily_sine_well_below_repeating_it(tmp_path, outcome):
                      *outcome.args(2021), "--run-dir", str(run)]) == 0
         assert main(["forecast", "test", str(run)]) == 0
         scores[model] = json.loads((run / "test_results.json").read_text())["mse"]
-    # the measured spread: benchmarks/outcomes/spread.md
-    assert outcome.record("ratio", scores["sparse"] / scores["repeat"]) < 0.3, scores
+    # measured 0.14-0.48 (benchmarks/outcomes/spread.md; seeds 2021-2025 gave 0.13-0.48):
+    # the seed decides more than the CPU, and 0.3 held for seed 2021 alone
+    assert outcome.record("ratio", scores["sparse"] / scores["repeat"]) < 0.6, scores
 
 
 def test_without_revin_s_affine_map_it_is_the_paper_s_mean_subtraction():
@@ -170,7 +171,7 @@ def test_a_run_without_revin_s_affine_map_trains_tests_and_resumes(tmp_path, out
     assert main([*args, "max_epochs=3"]) == 0  # resumed from its checkpoint
     assert main(["forecast", "test", str(run)]) == 0
     mse = json.loads((run / "test_results.json").read_text())["mse"]
-    assert outcome.record("mse", mse) < 1.0  # the measured spread: benchmarks/outcomes/spread.md
+    assert outcome.record("mse", mse) < 1.0  # measured 0.60-0.79 (benchmarks/outcomes/spread.md)
 
 
 def test_revin_affine_without_revin_is_refused(tmp_path, capsys):

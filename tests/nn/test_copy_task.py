@@ -69,9 +69,10 @@ def test_tiny_transformer_learns_to_copy(outcome):
                                                 num_decoder_layers=2, dropout=0.0))
     assert copy_accuracy(model) < 0.05  # untrained, it cannot
     train_copy(model, steps=500, outcome=outcome)
-    # bounds: see the measured spread in benchmarks/outcomes/spread.md
-    assert outcome.record("loss", copy_loss(model)) < 0.05
-    assert outcome.record("accuracy", copy_accuracy(model)) > 0.9
+    # measured over seeds, threads, precisions and kernels (benchmarks/outcomes/spread.md):
+    # loss 0.001-0.038, accuracy 0.95-1.00
+    assert outcome.record("loss", copy_loss(model)) < 0.1
+    assert outcome.record("accuracy", copy_accuracy(model)) > 0.85
 
 
 def test_bahdanau_baseline_learns_to_copy(outcome):
@@ -79,4 +80,5 @@ def test_bahdanau_baseline_learns_to_copy(outcome):
     model = BahdanauSeq2Seq(VOCAB, VOCAB, embed_size=32, num_hiddens=64, pad_id=PAD)
     assert copy_accuracy(model) < 0.05
     train_copy(model, steps=400, outcome=outcome, lr=5e-3)
-    assert outcome.record("accuracy", copy_accuracy(model)) > 0.9
+    # measured 0.91-1.00 (benchmarks/outcomes/spread.md)
+    assert outcome.record("accuracy", copy_accuracy(model)) > 0.8

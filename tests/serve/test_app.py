@@ -61,8 +61,9 @@ def test_attention_endpoint(client, model):
 
 
 @pytest.mark.parametrize("body, status, message", [
-    (b"{not json", 422, "not valid JSON"),
+    (b"{not json", 400, "not valid JSON"),
     (b'{"sentences": ["\xff\xfe"]}', 400, "not valid JSON (UTF-8)"),
+    (b"[" * 100_000 + b"]" * 100_000, 400, "not valid JSON (UTF-8)"),  # nested too deep
     (json.dumps({"sentences": "one"}).encode(), 422, "sentences: Input should be a valid list"),
     (json.dumps({"sentences": []}).encode(), 422, "sentences: List should have at least 1"),
     (json.dumps({"sentences": ["x"] * (MAX_SENTENCES + 1)}).encode(), 422,
