@@ -33,13 +33,13 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
 
     ``path`` is a run directory (its averaged, else best, else newest checkpoint), a
     checkpoint file, a directory written by ``transduce export``, an ensemble directory
-    written by ``transduce tune RUN RUN … --out DIR``, or a list of translation runs or
+    written by ``transduce tune RUN RUN … --output DIR``, or a list of translation runs or
     checkpoints to search as one ensemble (their mean probability at each step; the first
     run's ``decoding.json`` unless told otherwise). Translation and demo
     runs give a :class:`~transduce.decoding.translator.Translator` (``.translate``,
     ``.attention``); an export gives a
     :class:`~transduce.export.ctranslate2.CTranslate2Translator` (``.translate``); a
-    forecasting run, or a blend of runs (``forecast blend --out DIR``), gives a
+    forecasting run, or a blend of runs (``forecast blend --output DIR``), gives a
     :class:`~transduce.forecasting.predict.Forecaster`
     (``.forecast``).
 

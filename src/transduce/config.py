@@ -309,8 +309,11 @@ def settings_epilog(config: Any) -> str:
     """Every setting of a run config with its default and meaning, for a command's --help
     (printed as is by :class:`SettingsHelpFormatter`)."""
     leaves = flatten(config)
+    # a nested model config's settings that this command never reads (a forecaster's
+    # vocabulary sizes) are not offered in its help
     rows = [(f"{k}={v}", meaning or "") for (k, v), meaning in
-            zip(leaves.items(), setting_meanings(config).values())]
+            zip(leaves.items(), setting_meanings(config).values())
+            if not (meaning or "").startswith("unused")]
     width = max(len(left) for left, _ in rows) + 2
     lines = [f"  {left:<{width}}{meaning}" for left, meaning in rows]
     return ("settings, as key=value anywhere on the line (a key inside a section may be given "

@@ -1,4 +1,4 @@
-"""`transduce attention RUN "sentence" --out FILE.png|FILE.html`."""
+"""`transduce attention RUN "sentence" --output FILE.png|FILE.html`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="a translation run directory (its averaged, else best, else newest "
                              "checkpoint) or a checkpoint file")
     parser.add_argument("sentence", help="the sentence to translate")
-    parser.add_argument("--out", required=True, help="FILE.png or FILE.html")
+    parser.add_argument("--output", "--out", dest="out", required=True,
+                        help="FILE.png or FILE.html (--out: the same)")
     parser.add_argument("--kind", default="cross", choices=["cross", "encoder", "decoder"],
                         help="cross-attention (default), encoder or decoder self-attention "
                              "(PNG; the HTML page has all three)")
@@ -37,10 +38,12 @@ def run(args: argparse.Namespace) -> int:
 
     suffix = os.path.splitext(args.out)[1].lower()
     if suffix not in (".png", ".html"):
-        raise UserError(f"--out {args.out}: give a .png or .html file")
-    check_output_file(args.out, "--out")
-    if args.beam is not None and args.beam < 1:
-        raise UserError(f"--beam must be at least 1, not {args.beam}")
+        raise UserError(f"--output {args.out}: give a .png or .html file")
+    check_output_file(args.out, "--output")
+    from transduce.decoding.translator import MAX_BEAM
+
+    if args.beam is not None and not 1 <= args.beam <= MAX_BEAM:
+        raise UserError(f"--beam must be 1 to {MAX_BEAM}, not {args.beam}")
     model = load(args.model, args.device)
     if not hasattr(model, "attention"):
         raise UserError(f"{args.model}: holds no translation model with attention to show")

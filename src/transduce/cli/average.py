@@ -10,7 +10,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "average", help="average the last N checkpoints of a run (paper §6.1)",
         description="Average the weights of a run's last N checkpoints into RUN_DIR/averaged.pt,"
                     " which translate then uses.")
-    parser.add_argument("run_dir", help="the run directory (transduce train --run-dir)")
+    parser.add_argument("run_dir", metavar="RUN_DIR",
+                      help="the run directory (transduce train --run-dir)")
     parser.add_argument("--last", type=int,
                         help="how many checkpoints (default: the number transduce tune chose, "
                              "in RUN_DIR/decoding.json, else 5)")

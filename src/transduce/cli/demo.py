@@ -1,4 +1,4 @@
-"""`transduce demo [key=value ...] [--out DIR]`."""
+"""`transduce demo [key=value ...] [--output DIR]`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     from transduce.tasks.numbers import DemoConfig
 
     parser = commands.add_parser(
-        "demo", help="train an English→German number translator on built-in data (~2 min, CPU)",
+        "demo", help="train an English→German number translator on built-in data (~2 min on "
+                     "2 CPU cores)",
         description="Train a small Transformer to translate English number words into German "
                     "ones, report held-out exact match, and draw cross-attention and "
                     "positional-encoding heatmaps. The output folder is a run directory: "
@@ -18,7 +19,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         epilog=settings_epilog(DemoConfig()), formatter_class=SettingsHelpFormatter)
     parser.add_argument("items", nargs="*", metavar="key=value",
                         help="change a setting, e.g. max_steps=500")
-    parser.add_argument("--out", default="runs/demo",
+    parser.add_argument("--output", "--out", dest="out", default="runs/demo",
                         help="run directory to write (default: runs/demo)")
     parser.set_defaults(run=run)
 
@@ -32,6 +33,6 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = apply_overrides(DemoConfig(), args.items)
     raise_problems(cfg.problems(), Origin("defaults", tuple(args.items)))
-    check_writable(args.out, "--out")  # named as this command names it, not --run-dir
+    check_writable(args.out, "--output")  # named as this command names it, not --run-dir
     run_demo(cfg, args.out)
     return 0

@@ -1,4 +1,4 @@
-"""`transduce figures --out DIR`: every figure of the study notes, from the library."""
+"""`transduce figures --output DIR`: every figure of the study notes, from the library."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "weights, Bahdanau attention of the RNN baseline, and self- and "
                     "cross-attention of a small Transformer trained here to reverse sequences "
                     "(about a minute on a laptop CPU).")
-    parser.add_argument("--out", default="figures", help="folder for the PNGs (default figures)")
+    parser.add_argument("--output", "--out", dest="out", default="figures",
+                        help="folder for the PNGs (default figures; --out: the same)")
     parser.set_defaults(run=run)
 
 
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from transduce.logs import progress
     from transduce.viz.figures import FILES, make_figures
 
-    check_writable(args.out, "--out")
+    check_writable(args.out, "--output")
     start = time.perf_counter()
     with progress(len(FILES), "figures", "figure") as bar:
         make_figures(args.out, bar)

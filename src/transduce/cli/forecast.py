@@ -31,8 +31,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
-    test.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
-                         "--out folder")
+    test.add_argument("run_dir", metavar="RUN_DIR",
+                      help="a forecasting run directory, or a forecast blend "
+                         "--output folder")
     test.add_argument("--drop-last", type=positive_int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
@@ -70,7 +71,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "predict and plot then apply. forecast train does this itself when "
                     "calibrate=true (the default); this command is for runs trained "
                     "without it, or to fit again.")
-    calibrate.add_argument("run_dir", help="a forecasting run directory with quantiles")
+    calibrate.add_argument("run_dir", metavar="RUN_DIR",
+                      help="a forecasting run directory with quantiles")
     calibrate.set_defaults(run=run_calibrate)
     blend = sub.add_parser(
         "blend", help="one forecast from several runs, weights chosen on validation",
@@ -82,7 +84,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "each (a bag of seeds). Writes OUT/blend.json.")
     blend.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                        help="forecasting runs (or folders forecast blend wrote)")
-    blend.add_argument("--out", required=True, help="folder for blend.json")
+    blend.add_argument("--output", "--out", dest="out", required=True,
+                       help="folder for blend.json (--out: the same)")
     blend.add_argument("--step", type=float, default=0.25,
                        help="the weights' grid step; it must divide 1 (default 0.25)")
     blend.add_argument("--equal", action="store_true",
@@ -95,8 +98,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
-    predict.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
-                         "--out folder")
+    predict.add_argument("run_dir", metavar="RUN_DIR",
+                      help="a forecasting run directory, or a forecast blend "
+                         "--output folder")
     predict.add_argument("--csv", help="recent history with the run's columns (default: the "
                                        "CSV the run was trained on)")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
@@ -110,8 +114,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                       "channels. With --future "
                                       "--csv FILE, the forecast after the file's last row, "
                                       "after its history.")
-    plot.add_argument("run_dir", help="a forecasting run directory, or a forecast blend "
-                         "--out folder")
+    plot.add_argument("run_dir", metavar="RUN_DIR",
+                      help="a forecasting run directory, or a forecast blend "
+                         "--output folder")
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
     plot.add_argument("--future", action="store_true",
                       help="plot the forecast after --csv's last row instead of a test window")

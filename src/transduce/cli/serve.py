@@ -16,7 +16,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "together.")
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT",
                         help="a translation run directory, a checkpoint file, an ensemble "
-                             "directory (transduce tune RUN RUN … --out; no attention), or a "
+                             "directory (transduce tune RUN RUN … --output; no attention), or a "
                              "folder `transduce export` wrote")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only)")

@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
                         help="a run directory (its averaged, else best, else newest checkpoint)"
                              ", a checkpoint file, or an ensemble directory (transduce tune "
-                             "RUN RUN … --out); with --engine ctranslate2, the directory "
+                             "RUN RUN … --output); with --engine ctranslate2, the directory "
                              "`transduce export` wrote")
     parser.add_argument("--engine", default="transduce", choices=["transduce", "ctranslate2"],
                         help="our PyTorch search (default) or an exported CTranslate2 model")
@@ -149,9 +149,11 @@ def check_arguments(args: argparse.Namespace) -> None:
     from transduce.errors import UserError
     from transduce.io import check_output_file
 
-    if (args.beam is not None and args.beam < 1) or args.nbest < 1 or \
+    from transduce.decoding.translator import MAX_BEAM
+
+    if (args.beam is not None and not 1 <= args.beam <= MAX_BEAM) or args.nbest < 1 or \
             (args.beam is not None and args.nbest > args.beam):
-        raise UserError("--beam must be at least 1 and --nbest between 1 and --beam")
+        raise UserError(f"--beam must be 1 to {MAX_BEAM} and --nbest between 1 and --beam")
     if args.threads < 0:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
     if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:

@@ -1,5 +1,5 @@
 """`transduce tune RUN_DIR [--last 5 8 10] [--lenpen 0.6 1.0 1.4] [--no-repeat-ngram 0 3]`;
-`transduce tune RUN_DIR RUN_DIR … --out DIR` for an ensemble."""
+`transduce tune RUN_DIR RUN_DIR … --output DIR` for an ensemble."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "Several runs (other seeds of one recipe) make an ensemble that averages "
                     "their probabilities at each step: each run is tuned alone, then the "
                     "ensemble's length penalty and block are chosen on the first run's "
-                    "validation files and stored in --out, a directory that translate, serve "
+                    "validation files and stored in --output, a directory that translate, serve "
                     "and transduce.load take like a run.")
     parser.add_argument("run_dir", nargs="+", metavar="RUN_DIR",
                         help="a translation run directory (transduce train --run-dir); "
                              "several for an ensemble")
-    parser.add_argument("--out", help="with several runs: the ensemble directory to write")
+    parser.add_argument("--output", "--out", dest="out",
+                        help="with several runs: the ensemble directory to write (--out: the "
+                             "same)")
     parser.add_argument("--last", type=int, nargs="+", default=[5, 8, 10], metavar="N",
                         help="numbers of newest step checkpoints to average (default 5 8 10)")
     parser.add_argument("--lenpen", type=float, nargs="+", default=[0.6, 1.0, 1.4],
@@ -48,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
     grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), args.beam,
                 args.metric, args.sentences)
     if len(args.run_dir) > 1 and not args.out:
-        raise UserError("several runs make an ensemble: give --out DIR to store it in")
+        raise UserError("several runs make an ensemble: give --output DIR to store it in")
     if len(args.run_dir) == 1 and args.out:
-        raise UserError("--out is for an ensemble: give two or more run directories")
+        raise UserError("--output is for an ensemble: give two or more run directories")
     if args.out:
         chosen, rows = tune_ensemble(args.run_dir, args.out, grid, args.device)
         where = f"{args.out}/ensemble.json and {args.out}/decoding.json"

@@ -21,6 +21,11 @@ if TYPE_CHECKING:  # only for the annotation; imported where it is used
     from transduce.decoding.inspect import AttentionMaps
 
 EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
+# The limits every way in shares (the CLI, the Python API, the server): a longer line is cut
+# with a note (the server refuses it), a wider beam refused. A 100,000-character line took
+# 13.5 s to tokenise before its subwords were cut to what the model reads anyway.
+MAX_CHARS = 2000
+MAX_BEAM = 16
 log = logging.getLogger(__name__)
 
 
@@ -28,6 +33,11 @@ def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
                    max_source: int) -> list[list[int]]:
     """Subword ids of each line, a line longer than ``max_source`` cut to it (with a note
     logged), so that every line still gets its one output line."""
+    lines = list(lines)
+    for i, line in enumerate(lines):
+        if len(line) > MAX_CHARS:
+            log.warning(f"transduce: note: line {i + 1} cut to {MAX_CHARS} characters")
+            lines[i] = line[:MAX_CHARS]
     ids = tokenizer.encode(lines)
     for i, seq in enumerate(ids):
         if len(seq) > max_source:
@@ -66,6 +76,9 @@ def _check_counts(**given: tuple) -> None:
                                   or isinstance(value, bool) or value < least):
             raise ValueError(f"{name} must be a whole number of at least {least}, not "
                              f"{value!r}")
+    beam = given.get("beam", (None,))[0]
+    if beam is not None and beam > MAX_BEAM:
+        raise ValueError(f"beam must be at most {MAX_BEAM}, not {beam}")
 
 
 class TranslateAPI:

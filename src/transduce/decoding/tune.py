@@ -245,8 +245,8 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     if len(run_dirs) < 2:
         raise UserError("an ensemble needs at least two run directories")
     if out.resolve() in {r.resolve() for r in run_dirs}:
-        raise UserError(f"--out {out}: give a directory of its own, not one of the runs")
-    check_writable(out, "--out")
+        raise UserError(f"--output {out}: give a directory of its own, not one of the runs")
+    check_writable(out, "--output")
     sources, references, lang = validation_data(run_dirs[0], grid.sentences)
     tokenizers = []
     for run_dir in run_dirs:  # every member checked before minutes of tuning

@@ -90,7 +90,7 @@ def longest_input(configs) -> int:
 
 
 def is_blend(path: str | Path) -> bool:
-    """Whether ``path`` is a folder that ``forecast blend --out`` wrote."""
+    """Whether ``path`` is a folder that ``forecast blend --output`` wrote."""
     return (Path(path) / BLEND_FILE).is_file()
 
 
@@ -151,10 +151,10 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     grid = simplex(n, 1.0) + [(1 / n,) * n] if equal else simplex(n, step)
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: a file is there; give a folder for blend.json")
+        raise UserError(f"--output {out}: a file is there; give a folder for blend.json")
     if (out / runs.CONFIG).exists() or runs.checkpoint_dir(out).exists():
-        raise UserError(f"--out {out}: a run directory; give the blend a folder of its own")
-    check_writable(out, "--out")  # a file above it, or a folder this process may not write
+        raise UserError(f"--output {out}: a run directory; give the blend a folder of its own")
+    check_writable(out, "--output")  # a file above it, or a folder this process may not write
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):

@@ -99,7 +99,7 @@ def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
 
     if not Path(run_dir).is_dir():
         raise UserError(f"{run_dir}: no such run directory; give one that forecast train "
-                        "--run-dir (or forecast blend --out) wrote")
+                        "--run-dir (or forecast blend --output) wrote")
     path = runs.checkpoint_dir(run_dir) / checkpoint
     state = runs.load_checkpoint(path, "forecast")
     try:

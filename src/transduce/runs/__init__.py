@@ -11,7 +11,7 @@
       train.log, metrics.jsonl, tensorboard/
       .lock            held by the one process training the run (the kernel frees it on exit)
 
-An ensemble directory (``transduce tune RUN RUN … --out DIR``) holds only ``ensemble.json``
+An ensemble directory (``transduce tune RUN RUN … --output DIR``) holds only ``ensemble.json``
 (its member runs, relative to it) and the ensemble's ``decoding.json``.
 
 Nothing else reads or writes these files by name: training, translation, export, averaging

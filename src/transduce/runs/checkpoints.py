@@ -147,11 +147,11 @@ def ensemble_members(path: str | os.PathLike) -> list[Path] | None:
         members = json.loads(file.read_text(encoding="utf-8"))["members"]
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
         raise UserError(f"{file}: damaged ({type(error).__name__}: {error}); run transduce "
-                        "tune RUN RUN … --out again") from None
+                        "tune RUN RUN … --output again") from None
     if not isinstance(members, list) or not members or \
             not all(isinstance(m, str) for m in members):
         raise UserError(f"{file}: 'members' must be a list of run directories; run "
-                        "transduce tune RUN RUN … --out again")
+                        "transduce tune RUN RUN … --output again")
     return [Path(path) / m for m in members]
 
 

@@ -26,13 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
 from transduce.decoding.defaults import resolve
+from transduce.decoding.translator import MAX_BEAM, MAX_CHARS
 from transduce.errors import UserError
 from transduce.serve.batcher import Batcher
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 1 << 20          # bytes of one request
 MAX_SENTENCES = 64          # sentences of one /translate request
-MAX_CHARS = 2000            # characters of one sentence
 MAX_ROWS_CHARS = 512 * 1024  # characters of a /forecast CSV
 
 Sentence = Annotated[str, StringConstraints(max_length=MAX_CHARS)]
@@ -43,8 +43,8 @@ class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     sentences: list[Sentence] = Field(min_length=1, max_length=MAX_SENTENCES)
     # left out: the model's own decoding (the run's decoding.json, else beam 5 and α 0.6)
-    beam: int | None = Field(None, ge=1, le=16)
-    nbest: int = Field(1, ge=1, le=16)
+    beam: int | None = Field(None, ge=1, le=MAX_BEAM)
+    nbest: int = Field(1, ge=1, le=MAX_BEAM)
     lenpen: float | None = Field(None, ge=0, le=5, allow_inf_nan=False)
     no_repeat_ngram: int | None = Field(None, ge=0, le=10)
 
@@ -52,7 +52,7 @@ class TranslateRequest(BaseModel):
 class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     sentence: Sentence
-    beam: int | None = Field(None, ge=1, le=16)
+    beam: int | None = Field(None, ge=1, le=MAX_BEAM)
 
 
 class ForecastRequest(BaseModel):
@@ -126,7 +126,11 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         if "json" not in request.headers.get("content-type", ""):  # curl -d sends a form
             return _error(415, "the body must be JSON, sent with Content-Type: "
                           "application/json (curl: -H 'Content-Type: application/json')")
-        return _error(422, _validation_message(error))
+        # a body that is not JSON at all is a 400, as when Starlette cannot decode it (bad
+        # UTF-8, nesting too deep): one status for one kind of error; JSON of the wrong
+        # shape or values is a 422
+        unparsed = error.errors()[0].get("type") == "json_invalid"
+        return _error(400 if unparsed else 422, _validation_message(error))
 
     @app.exception_handler(HTTPException)
     async def http_error(request, error: HTTPException):
