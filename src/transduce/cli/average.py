@@ -11,7 +11,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Average the weights of a run's last N checkpoints into RUN_DIR/averaged.pt,"
                     " which translate then uses.")
     parser.add_argument("run_dir", metavar="RUN_DIR",
-                      help="the run directory (transduce train --run-dir)")
+                        help="the run directory (transduce train --run-dir)")
     parser.add_argument("--last", type=int,
                         help="how many checkpoints (default: the number transduce tune chose, "
                              "in RUN_DIR/decoding.json, else 5)")

@@ -33,7 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                       "prints and writes RUN_DIR/test_results.json.")
     test.add_argument("run_dir", metavar="RUN_DIR",
                       help="a forecasting run directory, or a forecast blend "
-                         "--output folder")
+                           "--output folder")
     test.add_argument("--drop-last", type=positive_int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
@@ -72,7 +72,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "calibrate=true (the default); this command is for runs trained "
                     "without it, or to fit again.")
     calibrate.add_argument("run_dir", metavar="RUN_DIR",
-                      help="a forecasting run directory with quantiles")
+                           help="a forecasting run directory with quantiles")
     calibrate.set_defaults(run=run_calibrate)
     blend = sub.add_parser(
         "blend", help="one forecast from several runs, weights chosen on validation",
@@ -99,8 +99,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
     predict.add_argument("run_dir", metavar="RUN_DIR",
-                      help="a forecasting run directory, or a forecast blend "
-                         "--output folder")
+                         help="a forecasting run directory, or a forecast blend "
+                              "--output folder")
     predict.add_argument("--csv", help="recent history with the run's columns (default: the "
                                        "CSV the run was trained on)")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
@@ -116,7 +116,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                       "after its history.")
     plot.add_argument("run_dir", metavar="RUN_DIR",
                       help="a forecasting run directory, or a forecast blend "
-                         "--output folder")
+                           "--output folder")
     plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
     plot.add_argument("--future", action="store_true",
                       help="plot the forecast after --csv's last row instead of a test window")

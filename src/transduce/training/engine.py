@@ -104,7 +104,10 @@ class Engine:
             before = steps[-2].name if len(steps) > 1 else "the start"
             try:
                 state = runs.load_checkpoint(steps[-1], task.kind)
-            except UserError as error:  # damaged (a full disk, a copy cut short)
+            except UserError as error:
+                if "not a transduce checkpoint" not in str(error):
+                    raise
+                # damaged (a full disk, a copy cut short): say which file to delete
                 raise UserError(f"{str(error).split('; ')[0]}: the run's newest checkpoint is "
                                 f"damaged; delete it to resume from {before}, or use a new "
                                 "--run-dir") from None
