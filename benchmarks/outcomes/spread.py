@@ -101,9 +101,15 @@ def main() -> None:
         where = lambda at: f"{at[0]}, {at[1]}, +{at[2]}, {at[3]}t"  # noqa: E731
         lines.append(f"| `{r['test']}` | {r['measure']} | {r['n']} | {r['min']:.4g} "
                      f"({where(r['min_at'])}) | {r['max']:.4g} ({where(r['max_at'])}) |")
-    lines += ["", "Failed: " + ("; ".join(sorted(set(failures))) or "none") + "."]
+    lines += ["", "Failed, under the bounds the tests had when measured (commit "
+              f"{commit()}): " + ("; ".join(sorted(set(failures))) or "none") + "."]
     (HERE / "spread.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True).stdout.strip() or "unknown"
 
 
 def machine() -> str:
