@@ -83,7 +83,9 @@ def plot_attention(
             ax.set_ylabel(axis_names[1], fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     # at most 9 characters of 10-point text per inch: a long title never widens the figure
-    fig.suptitle(wrap(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10)
+    # anchored at the top edge and growing upwards, so a wrapped title never covers a panel
+    fig.suptitle(wrap(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10, y=1.0,
+                 va="bottom")
     _save(fig, path)
 
 
