@@ -23,6 +23,7 @@ tokenizer).
 
 from transduce.runs.checkpoints import (
     AVERAGED, BEST, CHECKPOINTS, CONFIG, ENSEMBLE, KINDS, LOCK, METRICS, STEP_FILE, TOKENIZER,
+    DamagedCheckpoint,
     average_checkpoints, average_run, build_model, checkpoint_dir, ensemble_members,
     find_checkpoint, load_checkpoint, prune, record, save_checkpoint, step_checkpoints,
     step_path, write_ensemble)
@@ -33,7 +34,7 @@ from transduce.runs.state import (_holder, append_metrics, check_config, lock, r
 
 __all__ = [
     "AVERAGED", "BEST", "CHECKPOINTS", "CONFIG", "ENSEMBLE", "KINDS", "LOCK", "METRICS",
-    "STEP_FILE", "TOKENIZER", "LoadedTranslation", "_holder", "append_metrics",
+    "STEP_FILE", "TOKENIZER", "DamagedCheckpoint", "LoadedTranslation", "_holder", "append_metrics",
     "average_checkpoints", "average_run", "build_model", "check_config", "checkpoint_dir",
     "checkpoint_kind", "ensemble_members", "find_checkpoint", "load_checkpoint", "load_ensemble",
     "load_translation", "lock", "prune", "read_config", "record", "save_checkpoint",

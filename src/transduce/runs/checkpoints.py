@@ -46,6 +46,16 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
         torch.save(state, tmp)
 
 
+class DamagedCheckpoint(UserError):
+    """A file torch cannot read as a checkpoint: foreign, or cut short (a full disk, a copy
+    stopped half-way). Resuming a run catches it to name the file to delete."""
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"{path}: not a transduce checkpoint ({reason}); give a .pt file "
+                         "written by transduce")
+
+
 def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
     """Load with ``weights_only=True`` (tensors, numbers, strings and containers only: no
     pickled code runs); with ``kind``, refuse a checkpoint of another kind of model."""
@@ -55,8 +65,7 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[st
         raise UserError(f"{path}: no such checkpoint; give a run directory that training "
                         "has saved a checkpoint in") from None
     except Exception as error:  # torch raises several types for a damaged or foreign file
-        raise UserError(f"{path}: not a transduce checkpoint ({type(error).__name__}); "
-                        "give a .pt file written by transduce") from None
+        raise DamagedCheckpoint(path, type(error).__name__) from None
     if not isinstance(state, dict) or "model" not in state or "model_config" not in state:
         raise UserError(f"{path}: not a transduce checkpoint (no model weights and config)")
     found = state.get("kind", "translation")  # written before records had a kind

@@ -27,8 +27,8 @@ from transduce.runs.checkpoints import (CONFIG, LOCK, METRICS, TRAINED_BY, check
 def lock(run_dir: str | os.PathLike,
          advice: str = "wait for it to finish, or stop it and run again to resume"):
     """Hold ``run_dir`` for one writer (a training, or a command that writes into the run);
-    a second is refused with one line naming the holder, then ``advice``. The lock is the kernel's (``flock``), so a killed process never leaves it
-    stuck. Sweeps what a killed writer left (staging files, a half-trained tokenizer). If
+    a second is refused with one line naming the holder, then ``advice``. The lock is the
+    kernel's (``flock``), so a killed process never leaves it stuck. Sweeps what a killed writer left (staging files, a half-trained tokenizer). If
     this call created the directory and the run fails before writing its config.yaml, the
     directory is removed again: a failed start leaves nothing behind."""
     run_dir = Path(run_dir)

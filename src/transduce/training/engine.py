@@ -104,13 +104,10 @@ class Engine:
             before = steps[-2].name if len(steps) > 1 else "the start"
             try:
                 state = runs.load_checkpoint(steps[-1], task.kind)
-            except UserError as error:
-                if "not a transduce checkpoint" not in str(error):
-                    raise
-                # damaged (a full disk, a copy cut short): say which file to delete
-                raise UserError(f"{str(error).split('; ')[0]}: the run's newest checkpoint is "
-                                f"damaged; delete it to resume from {before}, or use a new "
-                                "--run-dir") from None
+            except runs.DamagedCheckpoint as error:  # say which file to delete
+                raise UserError(f"{error.path}: not a transduce checkpoint ({error.reason}): "
+                                f"the run's newest checkpoint is damaged; delete it to resume "
+                                f"from {before}, or use a new --run-dir") from None
             try:
                 self.restore(state)
             except (KeyError, TypeError, ValueError, RuntimeError) as error:
