@@ -6,7 +6,8 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.cli.main import positive_int
+    from transduce.cli.main import positive_float, positive_int
+    from transduce.serve.http import READ_TIMEOUT
 
     parser = commands.add_parser(
         "serve", help="serve a model over HTTP: a JSON API and a web page with attention",
@@ -26,6 +27,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.add_argument("--window-ms", type=positive_int, default=10,
                         help="how long a request waits for others to batch with (default 10)")
+    parser.add_argument("--read-timeout", type=positive_float, default=READ_TIMEOUT,
+                        metavar="SECONDS",
+                        help="how long a client may take to send a whole request, headers and "
+                             f"body (default {READ_TIMEOUT:g}); a slower one gets 408 and is "
+                             "disconnected")
     parser.set_defaults(run=run)
 
 
@@ -36,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from transduce.api import load
     from transduce.errors import UserError
     from transduce.serve.app import create_app, describe
+    from transduce.serve.http import with_read_timeout
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, not {args.port}")
@@ -50,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     host = f"[{host}]" if ":" in host else host
     print(f"transduce: serving {args.model} on http://{host}:{port}/ (Ctrl-C stops)",
           flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    config = uvicorn.Config(app, log_level="warning", http=with_read_timeout(args.read_timeout))
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
