@@ -131,7 +131,7 @@ def test_a_sentence_translates_the_same_whatever_its_batch(trained_run, beam):
 
 
 def test_a_line_in_capitals_is_read_in_sentence_case(trained_run):
-    from transduce.decoding.translator import sentence_case
+    from transduce.decoding.sources import sentence_case
 
     assert sentence_case("A MAN RIDES A BIKE.") == "A man rides a bike."
     assert sentence_case("A man rides a BMX.") == "A man rides a BMX."

@@ -21,7 +21,9 @@ def test_one_output_line_per_input_line_in_order(trained_run, tmp_path, capsys):
     assert lines[-1] == "" and len(lines) - 1 == len(LINES)  # each line ends with a newline
     for given, produced in zip(LINES, lines):
         assert (given == "") == (produced == "")  # empty in, empty out; others non-empty
-    assert "line 4 cut to" in capsys.readouterr().err  # the over-long line is cut, not lost
+    err = capsys.readouterr().err
+    assert "line 4: cut to" in err  # the over-long line is cut, not lost
+    assert 'line 5: "€" unknown to the model' in err  # never seen in training
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -158,5 +160,5 @@ def test_the_server_s_limits_hold_for_the_cli_and_the_api(trained_run, tmp_path,
         model.translate("seven", beam=1000)
     with caplog.at_level("WARNING"):
         assert model.translate(["seven " * 20_000, "eight"], beam=1)[1]
-    assert f"line 1 cut to {MAX_CHARS} characters" in caplog.text
+    assert f"line 1: cut to {MAX_CHARS} characters" in caplog.text
     assert main(["translate", str(trained_run), "--input", str(source), "--beam", "1"]) == 0

@@ -44,6 +44,17 @@ def test_translate_keeps_count_and_order_with_empty_and_long_lines(client, model
     assert got["translations"][1] == ""
 
 
+def test_translations_come_with_what_the_model_could_not_read(client, model):
+    got = client.post("/translate", json={"sentences": ["seven €", "seven", "sev\x00en"],
+                                          "beam": 1}).json()
+    warnings = got["warnings"]
+    assert len(warnings) == 3 and warnings[1] == []
+    assert warnings[0] == ['"€" unknown to the model (never seen in training); its '
+                           'translation is a guess']
+    assert warnings[2] == ["1 control character removed"]
+    assert got["translations"][2] == model.translate("seven", beam=1)
+
+
 def test_nbest_gives_scored_lists(client):
     got = client.post("/translate", json={"sentences": ["six"], "beam": 3, "nbest": 2}).json()
     hyps = got["translations"][0]

@@ -106,6 +106,16 @@ def test_the_page_translates_and_draws_attention(server, browser):
     if target:
         browser.save_screenshot(target)
 
+    # input the model cannot read is said under its translation
+    box.clear()
+    box.send_keys("seven €\nseven")
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#results .result")) == 2)
+    results = browser.find_elements(By.CSS_SELECTOR, "#results .result")
+    warned = results[0].find_elements(By.CSS_SELECTOR, ".warning")
+    assert len(warned) == 1 and '"€" unknown to the model' in warned[0].text
+    assert not results[1].find_elements(By.CSS_SELECTOR, ".warning")
+
 
 def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser):
     """A probabilistic forecaster: each column gets its history, its forecast and the

@@ -164,6 +164,15 @@ class NumbersTokenizer:
             out.append(self.vocab.encode(english_tokens(text), eos=False))
         return out
 
+    def unknown(self, text: str) -> list[str]:
+        """The words of ``text`` that are not English number words, and what it skips
+        (anything but letters, hyphens, commas and spaces), each once, in order."""
+        text = text.strip().replace(",", "")
+        if text.isdigit() and int(text) < 10**6:
+            return []
+        parts = re.findall(r"[a-z]+|[^\sa-z-]+", text.lower())
+        return list(dict.fromkeys(p for p in parts if p not in ENGLISH_WORDS))
+
     def decode(self, ids) -> str:
         return "".join(self.vocab.decode(ids))
 

@@ -78,6 +78,13 @@ class SubwordTokenizer:
         """Subword ids of each text (no BOS/EOS)."""
         return self.sp.encode(list(texts))
 
+    def unknown(self, text: str) -> list[str]:
+        """The parts of ``text`` the model cannot read: those that map to unk (characters
+        never seen in training), each once, in order."""
+        pieces = self.sp.encode(text, out_type="proto").pieces
+        return list(dict.fromkeys(p.surface.strip() for p in pieces
+                                  if p.id == self.unk_id and p.surface.strip()))
+
     def dropout_corpus(self, texts: Sequence[str]) -> DropoutCorpus:
         """``texts`` prepared for BPE-dropout (Provilkov et al. 2020): ``.draw(p, seed)``
         segments them anew, each merge of each step skipped with probability ``p``, so

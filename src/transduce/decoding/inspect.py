@@ -68,7 +68,8 @@ def attention_maps(translator, sentence: str, beam: int = 5) -> AttentionMaps:
     """Translate ``sentence`` with ``translator`` (a PyTorch
     :class:`~transduce.decoding.translator.Translator`) and collect its attention weights."""
     from transduce.decoding.beam import beam_search
-    from transduce.decoding.translator import EXTRA_OUTPUT, encode_sources
+    from transduce.decoding.sources import encode_sources
+    from transduce.decoding.translator import EXTRA_OUTPUT
 
     model, tok, device = translator.model, translator.tokenizer, translator.device
     src_ids = encode_sources(tok, [sentence], translator.max_source)[0] + [tok.eos_id]

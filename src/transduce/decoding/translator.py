@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import numbers
 from typing import TYPE_CHECKING, Sequence
 
@@ -13,6 +12,7 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
 from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
 from transduce.decoding.greedy import greedy_search
+from transduce.decoding.sources import encode_sources, read_sources, sentence_case
 from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
@@ -21,38 +21,21 @@ if TYPE_CHECKING:  # only for the annotation; imported where it is used
     from transduce.decoding.inspect import AttentionMaps
 
 EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
-# The limits every way in shares (the CLI, the Python API, the server): a longer line is cut
-# with a note (the server refuses it), a wider beam refused. A 100,000-character line took
-# 13.5 s to tokenise before its subwords were cut to what the model reads anyway.
-MAX_CHARS = 2000
-MAX_BEAM = 16
-log = logging.getLogger(__name__)
+MAX_BEAM = 16  # a wider beam is refused everywhere (the CLI, the Python API, the server)
 
 
-def encode_sources(tokenizer: SubwordTokenizer, lines: Sequence[str],
-                   max_source: int) -> list[list[int]]:
-    """Subword ids of each line, a line longer than ``max_source`` cut to it (with a note
-    logged), so that every line still gets its one output line."""
-    lines = list(lines)
-    for i, line in enumerate(lines):
-        if len(line) > MAX_CHARS:
-            log.warning(f"transduce: note: line {i + 1} cut to {MAX_CHARS} characters")
-            lines[i] = line[:MAX_CHARS]
-    ids = tokenizer.encode(lines)
-    for i, seq in enumerate(ids):
-        if len(seq) > max_source:
-            log.warning(f"transduce: note: line {i + 1} cut to {max_source} subwords")
-            ids[i] = seq[:max_source]
-    return ids
+class Translation(str):
+    """A translation: its text, as a ``str``, and ``warnings``: what the model could not
+    read in its source (unknown words, control characters removed, a cut), empty when it
+    read all of it."""
 
+    warnings: tuple[str, ...] = ()
 
-def sentence_case(line: str) -> str:
-    """A line written all in capitals ("A MAN RIDES A BIKE.") in sentence case ("A man rides
-    a bike."): models trained on ordinary text loop on unseen all-capital subwords."""
-    letters = [c for c in line if c.isalpha()]
-    if len(letters) < 2 or not all(c.isupper() for c in letters):
-        return line
-    return line[:1] + line[1:].lower()
+    @classmethod
+    def of(cls, text: str, warnings: Sequence[str]) -> "Translation":
+        out = cls(text)
+        out.warnings = tuple(warnings)
+        return out
 
 
 def _strings(lines) -> list[str]:
@@ -102,7 +85,9 @@ class TranslateAPI:
         """Translate one sentence (a string) or a list of them, in order.
 
         Returns: a string for a string, a list of strings for a list; with ``nbest`` > 1,
-        each sentence gives a list of (translation, score) pairs, best first. ``beam`` 1 is
+        each sentence gives a list of (translation, score) pairs, best first. Each string
+        is a :class:`Translation`, whose ``warnings`` say what the model could not read in
+        its source (also logged). ``beam`` 1 is
         greedy search; ``lenpen`` is the length penalty α; ``no_repeat_ngram`` N forbids any
         N-gram of subwords twice. Those not given come from :attr:`decoding`.
         """
@@ -116,8 +101,17 @@ class TranslateAPI:
             raise ValueError(f"nbest {nbest} exceeds the beam size {d.beam}; give a larger beam")
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
         found = self.search(batch, d.beam, d.lenpen, nbest, **extra)
-        out = [hyps if nbest > 1 else hyps[0][0] for hyps in found]
+        notes = self.notes(batch)
+        out = [[(Translation.of(text, warned), score) for text, score in hyps] if nbest > 1
+               else Translation.of(hyps[0][0], warned) for hyps, warned in zip(found, notes)]
         return out[0] if one else out
+
+    def notes(self, lines: Sequence[str]) -> list[list[str]]:
+        """For each line, what the model cannot read of it (unknown words, control
+        characters, a cut); :meth:`translate` gives them as its results' ``warnings`` and
+        logs them."""
+        cased = [sentence_case(line) for line in lines]
+        return read_sources(self.tokenizer, cased, self.max_source).notes
 
     def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
                nbest: int = 1, max_tokens: int = 6000, progress=None,

@@ -21,8 +21,8 @@ import torch
 
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce import runs
-from transduce.decoding.translator import (EXTRA_OUTPUT, TranslateAPI, encode_sources,
-                                           sentence_case)
+from transduce.decoding.sources import encode_sources, sentence_case
+from transduce.decoding.translator import EXTRA_OUTPUT, TranslateAPI
 from transduce.decoding import defaults
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
 from transduce.decoding.defaults import resolve
-from transduce.decoding.translator import MAX_BEAM, MAX_CHARS
+from transduce.decoding.sources import MAX_CHARS
+from transduce.decoding.translator import MAX_BEAM
 from transduce.errors import UserError
 from transduce.serve.batcher import Batcher
 
@@ -170,7 +171,8 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     @app.post("/translate", dependencies=need("translation", "numbers", "ctranslate2"))
     async def translate(body: TranslateRequest):
         """Translations of ``sentences``, one per sentence, in order (``nbest`` > 1: lists
-        of {text, score}, best first)."""
+        of {text, score}, best first), and ``warnings``, a list per sentence of what the
+        model could not read of it (unknown words, control characters removed)."""
         d = resolve(model.decoding, body.beam, body.lenpen, body.no_repeat_ngram)
         if body.nbest > d.beam:
             raise HTTPException(422, f"nbest must not exceed beam ({d.beam})")
@@ -180,7 +182,9 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
             out = [hyps[0][0] for hyps in found]
         else:
             out = [[{"text": t, "score": round(s, 4)} for t, s in hyps] for hyps in found]
-        return {"translations": out, "attention": info["attention"]}
+        # what the model could not read of each sentence: unknown words, control characters
+        warnings = model.notes(lines)
+        return {"translations": out, "warnings": warnings, "attention": info["attention"]}
 
     @app.post("/attention", dependencies=need("translation", "numbers"))
     async def attention(body: AttentionRequest):

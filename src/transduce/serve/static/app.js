@@ -46,6 +46,10 @@
             }
             div.appendChild(hyp);
           });
+          (data.warnings[i] || []).forEach(function (w) {
+            var note = document.createElement("div"); note.className = "warning";
+            note.textContent = "⚠ " + w; div.appendChild(note);
+          });
           if (data.attention) {
             var b = document.createElement("button"); b.className = "show-attention";
             b.textContent = "attention"; b.onclick = function () { showAttention(lines[i]); };
