@@ -39,7 +39,7 @@ def test_bad_items(item, message):
 
 
 def test_list_settings_from_the_command_line_and_yaml(tmp_path):
-    from transduce.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.config import ForecastConfig
 
     cfg = apply_overrides(ForecastConfig(), ["quantiles=0.1,0.5,0.9"])
     assert cfg.quantiles == (0.1, 0.5, 0.9)
@@ -74,7 +74,7 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
     (["model=linear", "half_life=1124"], "half_life is for the repeat model, not linear"),
 ])
 def test_bad_quantiles_are_refused(items, message):
-    from transduce.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.config import ForecastConfig
 
     cfg = apply_overrides(ForecastConfig(csv="x.csv"), items)
     with pytest.raises(UserError, match=message):
@@ -118,7 +118,7 @@ def test_the_shipped_pair_configs_are_the_en_de_recipes_with_other_languages(pai
                                                                             recipe):
     from pathlib import Path
 
-    from transduce.training.config import TrainConfig
+    from transduce.tasks.translation.config import TrainConfig
 
     configs = Path(__file__).parents[1] / "configs"
     other = load_config(TrainConfig, configs / f"multi30k_{pair}{recipe}.yaml")

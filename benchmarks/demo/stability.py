@@ -49,7 +49,7 @@ def one_run(seed: int, precision: str, overrides: list[str], out: Path) -> dict:
     from transduce.data.numbers import german, held_out_numbers
     from transduce.evaluation import exact_match
     from transduce.nn import TransformerConfig, build_transformer
-    from transduce.tasks.numbers import numbers_vocab, translate
+    from transduce.tasks.numbers.task import numbers_vocab, translate
 
     start = time.perf_counter()
     status = main(["demo", f"seed={seed}", f"precision={precision}", "threads=1", *overrides,

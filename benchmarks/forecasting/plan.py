@@ -9,7 +9,7 @@ from report import DATASETS, MODELS
 
 from transduce.config import apply_overrides, read_yaml
 from transduce.errors import UserError
-from transduce.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.config import ForecastConfig
 
 
 def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,

@@ -20,9 +20,9 @@ import json
 import time
 from pathlib import Path
 
-from transduce.api import load
+from transduce.api.loading import load
 from transduce.data.text import read_lines
-from transduce.decoding.tune import Grid, tune, tune_ensemble
+from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import recorded_path, write_text
 from transduce.runs import step_checkpoints

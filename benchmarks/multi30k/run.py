@@ -18,12 +18,12 @@ from pathlib import Path
 from transduce.cli.main import main as transduce
 from transduce.config import load_config
 from transduce.data.text import read_lines
-from transduce.api import load as load_translator
+from transduce.api.loading import load as load_translator
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import write_text
 from transduce.runs import average_checkpoints
 from transduce.runs import load_checkpoint, save_checkpoint, step_checkpoints
-from transduce.training.config import TrainConfig
+from transduce.tasks.translation.config import TrainConfig
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]

@@ -33,9 +33,9 @@ def child(args) -> None:
 
     from transduce.config import load_config
     from transduce.device import autocast, resolve_precision, retain_freed_memory
-    from transduce.forecasting.config import ForecastConfig
-    from transduce.forecasting.data import load_forecast_data
-    from transduce.tasks.forecasting import ForecastTask
+    from transduce.tasks.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.data import load_forecast_data
+    from transduce.tasks.forecasting.task import ForecastTask
 
     torch.set_num_threads(1)
     if args.retain and not retain_freed_memory():

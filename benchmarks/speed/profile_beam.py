@@ -16,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from transduce.data.text import read_lines
-from transduce.api import load as load_translator
+from transduce.api.loading import load as load_translator
 
 HERE = Path(__file__).parent
 

@@ -53,7 +53,7 @@ def load_setup(args):
     from transduce.data.batching import filter_pairs
     from transduce.data.text import read_parallel
     from transduce.data.tokenizer import SubwordTokenizer
-    from transduce.training.config import TrainConfig
+    from transduce.tasks.translation.config import TrainConfig
 
     cfg = load_config(TrainConfig, args.config, [f"data_dir={args.data}"])
     tokenizer = SubwordTokenizer(Path(args.run_dir) / "spm.model")
@@ -105,7 +105,7 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
 
     from transduce.nn import padding_mask
     from transduce.training.loss import LabelSmoothedCrossEntropy
-    from transduce.tasks.translation import summed_loss
+    from transduce.tasks.translation.task import summed_loss
 
     if system in ("transduce", "transduce-torch-dropout"):
         return summed_loss(model, src, tgt, pad_id, epsilon)
@@ -205,7 +205,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
 # ----------------------------------------------------------------------------- translation
 def make_translator(args, system: str, workdir: Path):
     """Something with .search(lines, beam, alpha) → [[(text, score)]]."""
-    from transduce.api import load as load_translator
+    from transduce.api.loading import load as load_translator
 
     if system.startswith("transduce"):
         return load_translator(args.run_dir, "cpu", system.split("-")[1])

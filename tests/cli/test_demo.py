@@ -79,7 +79,7 @@ def test_held_out_numbers_are_translated_by_the_checkpoint_validation_chose(demo
     """The held-out set is the demo's test: its model is best.pt, picked on other numbers."""
     from transduce import runs
     from transduce.nn import TransformerConfig, build_transformer
-    from transduce.tasks.numbers import numbers_vocab, translate
+    from transduce.tasks.numbers.task import numbers_vocab, translate
 
     _, _, out, _ = demo_run
     rows = [json.loads(line) for line in (out / "metrics.jsonl").open(encoding="utf-8")]

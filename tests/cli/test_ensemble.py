@@ -57,7 +57,7 @@ def test_a_member_tuned_at_its_newest_checkpoint_is_not_tuned_again(ensemble, tw
 
 def test_an_ensemble_tuning_that_dies_resumes_from_the_settings_it_scored(
         ensemble, two_runs, tmp_path, monkeypatch, caplog):
-    import transduce.decoding.tune as tuning
+    import transduce.tasks.translation.tune as tuning
 
     out, score, calls = tmp_path / "resumed", tuning._score, []
 

@@ -68,9 +68,9 @@ def test_every_argument_of_every_command_has_a_help_line():
 
 
 @pytest.mark.parametrize("command, cls", [
-    (["train"], "transduce.training.config.TrainConfig"),
-    (["forecast", "train"], "transduce.forecasting.config.ForecastConfig"),
-    (["demo"], "transduce.tasks.numbers.DemoConfig"),
+    (["train"], "transduce.tasks.translation.config.TrainConfig"),
+    (["forecast", "train"], "transduce.tasks.forecasting.config.ForecastConfig"),
+    (["demo"], "transduce.tasks.numbers.task.DemoConfig"),
 ])
 def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, capsys,
                                                                monkeypatch):

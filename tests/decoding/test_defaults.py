@@ -101,7 +101,7 @@ def test_tune_refuses_bad_settings_before_translating(run, capsys, args, message
 
 
 def test_tune_prefers_outputs_that_loop_less_when_scores_are_equal():
-    from transduce.decoding.tune import choose
+    from transduce.tasks.translation.tune import choose
 
     rows = [{"bleu": 38.48, "looping_rate": 0.006}, {"bleu": 38.47, "looping_rate": 0.0},
             {"bleu": 30.0, "looping_rate": 0.0}]
@@ -121,7 +121,7 @@ def test_tune_refuses_a_run_it_cannot_write_before_translating(run, capsys, monk
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: False if str(p) == str(run)
                         else real(p, mode, *a, **k))
-    monkeypatch.setattr("transduce.decoding.tune.Translator.search",
+    monkeypatch.setattr("transduce.tasks.translation.tune.Translator.search",
                         lambda *a, **k: pytest.fail("translated before checking the run"))
     assert main(["tune", str(run), "--last", "1", "--lenpen", "0.6",
                  "--no-repeat-ngram", "0"]) == 2
@@ -137,7 +137,7 @@ def test_the_tune_table_names_the_bleu_it_chose_by(run, capsys):
 
 def test_a_tuning_that_dies_resumes_from_the_settings_it_scored(run, trained_run, tmp_path,
                                                                 monkeypatch, caplog):
-    import transduce.decoding.tune as tuning
+    import transduce.tasks.translation.tune as tuning
 
     args = ["tune", str(run), "--last", "1", "2", "--lenpen", "0.0", "5.0",
             "--no-repeat-ngram", "0", "--beam", "2"]
@@ -170,7 +170,7 @@ def test_a_tuning_that_dies_resumes_from_the_settings_it_scored(run, trained_run
 
 
 def test_rows_scored_with_other_settings_are_not_reused(run, monkeypatch):
-    import transduce.decoding.tune as tuning
+    import transduce.tasks.translation.tune as tuning
 
     base = ["tune", str(run), "--last", "1", "--lenpen", "0.0", "--no-repeat-ngram", "0"]
     score, calls = tuning._score, []

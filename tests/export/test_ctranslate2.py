@@ -5,7 +5,7 @@ import torch
 
 from transduce.cli.main import main
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce.api import load as load_translator
+from transduce.api.loading import load as load_translator
 from transduce.runs import find_checkpoint
 from transduce.errors import UserError
 from transduce.nn import TransformerConfig, build_transformer

@@ -9,7 +9,7 @@ import pytest
 import transduce
 from tests.forecasting.test_cli import write_sine
 from transduce.errors import UserError
-from transduce.forecasting.predict import Forecaster
+from transduce.api.forecaster import Forecaster
 
 TINY = dict(model="patch", input_length=48, horizon=12, patch_len=8, stride=4, d_model=16,
             d_ff=32, quantiles=[0.1, 0.5, 0.9], max_epochs=1, threads=1)
@@ -119,7 +119,7 @@ def test_fit_and_predict_on_a_dataframe(tmp_path):
 
 
 def test_backtest_a_dataframe_from_python(tmp_path):
-    from transduce.forecasting import backtest
+    from transduce import backtest
 
     text = write_sine(tmp_path / "sine.csv", n=400).read_text()
     result = backtest(FakeFrame(text), tmp_path / "bt", folds=2, **TINY)

@@ -197,8 +197,8 @@ def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, mon
                                                                      capsys):
     from tests.forecasting.test_cli import write_sine
     from transduce.cli.main import main
-    from transduce.forecasting.blend import blend_runs, point_forecasts, truth
-    from transduce.forecasting.evaluation import load_run
+    from transduce.tasks.forecasting.blend import blend_runs, point_forecasts, truth
+    from transduce.tasks.forecasting.rundir import load_run
 
     bag = _script("bag.py")
     monkeypatch.setitem(bag.DATASETS, "sine", ("sine.csv", "sine", [12]))

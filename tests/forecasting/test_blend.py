@@ -11,10 +11,11 @@ import transduce
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
-from transduce.forecasting.blend import Blend, blend_runs, point_forecasts, simplex, truth
-from transduce.forecasting.evaluation import load_run
-from transduce.forecasting.baselines import LinearForecaster
-from transduce.forecasting.predict import Forecaster
+from transduce.tasks.forecasting.blend import blend_runs, point_forecasts, simplex, truth
+from transduce.nn.forecasting.blend import Blend
+from transduce.tasks.forecasting.rundir import load_run
+from transduce.nn.forecasting.baselines import LinearForecaster
+from transduce.api.forecaster import Forecaster
 
 
 def test_the_grid_covers_the_simplex_with_each_run_alone_first():
@@ -136,7 +137,7 @@ def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
     assert set(both["test"]["rho_risk"]) == {"0.1", "0.5", "0.9"}
     assert 0 < both["test"]["coverage"]["0.1-0.9"] <= 1
     # a patch Transformer and a linear map (no quantiles) given weight both: point only
-    monkeypatch.setattr("transduce.forecasting.blend.simplex", lambda count, step: [(0.5, 0.5)])
+    monkeypatch.setattr("transduce.tasks.forecasting.blend.simplex", lambda count, step: [(0.5, 0.5)])
     mixed = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "b")
     assert mixed["weights"] == [0.5, 0.5]
     assert mixed["quantiles"] == [] and "rho_risk" not in mixed["test"]

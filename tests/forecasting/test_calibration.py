@@ -1,4 +1,4 @@
-"""Quantile bands calibrated on the validation split (forecasting/calibration.py)."""
+"""Quantile bands calibrated on the validation split (tasks/forecasting/calibration.py)."""
 
 import json
 
@@ -8,10 +8,10 @@ from torch import nn
 
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
-from transduce.forecasting.calibration import Calibrated, fit_shifts
-from transduce.forecasting.config import ForecastConfig
-from transduce.forecasting.data import load_forecast_data
-from transduce.forecasting.evaluation import evaluate
+from transduce.tasks.forecasting.calibration import Calibrated, fit_shifts
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.data import load_forecast_data
+from transduce.tasks.forecasting.evaluation import evaluate
 
 LEVELS = (0.1, 0.5, 0.9)
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.forecasting.evaluation import load_run
-from transduce.forecasting.channel import ChannelForecaster, ChannelMask
+from transduce.tasks.forecasting.rundir import load_run
+from transduce.nn.forecasting.channel import ChannelForecaster, ChannelMask
 
 
 def built(mix: bool, quantiles=(), targets=None, channels=3, learned_mask=False):
@@ -170,7 +170,7 @@ def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attentio
 
 @pytest.mark.parametrize("trend_kernel", [0, 5])
 def test_experts_started_at_the_mean_embed_a_window_as_its_mean(trend_kernel):
-    from transduce.forecasting.config import ForecastConfig, build_forecaster
+    from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
     cfg = ForecastConfig(csv="x.csv", model="channel", input_length=24, horizon=6,
                          trend_kernel=trend_kernel, expert_init="mean", experts=3,
@@ -233,7 +233,7 @@ def test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band(tmp_pa
 
 
 def test_the_top_k_router_sends_each_window_to_k_experts():
-    from transduce.forecasting.channel import TopKRouter
+    from transduce.nn.forecasting.channel import TopKRouter
 
     torch.manual_seed(0)
     router = TopKRouter(input_length=12, experts=4, k=2, hidden=16)
@@ -252,7 +252,7 @@ def test_the_top_k_router_sends_each_window_to_k_experts():
 
 
 def test_the_balance_loss_is_the_squared_coefficient_of_variation():
-    from transduce.forecasting.channel import cv_squared
+    from transduce.nn.forecasting.channel import cv_squared
 
     assert cv_squared(torch.tensor([1.0, 1.0, 1.0])) == 0
     assert cv_squared(torch.tensor([2.0, 0.0])) == pytest.approx(2.0)  # var 2 (n − 1), mean 1
@@ -261,7 +261,7 @@ def test_the_balance_loss_is_the_squared_coefficient_of_variation():
 
 def test_the_task_adds_the_routers_balance_loss(tmp_path):
     from tests.forecasting.test_point_loss import skewed_task
-    from transduce.forecasting.config import build_forecaster
+    from transduce.tasks.forecasting.config import build_forecaster
 
     task = skewed_task(tmp_path, "mae")
     task.cfg = dataclasses.replace(task.cfg, model="channel", experts=3, top_k=1,
@@ -280,7 +280,7 @@ def test_the_task_adds_the_routers_balance_loss(tmp_path):
 
 
 def test_a_router_that_takes_every_expert_has_no_noise_to_learn():
-    from transduce.forecasting.channel import TopKRouter
+    from transduce.nn.forecasting.channel import TopKRouter
 
     router = TopKRouter(input_length=12, experts=3, k=3, hidden=8).train()
     weights = router(torch.randn(2, 2, 12))

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from transduce.config import load_config
-from transduce.forecasting.config import ForecastConfig
-from transduce.training.config import TrainConfig
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.translation.config import TrainConfig
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 

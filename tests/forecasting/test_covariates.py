@@ -7,8 +7,8 @@ import pytest
 
 from tests.forecasting.test_cli import refused
 from transduce.cli.main import main
-from transduce.forecasting.calibration import Calibrated
-from transduce.forecasting.predict import Forecaster
+from transduce.tasks.forecasting.calibration import Calibrated
+from transduce.api.forecaster import Forecaster
 
 START = datetime(2021, 1, 1)
 

@@ -12,7 +12,7 @@ import torch
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
-from transduce.forecasting.config import ForecastConfig, build_forecaster
+from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs a CUDA GPU; none is visible here")

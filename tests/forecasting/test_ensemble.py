@@ -7,10 +7,10 @@ from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
 from transduce.errors import UserError
-from transduce.forecasting.config import ForecastConfig, build_forecaster
-from transduce.forecasting.evaluation import load_model
-from transduce.forecasting.models import Ensemble
-from transduce.tasks.forecasting import ForecastTask
+from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
+from transduce.tasks.forecasting.rundir import load_model
+from transduce.nn.forecasting.models import Ensemble
+from transduce.tasks.forecasting.task import ForecastTask
 from transduce.training.distributed import Session
 
 
@@ -48,7 +48,7 @@ def test_each_member_learns_from_its_own_error(tmp_path):
     error of the mean, which would couple the members."""
     csv = write_sine(tmp_path / "sine.csv")
     cfg = apply_overrides(config("patch"), [f"csv={csv}", "dropout=0"])
-    from transduce.forecasting.data import load_forecast_data
+    from transduce.tasks.forecasting.data import load_forecast_data
 
     task = ForecastTask(cfg, load_forecast_data(cfg), Session(0, 1, torch.device("cpu"), "fp32"))
     torch.manual_seed(0)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from transduce.forecasting.config import ForecastConfig, build_forecaster
-from transduce.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
-from transduce.forecasting.evaluation import evaluate
+from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
+from transduce.nn.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
+from transduce.tasks.forecasting.evaluation import evaluate
 
 
 def randomised(model):
@@ -108,7 +108,7 @@ def test_series_transformer_shapes_and_causal_decoder():
 def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
     """The last value, and with ``half_life`` h the last value pulled towards the training
     mean (0 on the z-scored scale): x · 0.5^(k / h) at step k."""
-    from transduce.forecasting.data import load_forecast_data
+    from transduce.tasks.forecasting.data import load_forecast_data
 
     rng = np.random.default_rng(1)
     n, L, H = 60, 8, 4
@@ -175,7 +175,7 @@ def test_residual_attention_adds_the_previous_layers_scores():
     layer computes what the library's encoder layer computes with the same weights."""
     import torch.nn.functional as F
 
-    from transduce.forecasting.models import PATCH_RESIDUALS, ResidualAttentionLayer
+    from transduce.nn.forecasting.models import PATCH_RESIDUALS, ResidualAttentionLayer
     from transduce.nn.layers import EncoderLayer
 
     torch.manual_seed(0)
@@ -247,7 +247,7 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
     """Such a run's config says revin=true (the default) but its weights have none: it
     loads as trained, without instance normalisation."""
     from transduce import runs
-    from transduce.forecasting.evaluation import load_model
+    from transduce.tasks.forecasting.rundir import load_model
 
     run, _ = forecast_run
     state = runs.load_checkpoint(runs.checkpoint_dir(run) / runs.BEST, "forecast")
@@ -267,7 +267,7 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
 def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
     """Inside the window the mean of a straight line is the line; at the ends the window is
     extended with its first and last values, so a constant stays itself everywhere."""
-    from transduce.forecasting.baselines import moving_average
+    from transduce.nn.forecasting.baselines import moving_average
 
     ramp = torch.arange(12.0).view(1, 12, 1).repeat(2, 1, 3)  # (B, L, C)
     trend = moving_average(ramp, kernel)
@@ -303,7 +303,7 @@ def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
 def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
     """PatchTST's patching: 10 steps in patches of 4 every 2 make (10 − 4) // 2 + 2 = 5
     patches, the last of them the final two steps and two repeats of the last one."""
-    from transduce.forecasting.models import cut_patches
+    from transduce.nn.forecasting.models import cut_patches
 
     ramp = torch.arange(10.0).view(1, 1, 10).repeat(2, 3, 1)  # (B, C, L)
     patches = cut_patches(ramp, patch_len=4, stride=2)

@@ -7,9 +7,9 @@ from torch import nn
 
 from transduce.config import apply_overrides
 from transduce.errors import UserError
-from transduce.forecasting.config import ForecastConfig
-from transduce.forecasting.data import load_forecast_data
-from transduce.tasks.forecasting import ForecastTask
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.data import load_forecast_data
+from transduce.tasks.forecasting.task import ForecastTask
 from transduce.training.distributed import Session
 
 

@@ -9,7 +9,7 @@ import torch
 
 from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
-from transduce.forecasting.quantiles import band_coverage, coverage, intervals, pinball, rho_risk
+from transduce.nn.forecasting.quantiles import band_coverage, coverage, intervals, pinball, rho_risk
 
 
 def test_rho_risk_equals_a_hand_computation():
@@ -46,7 +46,7 @@ def test_intervals_and_coverage():
 
 def test_evaluate_counts_coverage_over_every_window_whatever_the_batches():
     """Coverage summed batch by batch (the last batch smaller) equals one count over all."""
-    from transduce.forecasting.evaluation import evaluate
+    from transduce.tasks.forecasting.evaluation import evaluate
 
     class Data:  # five windows of H 3, C 1, in batches of 2, 2 and 1; the scaler is the identity
         target_scaler = type("S", (), {"mean": np.zeros(1), "std": np.ones(1)})()

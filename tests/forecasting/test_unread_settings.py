@@ -4,8 +4,8 @@ import pytest
 
 from tests.forecasting.test_cli import refused, write_sine
 from transduce.errors import UserError
-from transduce.forecasting.config import READ_BY, ForecastConfig
-from transduce.forecasting.predict import Forecaster
+from transduce.tasks.forecasting.config import READ_BY, ForecastConfig
+from transduce.api.forecaster import Forecaster
 
 
 @pytest.mark.parametrize("settings, message", [

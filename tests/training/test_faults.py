@@ -11,6 +11,7 @@ import torch
 import yaml
 
 from transduce import runs
+from transduce.tasks.translation.loading import load_translation
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint
 
@@ -55,7 +56,7 @@ def test_invalid_values_are_refused_before_anything_is_written(config, tmp_path,
 
 
 def test_bpe_dropout_needs_a_bpe_tokenizer():
-    from transduce.training.config import TrainConfig
+    from transduce.tasks.translation.config import TrainConfig
 
     assert TrainConfig(bpe_dropout=0.1).problems() == []
     assert [key for key, _ in TrainConfig(bpe_dropout=0.1, spm_model_type="unigram").problems()
@@ -131,7 +132,7 @@ def test_two_trainings_on_one_directory_exactly_one_proceeds(config, tmp_path):
     refused = next(err for code, err in results if code == 2)
     assert "in use by process" in refused and "Traceback" not in refused
     state = load_checkpoint(run / "checkpoints" / "step_30.pt")
-    assert state["tokenizer"] == runs.load_translation(run, verbose=False).tokenizer.fingerprint
+    assert state["tokenizer"] == load_translation(run, verbose=False).tokenizer.fingerprint
 
 
 def test_a_lock_left_by_a_killed_process_does_not_stick(config, tmp_path):

@@ -91,7 +91,7 @@ def test_resuming_with_other_settings_is_refused(config, tmp_path, capsys):
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(config, tmp_path, capsys,
                                                            monkeypatch):
-    from transduce.tasks import translation
+    from transduce.tasks.translation import task as translation
 
     original, calls = translation.linear_label_smoothed_ce, []
 
@@ -166,7 +166,7 @@ def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
 
 
 def test_patience_stops_a_run_that_no_longer_improves(config, tmp_path, monkeypatch):
-    from transduce.tasks import translation
+    from transduce.tasks.translation import task as translation
 
     bleu = iter([10.0, 12.0, 11.0, 11.5, 20.0])
     monkeypatch.setattr(translation, "validate", lambda *args, **kwargs: {
@@ -226,9 +226,9 @@ def test_bpe_dropout_trains_on_new_segmentations_and_resumes_exactly(config, tmp
 
 def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_path):
     from transduce.config import apply_overrides, load_config
-    from transduce.tasks.translation import TranslationTask
-    from transduce.training.config import TrainConfig
-    from transduce.training.data import load_run_data, read_corpora
+    from transduce.tasks.translation.task import TranslationTask
+    from transduce.tasks.translation.config import TrainConfig
+    from transduce.tasks.translation.data import load_run_data, read_corpora
 
     cfg = load_config(TrainConfig, config, ["bpe_dropout=0.3"])
     data = load_run_data(cfg, read_corpora(cfg), tmp_path, logging.getLogger("test"))
@@ -262,7 +262,7 @@ def test_lowercase_trains_and_validates_in_lowercase_and_translates_into_it(
         config, corpus, tmp_path, monkeypatch):
     import transduce
     from transduce.data.tokenizer import SubwordTokenizer
-    from transduce.training import validate
+    from transduce.tasks.translation import validate
 
     capitalised = tmp_path / "capitalised"
     capitalised.mkdir()

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from transduce.api import load
+    from transduce.api.loading import load
     from transduce.errors import UserError
     from transduce.io import check_output_file
 

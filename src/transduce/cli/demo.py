@@ -7,7 +7,7 @@ import argparse
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.tasks.numbers import DemoConfig
+    from transduce.tasks.numbers.task import DemoConfig
 
     parser = commands.add_parser(
         "demo", help="train an English→German number translator on built-in data (~2 min on "
@@ -26,8 +26,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from transduce.config import Origin, apply_overrides, raise_problems
-    from transduce.demo import run_demo
-    from transduce.tasks.numbers import DemoConfig
+    from transduce.tasks.numbers.demo import run_demo
+    from transduce.tasks.numbers.task import DemoConfig
 
     from transduce.io import check_writable
 

@@ -15,9 +15,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    from transduce.cli.main import add_run_arguments, positive_int
+    from transduce.cli.args import add_run_arguments, positive_int
     from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.config import ForecastConfig
 
     train = sub.add_parser("train", help="train a forecaster (resumes a run directory)",
                            description="Train a forecaster on a CSV with a date column. "
@@ -128,9 +128,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from transduce.cli.main import config_and_overrides
-    from transduce.forecasting.config import ForecastConfig
-    from transduce.tasks.forecasting import train_forecaster
+    from transduce.cli.args import config_and_overrides
+    from transduce.tasks.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.task import train_forecaster
 
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
@@ -140,10 +140,10 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_backtest(args: argparse.Namespace) -> int:
-    from transduce.cli.main import config_and_overrides
-    from transduce.forecasting.backtesting import (BACKTEST_FILE, BACKTEST_PLOT,
+    from transduce.cli.args import config_and_overrides
+    from transduce.tasks.forecasting.backtesting import (BACKTEST_FILE, BACKTEST_PLOT,
                                                    run_backtest as backtest)
-    from transduce.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.config import ForecastConfig
 
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
@@ -156,7 +156,7 @@ def run_backtest(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    from transduce.forecasting.evaluation import evaluate_run
+    from transduce.tasks.forecasting.rundir import evaluate_run
 
     result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
@@ -173,7 +173,8 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 def run_blend(args: argparse.Namespace) -> int:
-    from transduce.forecasting.blend import BLEND_FILE, blend_runs
+    from transduce.tasks.forecasting.blend import blend_runs
+    from transduce.tasks.forecasting.rundir import BLEND_FILE
 
     record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last),
                         args.equal)
@@ -193,7 +194,8 @@ def run_blend(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from transduce.forecasting.calibration import calibrate_run, describe
+    from transduce.tasks.forecasting.calibration import describe
+    from transduce.tasks.forecasting.rundir import calibrate_run
 
     record = calibrate_run(args.run_dir)
     print(describe(record))
@@ -202,7 +204,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from transduce.forecasting.predict import Forecaster, predict_csv
+    from transduce.api.forecaster import Forecaster, predict_csv
     from transduce.io import check_output_file, write_text
 
     if args.output:  # before the model is loaded and run
@@ -221,7 +223,7 @@ def run_plot(args: argparse.Namespace) -> int:
     import torch
 
     from transduce.errors import UserError
-    from transduce.forecasting.evaluation import load_run
+    from transduce.tasks.forecasting.rundir import load_run
     from transduce.viz.forecast import (plot_channel_attention, plot_cross_attention,
                                         plot_forecast)
 
@@ -266,7 +268,7 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def _plot_future(args: argparse.Namespace) -> int:
-    from transduce.forecasting.predict import Forecaster
+    from transduce.api.forecaster import Forecaster
     from transduce.io import check_output_file
 
     out = Path(args.output or Path(args.run_dir) / "forecast_future.png")

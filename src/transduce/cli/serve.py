@@ -6,7 +6,7 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.cli.main import positive_float, positive_int
+    from transduce.cli.args import positive_float, positive_int
     from transduce.serve.http import READ_TIMEOUT
 
     parser = commands.add_parser(
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import uvicorn
 
-    from transduce.api import load
+    from transduce.api.loading import load
     from transduce.errors import UserError
     from transduce.serve.app import create_app, describe
     from transduce.serve.http import with_read_timeout

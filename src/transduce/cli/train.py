@@ -6,9 +6,9 @@ import argparse
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.cli.main import add_run_arguments
+    from transduce.cli.args import add_run_arguments
     from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.training.config import TrainConfig
+    from transduce.tasks.translation.config import TrainConfig
 
     parser = commands.add_parser(
         "train", help="train a translation model on parallel text (resumes a run directory)",
@@ -21,9 +21,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.cli.main import config_and_overrides
-    from transduce.tasks.translation import train
-    from transduce.training.config import TrainConfig
+    from transduce.cli.args import config_and_overrides
+    from transduce.tasks.translation.task import train
+    from transduce.tasks.translation.config import TrainConfig
 
     cfg, source = config_and_overrides(TrainConfig, args.items, args.run_dir)
     cfg.validate(source)

@@ -47,7 +47,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.api import load
+    from transduce.api.loading import load
     from transduce.decoding.defaults import resolve
     from transduce.errors import UserError
     from transduce.io import write_text

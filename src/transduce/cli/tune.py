@@ -43,7 +43,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.decoding.tune import Grid, tune, tune_ensemble
+    from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
     from transduce.errors import UserError
     from transduce.runs import lock
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transduce.decoding.beam import beam_search
+from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources
 from transduce.nn import padding_mask
 
 KINDS = ("cross", "encoder", "decoder")
@@ -67,10 +69,6 @@ class AttentionMaps:
 def attention_maps(translator, sentence: str, beam: int = 5) -> AttentionMaps:
     """Translate ``sentence`` with ``translator`` (a PyTorch
     :class:`~transduce.decoding.translator.Translator`) and collect its attention weights."""
-    from transduce.decoding.beam import beam_search
-    from transduce.decoding.sources import encode_sources
-    from transduce.decoding.translator import EXTRA_OUTPUT
-
     model, tok, device = translator.model, translator.tokenizer, translator.device
     src_ids = encode_sources(tok, [sentence], translator.max_source)[0] + [tok.eos_id]
     src = torch.tensor([src_ids], device=device)  # (1, S)

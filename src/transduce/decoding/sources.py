@@ -18,6 +18,7 @@ from typing import Sequence
 # A 100,000-character line took 13.5 s to tokenise before its subwords were cut to what the
 # model reads anyway.
 MAX_CHARS = 2000
+EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
 # C0 and C1 control characters and DEL; a tab reads as a space. NUL, a bell or an escape
 # sequence in a line of text is a fault of whatever produced it, and the tokenizer would
 # read it as part of a word.

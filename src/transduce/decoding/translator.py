@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import torch
 
@@ -12,15 +12,13 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
 from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
 from transduce.decoding.greedy import greedy_search
-from transduce.decoding.sources import encode_sources, read_sources, sentence_case
+from transduce.decoding.inspect import AttentionMaps, attention_maps
+from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, read_sources, sentence_case
 from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
 
-if TYPE_CHECKING:  # only for the annotation; imported where it is used
-    from transduce.decoding.inspect import AttentionMaps
 
-EXTRA_OUTPUT = 50  # outputs may be 50 tokens longer than their source (paper §6.1)
 MAX_BEAM = 16  # a wider beam is refused everywhere (the CLI, the Python API, the server)
 
 
@@ -167,13 +165,11 @@ class Translator(TranslateAPI):
         return results
 
     @torch.no_grad()
-    def attention(self, sentence: str, beam: int = 5) -> "AttentionMaps":
+    def attention(self, sentence: str, beam: int = 5) -> AttentionMaps:
         """Translate ``sentence`` and return its tokens and the attention weights of every
         layer and head (encoder self, decoder self, cross), as
         :class:`~transduce.decoding.inspect.AttentionMaps`. An ensemble has no one set of
         weights: a UserError says to load one of its runs."""
-        from transduce.decoding.inspect import attention_maps
-
         if not hasattr(self.model, "encode_with_weights"):
             raise UserError("attention maps are those of one model, not of an ensemble; "
                             "load one of its runs to see them")

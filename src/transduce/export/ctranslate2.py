@@ -19,10 +19,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from transduce.tasks.translation.loading import load_translation
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce import runs
-from transduce.decoding.sources import encode_sources, sentence_case
-from transduce.decoding.translator import EXTRA_OUTPUT, TranslateAPI
+from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, sentence_case
+from transduce.decoding.translator import TranslateAPI
 from transduce.decoding import defaults
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
@@ -153,7 +153,7 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
                         "--force replaces only exports, so choose a new output directory")
     check_writable(out_dir.parent, "OUT_DIR")  # as export's usage names it
     remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
-    loaded = runs.load_translation(path)
+    loaded = load_translation(path)
     tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
     if not isinstance(tokenizer, SubwordTokenizer):  # the demo's word list
         raise UserError(f"{path}: a demo run, whose words are no SentencePiece model; export "

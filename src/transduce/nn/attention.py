@@ -46,7 +46,7 @@ def masked_softmax(
             gates g ≥ 0 that weigh each key: weight ∝ g·exp(score), so 0 drops a key and 1
             keeps it as a boolean mask would, and the gradient reaches every gate, dropped
             ones included (a sampled mask trained straight-through, as in
-            :class:`transduce.forecasting.channel.ChannelMask`). Give at most one of
+            :class:`transduce.nn.forecasting.channel.ChannelMask`). Give at most one of
             ``valid_lens`` and ``mask``.
 
     Returns:

@@ -72,17 +72,20 @@ class TransformerConfig:
     def problems(self, decoder: bool = True) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no model can be built with, for a run config's
         checks; ``decoder=False`` for encoder-only uses."""
-        from transduce.config import at_least, in_range, one_of
-
-        found = at_least(self, 1, "d_model", "d_ff", "num_encoder_layers", "max_len")
-        if decoder:
-            found += at_least(self, 1, "num_decoder_layers")
+        # written out here (not with transduce.config's helpers): nn imports only torch
+        found = [(k, f"{k} must be at least 1, not {getattr(self, k)}")
+                 for k in ("d_model", "d_ff", "num_encoder_layers", "max_len")
+                 + ("num_decoder_layers",) * decoder if not getattr(self, k) >= 1]
         if not self.num_heads >= 1 or self.d_model % self.num_heads:
             found.append(("num_heads", f"num_heads must divide d_model={self.d_model}, "
                                        f"not {self.num_heads}"))
         for key in ("dropout", "attention_dropout", "activation_dropout"):
-            found += in_range(self, key, 0, 1)
-        found += one_of(self, "activation", ACTIVATIONS)
+            if not 0 <= getattr(self, key) < 1:
+                found.append((key, f"{key} must be at least 0 and below 1, not "
+                                   f"{getattr(self, key)}"))
+        if self.activation not in ACTIVATIONS:
+            found.append(("activation", f"activation must be one of {', '.join(ACTIVATIONS)}, "
+                                        f"not {self.activation!r}"))
         return found
 
 

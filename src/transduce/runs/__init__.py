@@ -17,27 +17,25 @@ An ensemble directory (``transduce tune RUN RUN … --output DIR``) holds only `
 Nothing else reads or writes these files by name: training, translation, export, averaging
 and forecasting all come through here, as ``transduce.runs.NAME``. The package's modules:
 ``checkpoints`` (the record, step checkpoints, ensembles, averaging), ``state`` (the lock,
-the settings a run started with, its metrics) and ``loading`` (a translation model with its
-tokenizer).
+the settings a run started with, its metrics). Building a model from what a run holds is
+its task's business (``transduce.tasks.translation.loading``).
 """
 
 from transduce.runs.checkpoints import (
     AVERAGED, BEST, CHECKPOINTS, CONFIG, ENSEMBLE, KINDS, LOCK, METRICS, STEP_FILE, TOKENIZER,
     DamagedCheckpoint,
-    average_checkpoints, average_run, build_model, checkpoint_dir, ensemble_members,
+    average_checkpoints, average_run, build_model, checkpoint_dir, checkpoint_kind,
+    ensemble_members,
     find_checkpoint, load_checkpoint, prune, record, save_checkpoint, step_checkpoints,
     step_path, write_ensemble)
-from transduce.runs.loading import (LoadedTranslation, checkpoint_kind, load_ensemble,
-                                    load_translation)
 from transduce.runs.state import (_holder, append_metrics, check_config, lock, read_config,
                                   started_config, truncate_metrics, write_config)
 
 __all__ = [
     "AVERAGED", "BEST", "CHECKPOINTS", "CONFIG", "ENSEMBLE", "KINDS", "LOCK", "METRICS",
-    "STEP_FILE", "TOKENIZER", "DamagedCheckpoint", "LoadedTranslation", "_holder", "append_metrics",
+    "STEP_FILE", "TOKENIZER", "DamagedCheckpoint", "_holder", "append_metrics",
     "average_checkpoints", "average_run", "build_model", "check_config", "checkpoint_dir",
-    "checkpoint_kind", "ensemble_members", "find_checkpoint", "load_checkpoint", "load_ensemble",
-    "load_translation", "lock", "prune", "read_config", "record", "save_checkpoint",
+    "checkpoint_kind", "ensemble_members", "find_checkpoint", "load_checkpoint", "lock", "prune", "read_config", "record", "save_checkpoint",
     "started_config", "step_checkpoints", "step_path", "truncate_metrics", "write_config",
     "write_ensemble",
 ]

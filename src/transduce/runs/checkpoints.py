@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from transduce import __version__
+from transduce.version import __version__
 from transduce.errors import UserError
 from transduce.io import atomic_path, check_output_file, write_text
 
@@ -216,3 +216,9 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
     log.warning(f"transduce: averaging {', '.join(p.name for p in chosen)}")
     save_checkpoint(out, average_checkpoints(chosen))
     return out
+
+
+def checkpoint_kind(path: str | os.PathLike) -> str:
+    """The kind of model a run directory or checkpoint holds (translation, forecast,
+    numbers)."""
+    return load_checkpoint(find_checkpoint(path)[0]).get("kind", "translation")

@@ -223,7 +223,7 @@ def describe(path: str, model) -> dict:
     """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
     and an example input for the page."""
     from transduce.decoding.translator import Translator
-    from transduce.forecasting.predict import Forecaster
+    from transduce.api.forecaster import Forecaster
 
     if isinstance(model, Forecaster):
         return {"kind": "forecast", "run": Path(model.run_dir).name,

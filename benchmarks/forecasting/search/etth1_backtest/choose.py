@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from transduce.forecasting.blend import blend_runs
+from transduce.tasks.forecasting.blend import blend_runs
 from transduce.io import write_text
 
 HERE = Path(__file__).parent

@@ -23,7 +23,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 from blend import blend_dir  # noqa: E402
 from choose import FOLDS, ROOT, SEEDS, protocol_test, rows  # noqa: E402
 
-from transduce.forecasting.blend import BLEND_FILE, blend_runs  # noqa: E402
+from transduce.tasks.forecasting.blend import blend_runs  # noqa: E402
+
+from transduce.tasks.forecasting.rundir import BLEND_FILE
 from transduce.io import write_text  # noqa: E402
 
 BLEND_MODELS = ["patch", "linear", "channel", "sparse"]

@@ -16,10 +16,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from transduce.forecasting.baselines import RepeatLast
-from transduce.forecasting.config import ForecastConfig
-from transduce.forecasting.data import ForecastData, load_forecast_data
-from transduce.forecasting.evaluation import evaluate
+from transduce.nn.forecasting.baselines import RepeatLast
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
+from transduce.tasks.forecasting.evaluation import evaluate
 from transduce.io import write_text
 
 HERE = Path(__file__).parent

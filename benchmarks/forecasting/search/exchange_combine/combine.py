@@ -21,7 +21,7 @@ from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS,  # noqa: E402
                     horizon_table, rows, scores)
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.forecasting.blend import BLEND_FILE  # noqa: E402
+from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
 from transduce.io import write_text  # noqa: E402
 
 BACKTEST = HERE.parent / "backtest"

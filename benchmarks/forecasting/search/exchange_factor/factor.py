@@ -19,9 +19,9 @@ sys.path[:0] = [str(HERE.parent / "exchange_ar1")]
 from ar1 import (FOLDS, HORIZONS, check_repeat, finish, repeat_reference,  # noqa: E402
                  split_data)
 
-from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.data import ForecastData  # noqa: E402
-from transduce.forecasting.evaluation import evaluate  # noqa: E402
+from transduce.nn.forecasting.baselines import RepeatLast  # noqa: E402
+from transduce.tasks.forecasting.data import ForecastData  # noqa: E402
+from transduce.tasks.forecasting.evaluation import evaluate  # noqa: E402
 
 FACTORS = (1, 2, 3)
 CANDIDATES = ("repeat",) + tuple(f"factor_{k}" for k in FACTORS)

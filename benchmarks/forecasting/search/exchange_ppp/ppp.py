@@ -15,8 +15,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "exchange_ar1"))
 from ar1 import HORIZONS, choose_at, finish, repeat_reference, split_data  # noqa: E402
 
-from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.evaluation import evaluate  # noqa: E402
+from transduce.nn.forecasting.baselines import RepeatLast  # noqa: E402
+from transduce.tasks.forecasting.evaluation import evaluate  # noqa: E402
 
 ROWS_PER_YEAR = 7588 / 27  # LSTNet: daily, 1990 to 2016
 HALF_LIFE = round(4 * ROWS_PER_YEAR)  # rows; Rogoff's three to five years, the middle

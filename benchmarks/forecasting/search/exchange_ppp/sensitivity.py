@@ -15,8 +15,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "exchange_ar1"))
 from ar1 import FOLDS, HORIZONS, split_data  # noqa: E402
 
-from transduce.forecasting.baselines import RepeatLast  # noqa: E402
-from transduce.forecasting.evaluation import evaluate  # noqa: E402
+from transduce.nn.forecasting.baselines import RepeatLast  # noqa: E402
+from transduce.tasks.forecasting.evaluation import evaluate  # noqa: E402
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ loads like a run (:func:`load_blend`): ``forecast test``, ``predict``, ``plot`` 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -24,31 +23,10 @@ from torch import nn
 
 from transduce import runs
 from transduce.errors import UserError
-from transduce.forecasting.evaluation import evaluate, load_model, load_run
+from transduce.tasks.forecasting.evaluation import evaluate
+from transduce.nn.forecasting.blend import Blend, longest_input
+from transduce.tasks.forecasting.rundir import BLEND_FILE, load_run
 from transduce.io import check_writable, write_text
-
-
-class Blend(nn.Module):
-    """The weighted mean of several forecasters' outputs (B, H, C, 1 + Q); each member reads
-    the last ``input_lengths[i]`` steps of the window it is given. With ``quantiles`` False,
-    only the point forecasts are blended (B, H, C, 1)."""
-
-    def __init__(self, members: list[nn.Module], input_lengths: list[int],
-                 weights: list[float], quantiles: bool, label: str = "blend") -> None:
-        super().__init__()
-        self.members = nn.ModuleList(members)
-        self.input_lengths, self.weights, self.quantiles = input_lengths, weights, quantiles
-        self.label = label  # what plots call it
-
-    def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        total = 0.0
-        for member, length, weight in zip(self.members, self.input_lengths, self.weights):
-            if weight == 0:
-                continue
-            times = None if x_time is None else x_time[:, x_time.shape[1] - length:]
-            y, _ = member(x[:, x.shape[1] - length:], times, y_time)  # (B, H, C, 1 + Q)
-            total = total + weight * (y if self.quantiles else y[..., :1])
-        return total, None
 
 
 def simplex(count: int, step: float) -> list[tuple[float, ...]]:
@@ -79,53 +57,6 @@ def point_forecasts(model: nn.Module, data, split: str, length: int,
     alone = Blend([model], [length], [1.0], quantiles=False)
     return np.concatenate([alone(x, x_time, y_time)[0][..., 0].double().numpy()
                            for x, _, x_time, y_time in data.loader(split, batch_size)])
-
-
-BLEND_FILE = "blend.json"
-
-
-def longest_input(configs) -> int:
-    """The index of the config with the longest input: its windows hold every member's."""
-    return max(range(len(configs)), key=lambda i: configs[i].input_length)
-
-
-def is_blend(path: str | Path) -> bool:
-    """Whether ``path`` is a folder that ``forecast blend --output`` wrote."""
-    return (Path(path) / BLEND_FILE).is_file()
-
-
-def load_blend(blend_dir: str | Path, calibrated: bool = True):
-    """The config, model (eval mode), scaler and columns of a blend folder, as
-    :func:`~transduce.forecasting.evaluation.load_model` gives them for a run: its runs,
-    loaded from where blend.json names them, weighted as chosen on validation. The config
-    is that of the run with the longest input, its quantiles those of the blend (none where
-    the runs given weight forecast different levels).
-
-    Raises:
-        UserError: a blend.json that is not one ``forecast blend`` wrote, or a run it names
-            that is no longer there.
-    """
-    path = Path(blend_dir) / BLEND_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        run_dirs, weights = [str(r) for r in record["runs"]], [float(w) for w in record["weights"]]
-        quantiles = tuple(float(q) for q in record["quantiles"])
-        if len(run_dirs) != len(weights) or len(run_dirs) < 2:
-            raise ValueError("one weight per run")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{path}: not a blend.json that forecast blend wrote ({error}); "
-                        "blend the runs again") from None
-    for run in run_dirs:
-        if not Path(run).is_dir():
-            raise UserError(f"{path}: the run {run} it blends is not there; put it back or "
-                            "blend the runs again")
-    loaded = [load_model(run, calibrated=calibrated) for run in run_dirs]
-    lengths = [cfg.input_length for cfg, _, _, _ in loaded]
-    cfg, _, scaler, columns = loaded[longest_input([c for c, _, _, _ in loaded])]
-    label = "blend of " + " + ".join(f"{w:g} {c.model}" for (c, _, _, _), w in
-                                     zip(loaded, weights) if w)
-    model = Blend([m for _, m, _, _ in loaded], lengths, weights, bool(quantiles), label)
-    return dataclasses.replace(cfg, quantiles=quantiles), model.eval(), scaler, columns
 
 
 def truth(data, split: str) -> np.ndarray:

@@ -11,10 +11,12 @@ import torch
 from torch import Tensor
 from torch.optim.lr_scheduler import LambdaLR
 
-from transduce.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
-from transduce.forecasting.data import ForecastData, load_forecast_data
-from transduce.forecasting.evaluation import evaluate, scaler_state
-from transduce.forecasting.quantiles import intervals, pinball
+from transduce.nn.forecasting.quantiles import intervals, pinball
+from transduce.tasks.forecasting.calibration import describe
+from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
+from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
+from transduce.tasks.forecasting.evaluation import evaluate, scaler_state
+from transduce.tasks.forecasting.rundir import calibrate_run
 from transduce.training.distributed import Session
 from transduce.training.train import train_task
 
@@ -113,7 +115,5 @@ def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
 
     engine, metrics = train_task(make_task, cfg, run_dir, EXTENDABLE)
     if intervals(list(cfg.quantiles)) and cfg.calibrate and engine.session.is_main:
-        from transduce.forecasting.calibration import calibrate_run, describe
-
         logging.getLogger("transduce.train").info(describe(calibrate_run(run_dir, data)))
     return {**metrics, "best_val_mse": engine.best}

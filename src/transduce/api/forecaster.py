@@ -17,8 +17,8 @@ from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
 from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
-from transduce.forecasting.evaluation import load_model
-from transduce.forecasting.quantiles import column_name
+from transduce.tasks.forecasting.rundir import load_model
+from transduce.nn.forecasting.quantiles import column_name
 
 SERIES = "series.csv"  # a DataFrame given to fit or backtest, as the run reads it
 
@@ -71,7 +71,7 @@ class Forecaster:
         load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
         ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
         Calling it again on the same ``run_dir`` resumes that run."""
-        from transduce.tasks.forecasting import train_forecaster
+        from transduce.tasks.forecasting.task import train_forecaster
 
         with _frame_kept_only_if_used(data, run_dir):
             train_forecaster(settings_for(data, run_dir, config, settings), run_dir)
@@ -106,7 +106,7 @@ class Forecaster:
         RUN/test_results.json): ``mse``, ``mae`` and ``windows`` on the normalised scale and,
         for a probabilistic run, ``rho_risk`` and ``coverage``. It reads the CSV the run was
         trained on."""
-        from transduce.forecasting.evaluation import evaluate_run
+        from transduce.tasks.forecasting.rundir import evaluate_run
 
         return evaluate_run(self.run_dir)
 
@@ -245,7 +245,7 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     the defaults), then ``settings``, reading ``data`` (a CSV path, or a DataFrame, saved as
     RUN_DIR/series.csv)."""
     from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
-    from transduce.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.config import ForecastConfig
     from transduce.io import write_text
 
     run_dir = Path(run_dir)
@@ -281,10 +281,10 @@ def _frame_kept_only_if_used(data, run_dir: str | Path):
 def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds: int = 3,
              step: int | None = None, **settings) -> dict:
     """Score a config on ``folds`` stretches of ``data`` before its test split, as
-    ``forecast backtest`` does (see :mod:`transduce.forecasting.backtesting`); returns what
+    ``forecast backtest`` does (see :mod:`transduce.tasks.forecasting.backtesting`); returns what
     it writes to RUN_DIR/backtest.json. ``config`` and ``settings`` as for
     :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
-    from transduce.forecasting.backtesting import run_backtest
+    from transduce.tasks.forecasting.backtesting import run_backtest
 
     with _frame_kept_only_if_used(data, run_dir):
         return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds,

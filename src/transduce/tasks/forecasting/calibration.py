@@ -32,8 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from transduce.errors import UserError
-from transduce.forecasting.quantiles import band_coverage, intervals
-from transduce.io import write_text
+from transduce.nn.forecasting.quantiles import intervals
 
 FILE = "calibration.json"
 MIN_SPREAD = 1e-2  # normalised units: a window flatter than this counts as this flat
@@ -105,34 +104,6 @@ def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -
         width = np.quantile(pooled[:, p], share, axis=-1)  # (H,)
         shifts[lo], shifts[hi] = -width, width
     return shifts
-
-
-def calibrate_run(run_dir: str | Path, data=None) -> dict:
-    """Fit the shifts of a run's best checkpoint on its validation split and write them to
-    RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
-    after. ``data``: the run's ForecastData when the caller has it loaded already."""
-    from transduce.forecasting.blend import is_blend
-    from transduce.forecasting.evaluation import load_checkpoint_model, run_data
-
-    if is_blend(run_dir):
-        raise UserError(f"{run_dir}: a blend; calibrate each of its runs (forecast calibrate "
-                        "RUN), then blend them again")
-    cfg, model, scaler, columns, step = load_checkpoint_model(run_dir, calibrated=False)
-    if data is None:
-        data = run_data(run_dir, cfg, scaler, columns)
-    if not intervals(list(cfg.quantiles)):
-        raise UserError(f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
-                        "central band (such as 0.1 with 0.9); there is nothing to calibrate")
-    q, y, sigma = outputs(model, data)  # one pass over the validation windows
-    shifts = shifts_for(q, y, sigma, cfg.quantiles)
-    moved = move(q, torch.from_numpy(shifts).float(), sigma)
-    record = {"step": step, "split": "val", "levels": list(cfg.quantiles),
-              "windows": len(y), "coverage_before": band_coverage(q, y, cfg.quantiles),
-              "coverage_after": band_coverage(moved, y, cfg.quantiles),
-              "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
-    path = Path(run_dir) / FILE
-    write_text(path, json.dumps(record, indent=1) + "\n")
-    return {**record, "path": str(path)}
 
 
 def describe(record: dict) -> str:

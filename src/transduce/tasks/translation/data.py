@@ -13,7 +13,7 @@ from transduce.data.text import read_parallel
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.io import atomic_path
-from transduce.training.config import TrainConfig
+from transduce.tasks.translation.config import TrainConfig
 
 
 @dataclass

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from transduce.errors import UserError
-from transduce.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.training.signals import Handlers, Interrupted
 
 log = logging.getLogger("transduce.backtest")
@@ -67,7 +67,7 @@ def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None 
     """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
     series of ``n_rows`` rows; every fold is checked (enough rows for a window in each
     split) before any is trained."""
-    from transduce.forecasting.data import split_scheme, windowed_borders
+    from transduce.tasks.forecasting.data import split_scheme, windowed_borders
 
     scheme = split_scheme(cfg)
     out = []
@@ -96,8 +96,8 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     """
     from transduce import runs
     from transduce.data.calendar import format_dates
-    from transduce.forecasting.data import load_forecast_data
-    from transduce.forecasting.evaluation import evaluate_run
+    from transduce.tasks.forecasting.data import load_forecast_data
+    from transduce.tasks.forecasting.rundir import evaluate_run
     from transduce.io import write_text
     from transduce.viz.forecast import plot_backtest
 
@@ -156,7 +156,7 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
                  report) -> list[float]:
     """Train (or resume) each fold in RUN_DIR/fold_K, ``jobs`` at a time; returns each
     one's best validation MSE."""
-    from transduce.tasks.forecasting import train_forecaster
+    from transduce.tasks.forecasting.task import train_forecaster
 
     if jobs == 1 or len(configs) == 1:
         out = []
@@ -248,7 +248,7 @@ def _train_fold(fold: ForecastConfig, fold_dir: Path, log: Path) -> float:
     ``log``; none once the backtest is stopped."""
     import contextlib
 
-    from transduce.tasks.forecasting import train_forecaster
+    from transduce.tasks.forecasting.task import train_forecaster
 
     if _STOP is not None and _STOP.value:
         raise Interrupted(_STOP.value)

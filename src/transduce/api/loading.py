@@ -24,7 +24,8 @@ from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
-from transduce.runs import checkpoint_kind, ensemble_members, load_ensemble, load_translation
+from transduce.runs import checkpoint_kind, ensemble_members
+from transduce.tasks.translation.loading import load_ensemble, load_translation
 
 
 def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "auto",
@@ -40,7 +41,7 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     ``.attention``); an export gives a
     :class:`~transduce.export.ctranslate2.CTranslate2Translator` (``.translate``); a
     forecasting run, or a blend of runs (``forecast blend --output DIR``), gives a
-    :class:`~transduce.forecasting.predict.Forecaster`
+    :class:`~transduce.api.forecaster.Forecaster`
     (``.forecast``).
 
     Args:
@@ -70,10 +71,10 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
 
         return CTranslate2Translator(path, device)  # its decoding: from its transduce.json
     dev = pick_device(device)
-    from transduce.forecasting.blend import is_blend
+    from transduce.tasks.forecasting.rundir import is_blend
 
     if is_blend(path) or checkpoint_kind(path) == "forecast":
-        from transduce.forecasting.predict import Forecaster
+        from transduce.api.forecaster import Forecaster
 
         # a setting that would be ignored is refused, as the command line does
         ignored = [f"{name}={value}" for name, value, kept in (

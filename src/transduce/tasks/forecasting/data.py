@@ -12,7 +12,7 @@ from transduce.data.timeseries import (SPLITS, Scaler, Series, Windows, calendar
                                        default_scheme, read_series, split_borders,
                                        window_count)
 from transduce.errors import UserError
-from transduce.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.config import ForecastConfig
 
 
 @dataclass(frozen=True)

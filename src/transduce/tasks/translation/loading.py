@@ -73,9 +73,3 @@ def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):
         raise UserError(f"{checkpoint}: trained with another tokenizer than "
                         f"{tokenizer_path}; use the checkpoint's own run directory")
     return tokenizer
-
-
-def checkpoint_kind(path: str | os.PathLike) -> str:
-    """The kind of model a run directory or checkpoint holds (translation, forecast,
-    numbers)."""
-    return load_checkpoint(find_checkpoint(path)[0]).get("kind", "translation")

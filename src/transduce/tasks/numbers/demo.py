@@ -19,7 +19,7 @@ from transduce.data.vocab import Vocab
 from transduce.evaluation import exact_match
 from transduce.io import write_text
 from transduce.nn import Transformer, padding_mask, sinusoidal_table
-from transduce.tasks.numbers import DemoConfig, NumbersTask, make_batch, translate
+from transduce.tasks.numbers.task import DemoConfig, NumbersTask, make_batch, translate
 from transduce.training.engine_config import EXTENDABLE
 from transduce.training.loss import smoothing_floor
 from transduce.training.train import train_task

@@ -13,9 +13,9 @@ from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise
                               resolve_key)
 from transduce.nn.builders import TransformerConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.forecasting.channel import EXPERT_INITS, ChannelForecaster
-from transduce.forecasting.baselines import LinearForecaster, RepeatLast, SparseForecaster
-from transduce.forecasting.models import CENTERS, Ensemble, PatchForecaster, SeriesTransformer
+from transduce.nn.forecasting.channel import EXPERT_INITS, ChannelForecaster
+from transduce.nn.forecasting.baselines import LinearForecaster, RepeatLast, SparseForecaster
+from transduce.nn.forecasting.models import CENTERS, Ensemble, PatchForecaster, SeriesTransformer
 
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members

@@ -1,7 +1,7 @@
 """Baselines: the last value repeated, one linear map (RLinear, DLinear) and SparseTSF.
 
 Each maps an input window to the whole horizon at once, as the models of
-:mod:`transduce.forecasting.models` do, with a point forecast only: (B, H, C, 1).
+:mod:`transduce.nn.forecasting.models` do, with a point forecast only: (B, H, C, 1).
 
 Legend: B batch, L input length, H horizon, C channels.
 """
@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from transduce.forecasting.models import finish, instance_norm
+from transduce.nn.forecasting.models import finish, instance_norm
 
 
 class RepeatLast(nn.Module):

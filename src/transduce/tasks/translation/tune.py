@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from transduce import runs
+from transduce.tasks.translation.loading import load_ensemble, load_translation
 from transduce.data.text import read_lines
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
@@ -68,7 +69,7 @@ class Grid:
 
 def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[str], str]:
     """(sources, references, target language) of the run's validation files."""
-    from transduce.training.config import TrainConfig
+    from transduce.tasks.translation.config import TrainConfig
 
     started = runs.started_config(run_dir, TrainConfig)
     if started is None:
@@ -167,7 +168,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
     steps = runs.step_checkpoints(run_dir)
     if not steps:
         raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
-    loaded = runs.load_translation(steps[-1], verbose=False)
+    loaded = load_translation(steps[-1], verbose=False)
     if loaded.state.get("kind", "translation") != "translation":
         raise UserError(f"{run_dir}: holds a {loaded.state['kind']} model; tune chooses the "
                         "decoding of translation runs")
@@ -256,7 +257,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
         steps = runs.step_checkpoints(run_dir)
         if not steps:
             raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
-        tokenizers.append(runs.load_translation(steps[-1], verbose=False).tokenizer)
+        tokenizers.append(load_translation(steps[-1], verbose=False).tokenizer)
     check_vocabularies(run_dirs, tokenizers)
     for run_dir in run_dirs:
         if _tuned(run_dir):
@@ -264,7 +265,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
         else:
             log.warning(f"transduce: {run_dir}: tuning it alone first")
             tune(run_dir, grid, device, precision)
-    model, tokenizer, _ = runs.load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
+    model, tokenizer, _ = load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
     dev = pick_device(device)
     translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))

@@ -1,11 +1,11 @@
 """Forecasters: the paper's encoder–decoder on series and a patch encoder, and what every
 forecaster shares: instance normalisation, the ensemble (the encoder across channels is in
-:mod:`transduce.forecasting.channel`, the baselines in :mod:`transduce.forecasting.baselines`).
+:mod:`transduce.nn.forecasting.channel`, the baselines in :mod:`transduce.nn.forecasting.baselines`).
 
 Every model maps an input window to the whole horizon at once:
 ``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``, the
 forecast (B, H, C, 1 + Q): the point forecast, then Q quantiles at the levels the model was
-built with (see :mod:`transduce.forecasting.quantiles`; the baselines have none).
+built with (see :mod:`transduce.nn.forecasting.quantiles`; the baselines have none).
 
 Legend: B batch, L input length, H horizon, C channels, D d_model, N patches,
 K label (known) length fed to the decoder, Q quantile levels.
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from transduce.forecasting.quantiles import ordered
+from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
 from transduce.nn.dropout import Dropout, dropout
 from transduce.nn.layers import DecoderLayer, EncoderLayer

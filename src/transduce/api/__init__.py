@@ -1,0 +1,7 @@
+"""The Python entry points: :func:`load` gives a model ready to use (a translator or a
+forecaster); :class:`Forecaster` fits a forecasting run from a CSV and forecasts with it."""
+
+from transduce.api.forecaster import Forecaster, backtest
+from transduce.api.loading import load
+
+__all__ = ["Forecaster", "backtest", "load"]
