@@ -8,6 +8,7 @@ import transduce
 from transduce.cli.main import main
 from transduce.errors import UserError
 
+
 def test_translate_takes_a_string_or_a_list(trained_run):
     model = transduce.load(trained_run, verbose=False)
     one = model.translate("five hundred", beam=2)

@@ -33,8 +33,8 @@ from plan import plan_tasks  # noqa: E402
 from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.tasks.forecasting.config import NEURAL  # noqa: E402
 from transduce.io import write_text  # noqa: E402
+from transduce.tasks.forecasting.config import NEURAL  # noqa: E402
 
 ROOT = HERE.parents[1]
 RUNS = ROOT / "runs" / "bench" / "forecast"

@@ -21,9 +21,9 @@ sys.path.insert(0, str(HERE))
 from run import DATASETS, ROOT, config_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
+from transduce.nn.forecasting.models import Ensemble  # noqa: E402
 from transduce.tasks.forecasting.evaluation import evaluate, load_run  # noqa: E402
 from transduce.tasks.forecasting.rundir import load_model
-from transduce.nn.forecasting.models import Ensemble  # noqa: E402
 
 
 def main() -> None:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from transduce.api.loading import load
 from transduce.data.text import read_lines
-from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import recorded_path, write_text
 from transduce.runs import step_checkpoints
+from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]

@@ -15,14 +15,13 @@ import statistics
 import time
 from pathlib import Path
 
+from transduce.api.loading import load as load_translator
 from transduce.cli.main import main as transduce
 from transduce.config import load_config
 from transduce.data.text import read_lines
-from transduce.api.loading import load as load_translator
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import write_text
-from transduce.runs import average_checkpoints
-from transduce.runs import load_checkpoint, save_checkpoint, step_checkpoints
+from transduce.runs import average_checkpoints, load_checkpoint, save_checkpoint, step_checkpoints
 from transduce.tasks.translation.config import TrainConfig
 
 HERE = Path(__file__).parent

@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from transduce.data.text import read_lines
 from transduce.api.loading import load as load_translator
+from transduce.data.text import read_lines
 
 HERE = Path(__file__).parent
 

@@ -104,8 +104,8 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     import torch.nn.functional as F
 
     from transduce.nn import padding_mask
-    from transduce.training.loss import LabelSmoothedCrossEntropy
     from transduce.tasks.translation.task import summed_loss
+    from transduce.training.loss import LabelSmoothedCrossEntropy
 
     if system in ("transduce", "transduce-torch-dropout"):
         return summed_loss(model, src, tgt, pad_id, epsilon)

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from transduce.errors import UserError
+
 STAGING = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # what mkstemp/mkdtemp name below
 
 
@@ -164,8 +166,6 @@ def remove_staging(directory: str | os.PathLike, names: tuple[str, ...] | None =
 def check_writable(path: str | os.PathLike, what: str) -> Path:
     """Raise a UserError unless ``path`` is (or can be made) a directory this process may
     write in. Creates nothing: the nearest existing ancestor is checked instead."""
-    from transduce.errors import UserError
-
     path = Path(path)
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -182,8 +182,6 @@ def check_writable(path: str | os.PathLike, what: str) -> Path:
 def check_output_file(path: str | os.PathLike, what: str) -> Path:
     """Raise a UserError unless ``path`` can be written as a file: not a folder, and in a
     folder this process may write in (see :func:`check_writable`). Creates nothing."""
-    from transduce.errors import UserError
-
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path}: is a folder; give {what} a file name")

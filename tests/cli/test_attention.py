@@ -21,7 +21,7 @@ def test_attention_png_draws_every_layer_and_head(trained_run, tmp_path, monkeyp
     assert image.shape[0] > 100 and image.shape[1] > 100
     assert image[..., :3].std() > 0.05  # not a blank canvas
     drawn = []
-    monkeypatch.setattr("transduce.viz.heatmaps.plot_attention",
+    monkeypatch.setattr("transduce.cli.attention.plot_attention",
                         lambda weights, *args: drawn.append((weights, args)))
     assert main(["attention", str(trained_run), "seven thousand two", "--out",
                  str(tmp_path / "mean.png"), "--mean", "--beam", "2", "--kind", "decoder"]) == 0

@@ -70,7 +70,7 @@ def test_training_on_a_missing_gpu_is_one_line(config, tmp_path, capsys):
 def test_output_that_is_a_folder_is_refused_before_translating(trained_run, source, tmp_path,
                                                                capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr("transduce.api.loading.load", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr("transduce.cli.translate.load", lambda *a, **k: calls.append(a))
     assert main(["translate", str(trained_run), "--input", str(source),
                  "--output", str(tmp_path)]) == 2
     assert "is a folder; give --output a file name" in one_line(capsys)

@@ -3,18 +3,17 @@ import json
 import pytest
 import torch
 
+from transduce.api.loading import load as load_translator
 from transduce.cli.main import main
 from transduce.data.tokenizer import SubwordTokenizer
-from transduce.api.loading import load as load_translator
-from transduce.runs import find_checkpoint
 from transduce.errors import UserError
 from transduce.nn import TransformerConfig, build_transformer
-from transduce.runs import load_checkpoint, save_checkpoint
+from transduce.runs import find_checkpoint, load_checkpoint, save_checkpoint
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 not installed")
 
-from transduce.export.ctranslate2 import (CTranslate2Translator,  # noqa: E402
-                                          export_ctranslate2)
+from transduce.export.ctranslate2 import CTranslate2Translator  # noqa: E402
+from transduce.export.ctranslate2 import export_ctranslate2
 
 LINES = ["four hundred and twelve", "", "ninety-nine thousand and one", "seven"]
 

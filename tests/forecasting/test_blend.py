@@ -9,13 +9,13 @@ import torch
 
 import transduce
 from tests.forecasting.test_cli import write_sine
+from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
 from transduce.errors import UserError
-from transduce.tasks.forecasting.blend import blend_runs, point_forecasts, simplex, truth
-from transduce.nn.forecasting.blend import Blend
-from transduce.tasks.forecasting.rundir import load_run
 from transduce.nn.forecasting.baselines import LinearForecaster
-from transduce.api.forecaster import Forecaster
+from transduce.nn.forecasting.blend import Blend
+from transduce.tasks.forecasting.blend import blend_runs, point_forecasts, simplex, truth
+from transduce.tasks.forecasting.rundir import load_run
 
 
 def test_the_grid_covers_the_simplex_with_each_run_alone_first():

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.tasks.forecasting.rundir import load_run
 from transduce.nn.forecasting.channel import ChannelForecaster, ChannelMask
+from transduce.tasks.forecasting.rundir import load_run
 
 
 def built(mix: bool, quantiles=(), targets=None, channels=3, learned_mask=False):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tests.forecasting.test_cli import refused
+from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
 from transduce.tasks.forecasting.calibration import Calibrated
-from transduce.api.forecaster import Forecaster
 
 START = datetime(2021, 1, 1)
 

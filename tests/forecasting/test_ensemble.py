@@ -7,9 +7,9 @@ from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
 from transduce.errors import UserError
+from transduce.nn.forecasting.models import Ensemble
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.rundir import load_model
-from transduce.nn.forecasting.models import Ensemble
 from transduce.tasks.forecasting.task import ForecastTask
 from transduce.training.distributed import Session
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.nn.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
+from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.evaluation import evaluate
 
 
@@ -139,9 +139,8 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
 
 
 def test_batch_norm_is_refused_for_the_encoder_decoder():
-    from transduce.errors import UserError
-
     from transduce.config import apply_overrides
+    from transduce.errors import UserError
 
     with pytest.raises(UserError, match="norm=batch is for the patch model"):
         apply_overrides(ForecastConfig(csv="x.csv"), ["model=transformer", "norm=batch"]

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.nn.forecasting.baselines import SparseForecaster
+from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
 
 def copying_last_period(model: SparseForecaster) -> SparseForecaster:

@@ -3,9 +3,9 @@
 import pytest
 
 from tests.forecasting.test_cli import refused, write_sine
+from transduce.api.forecaster import Forecaster
 from transduce.errors import UserError
 from transduce.tasks.forecasting.config import READ_BY, ForecastConfig
-from transduce.api.forecaster import Forecaster
 
 
 @pytest.mark.parametrize("settings, message", [

@@ -2,8 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from transduce.nn import (TransformerConfig, build_transformer, padding_mask, preset,
-                          subsequent_mask)
+from transduce.nn import TransformerConfig, build_transformer, padding_mask, preset, subsequent_mask
 from transduce.nn.multi_head_attention import MultiHeadAttention
 
 PAD = 0

@@ -2,8 +2,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.runs import average_checkpoints
-from transduce.runs import load_checkpoint, save_checkpoint
+from transduce.runs import average_checkpoints, load_checkpoint, save_checkpoint
 
 
 def fake_checkpoint(path, value, tokenizer="abc"):

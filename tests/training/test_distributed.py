@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
+from tests.forecasting.test_cli import TINY as FORECAST_TINY
+from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint, step_checkpoints
 

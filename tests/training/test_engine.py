@@ -11,12 +11,13 @@ import pytest
 import torch
 from torch import nn
 
-from tests.forecasting.test_cli import TINY as FORECAST_TINY, write_sine
+from tests.forecasting.test_cli import TINY as FORECAST_TINY
+from tests.forecasting.test_cli import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
-from transduce.training.distributed import Session, check_same_batches
 from transduce.training import train as train_module
+from transduce.training.distributed import Session, check_same_batches
 from transduce.training.engine import Engine, EngineConfig
 from transduce.training.signals import Interrupted
 

@@ -11,9 +11,9 @@ import torch
 import yaml
 
 from transduce import runs
-from transduce.tasks.translation.loading import load_translation
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint
+from transduce.tasks.translation.loading import load_translation
 
 
 def train(config, run_dir, *settings):

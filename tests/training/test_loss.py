@@ -5,8 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from transduce.training import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
-from transduce.training.loss import EXP_FLOOR
-from transduce.training.loss import smoothing_floor
+from transduce.training.loss import EXP_FLOOR, smoothing_floor
 
 
 def test_matches_a_hand_computation():

@@ -226,9 +226,9 @@ def test_bpe_dropout_trains_on_new_segmentations_and_resumes_exactly(config, tmp
 
 def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_path):
     from transduce.config import apply_overrides, load_config
-    from transduce.tasks.translation.task import TranslationTask
     from transduce.tasks.translation.config import TrainConfig
     from transduce.tasks.translation.data import load_run_data, read_corpora
+    from transduce.tasks.translation.task import TranslationTask
 
     cfg = load_config(TrainConfig, config, ["bpe_dropout=0.3"])
     data = load_run_data(cfg, read_corpora(cfg), tmp_path, logging.getLogger("test"))

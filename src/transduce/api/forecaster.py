@@ -13,12 +13,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
 from transduce.data.timeseries import calendar_features, parse_series
 from transduce.errors import UserError
-from transduce.tasks.forecasting.rundir import load_model
+from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
+from transduce.tasks.forecasting.backtesting import run_backtest
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.rundir import evaluate_run, load_model
+from transduce.tasks.forecasting.task import train_forecaster
+from transduce.viz.forecast import plot_forecast
 
 SERIES = "series.csv"  # a DataFrame given to fit or backtest, as the run reads it
 
@@ -71,8 +77,6 @@ class Forecaster:
         load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
         ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
         Calling it again on the same ``run_dir`` resumes that run."""
-        from transduce.tasks.forecasting.task import train_forecaster
-
         with _frame_kept_only_if_used(data, run_dir):
             train_forecaster(settings_for(data, run_dir, config, settings), run_dir)
         return cls(run_dir)
@@ -86,8 +90,6 @@ class Forecaster:
     def plot(self, data=None, path: str | Path | None = None) -> Path:
         """A PNG of the forecast after ``data``'s last row (by default the run's own CSV),
         after its history; ``path`` by default RUN/forecast_future.png."""
-        from transduce.viz.forecast import plot_forecast
-
         path = Path(self.run_dir) / "forecast_future.png" if path is None else path
         series, name = self._history(data)
         dates, values = self.predict_arrays(series, name)
@@ -106,8 +108,6 @@ class Forecaster:
         RUN/test_results.json): ``mse``, ``mae`` and ``windows`` on the normalised scale and,
         for a probabilistic run, ``rho_risk`` and ``coverage``. It reads the CSV the run was
         trained on."""
-        from transduce.tasks.forecasting.rundir import evaluate_run
-
         return evaluate_run(self.run_dir)
 
     def _history(self, data):
@@ -244,10 +244,6 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     """The config of :meth:`Forecaster.fit` and :func:`backtest`: ``config``'s settings (or
     the defaults), then ``settings``, reading ``data`` (a CSV path, or a DataFrame, saved as
     RUN_DIR/series.csv)."""
-    from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
-    from transduce.tasks.forecasting.config import ForecastConfig
-    from transduce.io import write_text
-
     run_dir = Path(run_dir)
     frame = hasattr(data, "to_csv")
     csv_path = run_dir / SERIES if frame else Path(data)
@@ -284,8 +280,6 @@ def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds:
     ``forecast backtest`` does (see :mod:`transduce.tasks.forecasting.backtesting`); returns what
     it writes to RUN_DIR/backtest.json. ``config`` and ``settings`` as for
     :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
-    from transduce.tasks.forecasting.backtesting import run_backtest
-
     with _frame_kept_only_if_used(data, run_dir):
         return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds,
                             step)

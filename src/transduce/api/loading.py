@@ -20,11 +20,14 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from transduce.api.forecaster import Forecaster
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
+from transduce.export.ctranslate2 import CTranslate2Translator
 from transduce.runs import checkpoint_kind, ensemble_members
+from transduce.tasks.forecasting.rundir import is_blend
 from transduce.tasks.translation.loading import load_ensemble, load_translation
 
 
@@ -67,15 +70,10 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
         translator.decoding = defaults.read(first_run if listed else path)
         return translator
     if (Path(path) / "model.bin").is_file():
-        from transduce.export.ctranslate2 import CTranslate2Translator
-
         return CTranslate2Translator(path, device)  # its decoding: from its transduce.json
     dev = pick_device(device)
-    from transduce.tasks.forecasting.rundir import is_blend
 
     if is_blend(path) or checkpoint_kind(path) == "forecast":
-        from transduce.api.forecaster import Forecaster
-
         # a setting that would be ignored is refused, as the command line does
         ignored = [f"{name}={value}" for name, value, kept in (
             ("device", device, ("auto", "cpu")), ("precision", precision, ("auto", "fp32")))

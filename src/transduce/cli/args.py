@@ -1,4 +1,4 @@
-"""What the commands' parsers share: one-line errors, number types, and the arguments and
+"""What the commands' parsers share: number types, and the arguments and
 config of a command that trains a run."""
 
 from __future__ import annotations
@@ -8,15 +8,9 @@ import dataclasses
 import os
 from pathlib import Path
 
+from transduce import runs
 from transduce.config import Origin, apply_overrides, load_config
 from transduce.errors import UserError
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, pointing at --help."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def positive_int(text: str) -> int:
@@ -57,8 +51,6 @@ def config_and_overrides(cls, items: list[str], run_dir: str | None):
 
     Returns: the config and an :class:`~transduce.config.Origin` (for error messages).
     """
-    from transduce import runs  # torch: loaded by the command that trains, not by --help
-
     path = items[0] if items and "=" not in items[0] else None
     overrides = items[1:] if path else items
     if run_dir is not None and not run_dir.strip():

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+import numpy as np
+
+from transduce.api.loading import load
+from transduce.decoding.translator import MAX_BEAM
+from transduce.errors import UserError
+from transduce.io import check_output_file
+from transduce.viz.attention_html import save_attention_html
+from transduce.viz.heatmaps import plot_attention
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "attention", help="draw what a model attends to when it translates a sentence",
+        "attention", help=summary,
         description="Translate SENTENCE and draw its attention weights: a PNG grid of heatmaps "
                     "(every layer × head, or their mean), or a self-contained interactive HTML "
                     "page (choose kind, layer and head; hover a cell for its weight).")
@@ -28,19 +38,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    import numpy as np
-
-    from transduce.api.loading import load
-    from transduce.errors import UserError
-    from transduce.io import check_output_file
-
     suffix = os.path.splitext(args.out)[1].lower()
     if suffix not in (".png", ".html"):
         raise UserError(f"--output {args.out}: give a .png or .html file")
     check_output_file(args.out, "--output")
-    from transduce.decoding.translator import MAX_BEAM
 
     if args.beam is not None and not 1 <= args.beam <= MAX_BEAM:
         raise UserError(f"--beam must be 1 to {MAX_BEAM}, not {args.beam}")
@@ -50,12 +51,8 @@ def run(args: argparse.Namespace) -> int:
     maps = model.attention(args.sentence, args.beam or model.decoding.beam)
     title = f"{args.sentence} → {maps.translation}"
     if suffix == ".html":
-        from transduce.viz.attention_html import save_attention_html
-
         save_attention_html(maps, args.out, title)
     else:
-        from transduce.viz.heatmaps import plot_attention
-
         weights = np.stack(maps.weights(args.kind))  # (layers, H, Q, K)
         heads = None
         if args.mean:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+
+from transduce.decoding import defaults
+from transduce.runs import average_run, lock
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "average", help="average the last N checkpoints of a run (paper §6.1)",
+        "average", help=summary,
         description="Average the weights of a run's last N checkpoints into RUN_DIR/averaged.pt,"
                     " which translate then uses.")
     parser.add_argument("run_dir", metavar="RUN_DIR",
@@ -20,11 +24,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
-
-    from transduce.decoding import defaults
-    from transduce.runs import average_run, lock
-
     # averaged.pt inside a run that is training would be stale at once: the run's lock
     # refuses that; --output elsewhere only reads the run, and may average it as it trains
     inside = args.output is None

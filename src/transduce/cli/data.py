@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.data.multi30k import DEFAULT_URL, fetch_multi30k
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("data", help="fetch a corpus",
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
+    parser = commands.add_parser("data", help=summary,
                                  description="Fetch a corpus into a folder.")
     corpora = parser.add_subparsers(title="corpora", metavar="CORPUS", required=True)
     multi30k = corpora.add_parser(
@@ -23,8 +25,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.data.multi30k import DEFAULT_URL, fetch_multi30k
-
     paths = fetch_multi30k(args.dest, args.local, args.url or DEFAULT_URL)
     print(f"wrote {len(paths)} files to {args.dest}")
     return 0

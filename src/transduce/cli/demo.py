@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.config import (Origin, SettingsHelpFormatter, apply_overrides, raise_problems,
+                              settings_epilog)
+from transduce.io import check_writable
+from transduce.tasks.numbers.demo import run_demo
+from transduce.tasks.numbers.task import DemoConfig
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.tasks.numbers.task import DemoConfig
 
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "demo", help="train an English→German number translator on built-in data (~2 min on "
-                     "2 CPU cores)",
+        "demo", help=summary,
         description="Train a small Transformer to translate English number words into German "
                     "ones, report held-out exact match, and draw cross-attention and "
                     "positional-encoding heatmaps. The output folder is a run directory: "
@@ -25,12 +27,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.config import Origin, apply_overrides, raise_problems
-    from transduce.tasks.numbers.demo import run_demo
-    from transduce.tasks.numbers.task import DemoConfig
-
-    from transduce.io import check_writable
-
     cfg = apply_overrides(DemoConfig(), args.items)
     raise_problems(cfg.problems(), Origin("defaults", tuple(args.items)))
     check_writable(args.out, "--output")  # named as this command names it, not --run-dir

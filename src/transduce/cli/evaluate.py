@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from transduce.data.text import read_lines, read_parallel
+from transduce.errors import UserError
+from transduce.evaluation import corpus_scores, moses_languages
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "evaluate", help="score translations with sacreBLEU (BLEU, lowercased BLEU, chrF)",
+        "evaluate", help=summary,
         description="Cased sacreBLEU with its signature, lowercased BLEU and chrF2; with a "
                     "language (--lang, or the reference's .de/.en/.fr suffix) also the BLEU "
                     "that published Multi30k figures use: hypothesis lowercased, Moses-"
@@ -26,10 +30,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.data.text import read_lines, read_parallel
-    from transduce.errors import UserError
-    from transduce.evaluation import corpus_scores, moses_languages
-
     known = moses_languages()
     if args.lang is not None and args.lang not in known:
         raise UserError(f"--lang {args.lang}: sacremoses has no tokenisation rules for it; "

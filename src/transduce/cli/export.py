@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.export.ctranslate2 import export_ctranslate2
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "export", help="export a model for fast serving (CTranslate2)",
+        "export", help=summary,
         description="Write a trained model as a CTranslate2 model directory (weights, "
                     "vocabulary, spm.model and a README.md on using it with CTranslate2 and "
                     "SentencePiece alone), also for `transduce translate --engine ctranslate2 "
@@ -30,8 +32,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.export.ctranslate2 import export_ctranslate2
-
     out = export_ctranslate2(args.model, args.out_dir, args.quantization, args.force)
     print(f"wrote {out}")
     return 0

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import time
+
+from transduce.io import check_writable
+from transduce.logs import progress
+from transduce.viz.figures import FILES, make_figures
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "figures", help="draw every figure of the attention study notes from the library",
+        "figures", help=summary,
         description="Nadaraya–Watson pooling (fixed and learned kernel), masked softmax, "
                     "additive vs scaled dot-product weights, positional encodings, multi-head "
                     "weights, Bahdanau attention of the RNN baseline, and self- and "
@@ -19,12 +24,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
-    from transduce.io import check_writable
-    from transduce.logs import progress
-    from transduce.viz.figures import FILES, make_figures
-
     check_writable(args.out, "--output")
     start = time.perf_counter()
     with progress(len(FILES), "figures", "figure") as bar:

@@ -6,18 +6,30 @@ import argparse
 import sys
 from pathlib import Path
 
+import torch
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+from transduce.api.forecaster import Forecaster, predict_csv
+from transduce.cli.args import add_run_arguments, config_and_overrides, positive_int
+from transduce.config import SettingsHelpFormatter, settings_epilog
+from transduce.errors import UserError
+from transduce.io import check_output_file, write_text
+from transduce.tasks.forecasting.backtesting import BACKTEST_FILE, BACKTEST_PLOT
+from transduce.tasks.forecasting.backtesting import run_backtest as backtest
+from transduce.tasks.forecasting.blend import blend_runs
+from transduce.tasks.forecasting.calibration import describe
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.rundir import BLEND_FILE, calibrate_run, evaluate_run, load_run
+from transduce.tasks.forecasting.task import train_forecaster
+from transduce.viz.forecast import plot_channel_attention, plot_cross_attention, plot_forecast
+
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "forecast", help="forecast time series (train, test, backtest, calibrate, blend, predict, "
-             "plot)",
+        "forecast", help=summary,
         description="Long-horizon forecasting under the standard protocol (fixed split "
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    from transduce.cli.args import add_run_arguments, positive_int
-    from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.tasks.forecasting.config import ForecastConfig
 
     train = sub.add_parser("train", help="train a forecaster (resumes a run directory)",
                            description="Train a forecaster on a CSV with a date column. "
@@ -128,10 +140,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from transduce.cli.args import config_and_overrides
-    from transduce.tasks.forecasting.config import ForecastConfig
-    from transduce.tasks.forecasting.task import train_forecaster
-
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
     metrics = train_forecaster(cfg, args.run_dir)
@@ -140,11 +148,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_backtest(args: argparse.Namespace) -> int:
-    from transduce.cli.args import config_and_overrides
-    from transduce.tasks.forecasting.backtesting import (BACKTEST_FILE, BACKTEST_PLOT,
-                                                   run_backtest as backtest)
-    from transduce.tasks.forecasting.config import ForecastConfig
-
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
     result = backtest(cfg, args.run_dir, args.folds, args.step, report=print, jobs=args.jobs)
@@ -156,8 +159,6 @@ def run_backtest(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    from transduce.tasks.forecasting.rundir import evaluate_run
-
     result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
           f"({result['windows']} windows, horizon {result['horizon']})")
@@ -173,9 +174,6 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 def run_blend(args: argparse.Namespace) -> int:
-    from transduce.tasks.forecasting.blend import blend_runs
-    from transduce.tasks.forecasting.rundir import BLEND_FILE
-
     record = blend_runs(args.run_dirs, args.out, args.step, tuple(args.drop_last),
                         args.equal)
     for run, model, weight, alone in zip(record["runs"], record["models"], record["weights"],
@@ -194,9 +192,6 @@ def run_blend(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from transduce.tasks.forecasting.calibration import describe
-    from transduce.tasks.forecasting.rundir import calibrate_run
-
     record = calibrate_run(args.run_dir)
     print(describe(record))
     print(f"wrote {record['path']}")
@@ -204,9 +199,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from transduce.api.forecaster import Forecaster, predict_csv
-    from transduce.io import check_output_file, write_text
-
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
     model = Forecaster(args.run_dir)
@@ -220,13 +212,6 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    import torch
-
-    from transduce.errors import UserError
-    from transduce.tasks.forecasting.rundir import load_run
-    from transduce.viz.forecast import (plot_channel_attention, plot_cross_attention,
-                                        plot_forecast)
-
     if args.csv and not args.future:
         raise UserError("--csv goes with --future: give both to plot the forecast after a "
                         "file's last row (a test window is plotted from the run's own CSV)")
@@ -268,9 +253,6 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def _plot_future(args: argparse.Namespace) -> int:
-    from transduce.api.forecaster import Forecaster
-    from transduce.io import check_output_file
-
     out = Path(args.output or Path(args.run_dir) / "forecast_future.png")
     check_output_file(out, "--output")
     model = Forecaster(args.run_dir)

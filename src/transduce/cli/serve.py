@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import socket
+
+import torch
+import uvicorn
+
+from transduce.api.loading import load
+from transduce.cli.args import positive_float, positive_int
+from transduce.errors import UserError
+from transduce.serve.app import create_app, describe
+from transduce.serve.http import READ_TIMEOUT, with_read_timeout
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.cli.args import positive_float, positive_int
-    from transduce.serve.http import READ_TIMEOUT
-
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "serve", help="serve a model over HTTP: a JSON API and a web page with attention",
+        "serve", help=summary,
         description="Serve a translation, demo or forecasting run (or a CTranslate2 export): "
                     "a web page at /, a JSON API (POST /translate, /attention, /forecast; GET "
                     "/health, /info) described by /openapi.json. Concurrent requests are batched "
@@ -36,14 +43,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-    import uvicorn
-
-    from transduce.api.loading import load
-    from transduce.errors import UserError
-    from transduce.serve.app import create_app, describe
-    from transduce.serve.http import with_read_timeout
-
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, not {args.port}")
     if args.threads < 0:
@@ -65,10 +64,6 @@ def run(args: argparse.Namespace) -> int:
 def _listen(host: str, port: int):
     """A listening socket on ``host``:``port``, or a UserError that says why not (a port in
     use, a name that does not resolve) in one line; uvicorn would log it and exit 3."""
-    import socket
-
-    from transduce.errors import UserError
-
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.cli.args import add_run_arguments, config_and_overrides
+from transduce.config import SettingsHelpFormatter, settings_epilog
+from transduce.tasks.translation.config import TrainConfig
+from transduce.tasks.translation.task import train
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    from transduce.cli.args import add_run_arguments
-    from transduce.config import SettingsHelpFormatter, settings_epilog
-    from transduce.tasks.translation.config import TrainConfig
 
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "train", help="train a translation model on parallel text (resumes a run directory)",
+        "train", help=summary,
         description="Train a Transformer on parallel text. Starting again on an existing run "
                     "directory resumes where it stopped; with no CONFIG it resumes with the "
                     "run's own config.yaml. Under torchrun it trains on every process.",
@@ -21,10 +22,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.cli.args import config_and_overrides
-    from transduce.tasks.translation.task import train
-    from transduce.tasks.translation.config import TrainConfig
-
     cfg, source = config_and_overrides(TrainConfig, args.items, args.run_dir)
     cfg.validate(source)
     metrics = train(cfg, args.run_dir)

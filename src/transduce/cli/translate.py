@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 
+import torch
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+from transduce.api.loading import load
+from transduce.data.text import lines_of, read_lines
+from transduce.decoding.defaults import lenpen_ok, resolve
+from transduce.decoding.translator import MAX_BEAM
+from transduce.errors import UserError
+from transduce.export.ctranslate2 import CTranslate2Translator
+from transduce.io import check_output_file, write_text
+from transduce.logs import progress
+
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "translate", help="translate text with a trained model",
+        "translate", help=summary,
         description="Translate one sentence per line. Exactly one output line per input line, "
                     "in order; an empty line gives an empty line. With --nbest K > 1 each input"
                     " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.")
@@ -47,23 +60,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.api.loading import load
-    from transduce.decoding.defaults import resolve
-    from transduce.errors import UserError
-    from transduce.io import write_text
-    from transduce.logs import progress
-
     check_arguments(args)
     streaming = not args.input and not _is_file(sys.stdin)  # a terminal or a pipe
     lines = None if streaming else _read_input(args.input)  # checked before the model loads
     if args.engine == "ctranslate2":
-        from transduce.export.ctranslate2 import CTranslate2Translator
-
         translator = CTranslate2Translator(args.model, args.device, threads=args.threads)
     else:
         if args.threads:
-            import torch
-
             torch.set_num_threads(args.threads)
         translator = load(args.model, args.device, args.precision)
     if not hasattr(translator, "search"):
@@ -103,9 +106,6 @@ def _format(results: list, nbest: int, first: int = 0) -> str:
 
 
 def _is_file(stream) -> bool:
-    import os
-    import stat
-
     try:
         return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
     except (OSError, ValueError):
@@ -116,10 +116,6 @@ def _stream(translate, nbest: int) -> None:
     """Translate standard input as it arrives: whatever complete lines one read returns
     are translated together and written (and flushed) at once, so a terminal gets each
     line's translation when it is typed and a fast pipe still gets batches."""
-    import os
-
-    from transduce.errors import UserError
-
     fd, pending, done = sys.stdin.fileno(), b"", 0
     while True:
         chunk = os.read(fd, 1 << 16)
@@ -145,12 +141,6 @@ def _stream(translate, nbest: int) -> None:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse what no translation can use before loading or translating anything."""
-    from transduce.decoding.defaults import lenpen_ok
-    from transduce.errors import UserError
-    from transduce.io import check_output_file
-
-    from transduce.decoding.translator import MAX_BEAM
-
     if (args.beam is not None and not 1 <= args.beam <= MAX_BEAM) or args.nbest < 1 or \
             (args.beam is not None and args.nbest > args.beam):
         raise UserError(f"--beam must be 1 to {MAX_BEAM} and --nbest between 1 and --beam")
@@ -168,8 +158,6 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def _read_input(path: str | None) -> list[str]:
-    from transduce.data.text import lines_of, read_lines
-
     if path:
         return read_lines(path)
     return lines_of(sys.stdin.buffer.read(), "<stdin>")  # a file given as stdin

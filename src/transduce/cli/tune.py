@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.errors import UserError
+from transduce.runs import lock
+from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+
+def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "tune", help="choose averaging, length penalty and n-gram block on validation data",
+        "tune", help=summary,
         description="Translate the run's validation files (valid_prefix in its config) with "
                     "every combination of the settings below, keep the one of best BLEU (of "
                     "those within 0.1 of it, the one whose outputs loop least), and "
@@ -43,10 +47,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transduce.tasks.translation.tune import Grid, tune, tune_ensemble
-    from transduce.errors import UserError
-    from transduce.runs import lock
-
     grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), args.beam,
                 args.metric, args.sentences)
     if len(args.run_dir) > 1 and not args.out:

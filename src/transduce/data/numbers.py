@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 import re
 
+from transduce.data.vocab import Vocab
+
 LIMIT = 1_000_000  # numbers 0 … LIMIT - 1
 
 _EN_SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
@@ -145,8 +147,6 @@ class NumbersTokenizer:
     fingerprint = "numbers"
 
     def __init__(self) -> None:
-        from transduce.data.vocab import Vocab
-
         self.vocab = Vocab(list(ENGLISH_WORDS) + list(GERMAN_MORPHEMES))
         v = self.vocab
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = v.pad_id, v.bos_id, v.eos_id, v.unk_id

@@ -18,7 +18,6 @@ from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
 
-
 MAX_BEAM = 16  # a wider beam is refused everywhere (the CLI, the Python API, the server)
 
 

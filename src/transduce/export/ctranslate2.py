@@ -19,15 +19,15 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from transduce.tasks.translation.loading import load_translation
 from transduce.data.tokenizer import SubwordTokenizer
+from transduce.decoding import defaults
 from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, sentence_case
 from transduce.decoding.translator import TranslateAPI
-from transduce.decoding import defaults
 from transduce.errors import UserError
 from transduce.io import atomic_directory, check_writable, remove_staging
 from transduce.nn.positional import sinusoidal_table
 from transduce.nn.transformer import Transformer
+from transduce.tasks.translation.loading import load_translation
 
 log = logging.getLogger("transduce")
 

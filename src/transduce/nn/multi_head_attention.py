@@ -8,8 +8,8 @@ Legend: B batch, Q queries, K keys, H heads, Dh head size (D / H), D model size.
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transduce.nn.attention import scaled_dot_product_attention

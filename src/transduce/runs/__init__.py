@@ -21,13 +21,13 @@ the settings a run started with, its metrics). Building a model from what a run 
 its task's business (``transduce.tasks.translation.loading``).
 """
 
-from transduce.runs.checkpoints import (
-    AVERAGED, BEST, CHECKPOINTS, CONFIG, ENSEMBLE, KINDS, LOCK, METRICS, STEP_FILE, TOKENIZER,
-    DamagedCheckpoint,
-    average_checkpoints, average_run, build_model, checkpoint_dir, checkpoint_kind,
-    ensemble_members,
-    find_checkpoint, load_checkpoint, prune, record, save_checkpoint, step_checkpoints,
-    step_path, write_ensemble)
+from transduce.runs.checkpoints import (AVERAGED, BEST, CHECKPOINTS, CONFIG, ENSEMBLE, KINDS, LOCK,
+                                        METRICS, STEP_FILE, TOKENIZER, DamagedCheckpoint,
+                                        average_checkpoints, average_run, build_model,
+                                        checkpoint_dir, checkpoint_kind, ensemble_members,
+                                        find_checkpoint, load_checkpoint, prune, record,
+                                        save_checkpoint, step_checkpoints, step_path,
+                                        write_ensemble)
 from transduce.runs.state import (_holder, append_metrics, check_config, lock, read_config,
                                   started_config, truncate_metrics, write_config)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
-from transduce.version import __version__
 from transduce.errors import UserError
 from transduce.io import atomic_path, check_output_file, write_text
+from transduce.version import __version__
 
 CONFIG, TOKENIZER, METRICS, LOCK = "config.yaml", "spm.model", "metrics.jsonl", ".lock"
 CHECKPOINTS, ENSEMBLE = "checkpoints", "ensemble.json"

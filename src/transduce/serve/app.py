@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 from fastapi import Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
@@ -25,9 +26,12 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException
 
+from transduce import runs
+from transduce.api.forecaster import Forecaster
+from transduce.data.calendar import format_dates
 from transduce.decoding.defaults import resolve
 from transduce.decoding.sources import MAX_CHARS
-from transduce.decoding.translator import MAX_BEAM
+from transduce.decoding.translator import MAX_BEAM, Translator
 from transduce.errors import UserError
 from transduce.serve.batcher import Batcher
 
@@ -208,10 +212,6 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 def _history(series, cfg) -> list[dict]:
     """The last ``input_length`` observed rows of ``series``: what the model read (rows
     after them only give known-future covariates)."""
-    import numpy as np
-
-    from transduce.data.calendar import format_dates
-
     observed = ~np.isnan(series.values).any(1)
     dates = [d for d, o in zip(series.dates, observed) if o][-cfg.input_length:]
     values = series.values[observed][-cfg.input_length:]
@@ -222,9 +222,6 @@ def _history(series, cfg) -> list[dict]:
 def describe(path: str, model) -> dict:
     """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
     and an example input for the page."""
-    from transduce.decoding.translator import Translator
-    from transduce.api.forecaster import Forecaster
-
     if isinstance(model, Forecaster):
         return {"kind": "forecast", "run": Path(model.run_dir).name,
                 "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),
@@ -235,7 +232,6 @@ def describe(path: str, model) -> dict:
                 "description": f"CTranslate2 export {Path(path).name}", "scores": {},
                 "example": "",
                 "decoding": decoding, "attention": False}
-    from transduce import runs
 
     params = sum(p.numel() for p in model.model.parameters())
     members = runs.ensemble_members(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from transduce.config import at_least, in_range, one_of
 from transduce.device import PRECISIONS
 
 
@@ -65,8 +66,6 @@ class EngineConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        from transduce.config import at_least, in_range, one_of
-
         found = at_least(self, 1, "accumulate", "keep_last", "log_every")
         found += at_least(self, 0, "max_steps", "max_epochs", "max_minutes", "patience",
                           "clip_norm", "valid_every", "threads")

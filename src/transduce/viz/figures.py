@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 
 from transduce.nn import (AdditiveAttention, BahdanauSeq2Seq, LearnedNadarayaWatson,
-                          MultiHeadAttention, NadarayaWatson, TransformerConfig,
-                          build_transformer, masked_softmax, padding_mask,
-                          scaled_dot_product_attention, sinusoidal_table)
+                          MultiHeadAttention, NadarayaWatson, TransformerConfig, build_transformer,
+                          masked_softmax, padding_mask, scaled_dot_product_attention,
+                          sinusoidal_table)
 from transduce.viz.heatmaps import _save, plot_attention, plot_positional_encoding, plt
 
 SEED = 0

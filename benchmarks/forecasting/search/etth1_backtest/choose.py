@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from transduce.tasks.forecasting.blend import blend_runs
 from transduce.io import write_text
+from transduce.tasks.forecasting.blend import blend_runs
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[3]

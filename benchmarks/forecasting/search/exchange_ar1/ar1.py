@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from transduce.io import write_text
 from transduce.nn.forecasting.baselines import RepeatLast
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
 from transduce.tasks.forecasting.evaluation import evaluate
-from transduce.io import write_text
 
 HERE = Path(__file__).parent
 HORIZONS = (96, 192, 336, 720)

@@ -17,12 +17,12 @@ HERE = Path(__file__).parent
 BENCH = HERE.parents[1]
 sys.path[:0] = [str(BENCH), str(HERE.parent / "backtest")]
 from blend import row_run  # noqa: E402
-from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS,  # noqa: E402
-                    horizon_table, rows, scores)
+from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS, horizon_table, rows,  # noqa: E402
+                    scores)
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
 from transduce.io import write_text  # noqa: E402
+from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
 
 BACKTEST = HERE.parent / "backtest"
 RUNS = Path("runs/bench/backtest")  # where ../backtest/run.sh trained

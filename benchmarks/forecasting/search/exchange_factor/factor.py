@@ -16,8 +16,7 @@ from torch import nn
 
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE.parent / "exchange_ar1")]
-from ar1 import (FOLDS, HORIZONS, check_repeat, finish, repeat_reference,  # noqa: E402
-                 split_data)
+from ar1 import FOLDS, HORIZONS, check_repeat, finish, repeat_reference, split_data  # noqa: E402
 
 from transduce.nn.forecasting.baselines import RepeatLast  # noqa: E402
 from transduce.tasks.forecasting.data import ForecastData  # noqa: E402

@@ -20,9 +20,9 @@ import sys
 import torch
 from torch import nn
 
+from transduce.nn.forecasting.baselines import SparseForecaster
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.data import load_forecast_data
-from transduce.nn.forecasting.baselines import SparseForecaster
 
 
 class MeanNormalised(nn.Module):

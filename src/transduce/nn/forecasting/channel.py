@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transduce.nn.dropout import Dropout
 from transduce.nn.forecasting.baselines import moving_average
 from transduce.nn.forecasting.models import PATCH_RESIDUALS, finish, instance_norm
 from transduce.nn.forecasting.quantiles import ordered
-from transduce.nn.dropout import Dropout
 from transduce.nn.layers import EncoderLayer
 from transduce.nn.transformer import Encoder
 

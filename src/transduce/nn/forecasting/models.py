@@ -19,14 +19,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.builders import RESIDUALS
 from transduce.nn.dropout import Dropout, dropout
+from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.layers import DecoderLayer, EncoderLayer
 from transduce.nn.masks import subsequent_mask
 from transduce.nn.positional import PositionalEncoding
 from transduce.nn.transformer import Decoder, Encoder
-
 
 CENTERS = ("mean", "last")
 

@@ -10,15 +10,28 @@ no fold reads a row of it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import multiprocessing
 import os
+import signal
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from transduce import runs
+from transduce.data.calendar import format_dates
+from transduce.data.timeseries import split_borders
 from transduce.errors import UserError
+from transduce.io import write_text
+from transduce.logs import progress
 from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.data import load_forecast_data, split_scheme, windowed_borders
+from transduce.tasks.forecasting.rundir import evaluate_run
+from transduce.tasks.forecasting.task import train_forecaster
 from transduce.training.signals import Handlers, Interrupted
+from transduce.viz.forecast import plot_backtest
 
 log = logging.getLogger("transduce.backtest")
 BACKTEST_FILE = "backtest.json"
@@ -38,8 +51,6 @@ def fold_borders(n_rows: int, scheme: str, folds: int,
         UserError: ``folds`` or ``step`` below 1, or so many folds that the earliest would
             train on no row.
     """
-    from transduce.data.timeseries import split_borders
-
     if folds < 1:
         raise UserError(f"--folds must be at least 1, not {folds}")
     if step is not None and step < 1:
@@ -67,8 +78,6 @@ def fold_configs(cfg: ForecastConfig, n_rows: int, folds: int, step: int | None 
     """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
     series of ``n_rows`` rows; every fold is checked (enough rows for a window in each
     split) before any is trained."""
-    from transduce.tasks.forecasting.data import split_scheme, windowed_borders
-
     scheme = split_scheme(cfg)
     out = []
     for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
@@ -94,13 +103,6 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     folds trained at once, each in a process of its own whose output goes to
     RUN_DIR/fold_K.log; with ``threads`` unset each takes an equal share of the cores.
     """
-    from transduce import runs
-    from transduce.data.calendar import format_dates
-    from transduce.tasks.forecasting.data import load_forecast_data
-    from transduce.tasks.forecasting.rundir import evaluate_run
-    from transduce.io import write_text
-    from transduce.viz.forecast import plot_backtest
-
     report = report or (lambda line: None)
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}")
@@ -156,18 +158,12 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
                  report) -> list[float]:
     """Train (or resume) each fold in RUN_DIR/fold_K, ``jobs`` at a time; returns each
     one's best validation MSE."""
-    from transduce.tasks.forecasting.task import train_forecaster
-
     if jobs == 1 or len(configs) == 1:
         out = []
         for k, fold in enumerate(configs, 1):
             report(f"fold {k}/{len(configs)}: split={fold.split}")
             out.append(train_forecaster(fold, run_dir / f"fold_{k}")["best_val_mse"])
         return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from transduce.logs import progress
 
     jobs = min(jobs, len(configs))
     cores = os.cpu_count() or 1
@@ -217,9 +213,6 @@ class _Forward(Handlers):
         self.stop, self.report = stop, report
 
     def handle(self, signum, frame) -> None:
-        import multiprocessing
-        import signal
-
         again = bool(self.stop.value)
         self.stop.value = self.stop.value or signum
         for child in multiprocessing.active_children():
@@ -246,10 +239,6 @@ def _start_worker(stop) -> None:
 def _train_fold(fold: ForecastConfig, fold_dir: Path, log: Path) -> float:
     """One fold's training in a process of :func:`_train_folds`, its terminal output to
     ``log``; none once the backtest is stopped."""
-    import contextlib
-
-    from transduce.tasks.forecasting.task import train_forecaster
-
     if _STOP is not None and _STOP.value:
         raise Interrupted(_STOP.value)
     with open(log, "a", encoding="utf-8") as out, contextlib.redirect_stdout(out), \

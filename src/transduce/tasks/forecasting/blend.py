@@ -23,10 +23,10 @@ from torch import nn
 
 from transduce import runs
 from transduce.errors import UserError
-from transduce.tasks.forecasting.evaluation import evaluate
-from transduce.nn.forecasting.blend import Blend, longest_input
-from transduce.tasks.forecasting.rundir import BLEND_FILE, load_run
 from transduce.io import check_writable, write_text
+from transduce.nn.forecasting.blend import Blend, longest_input
+from transduce.tasks.forecasting.evaluation import evaluate
+from transduce.tasks.forecasting.rundir import BLEND_FILE, load_run
 
 
 def simplex(count: int, step: float) -> list[tuple[float, ...]]:

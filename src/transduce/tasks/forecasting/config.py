@@ -12,10 +12,11 @@ from torch import nn
 from transduce.config import (Origin, at_least, flatten, in_range, one_of, raise_problems,
                               resolve_key)
 from transduce.nn.builders import TransformerConfig
-from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE, EngineConfig
-from transduce.nn.forecasting.channel import EXPERT_INITS, ChannelForecaster
 from transduce.nn.forecasting.baselines import LinearForecaster, RepeatLast, SparseForecaster
+from transduce.nn.forecasting.channel import EXPERT_INITS, ChannelForecaster
 from transduce.nn.forecasting.models import CENTERS, Ensemble, PatchForecaster, SeriesTransformer
+from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
+from transduce.training.engine_config import EngineConfig
 
 MODELS = ("transformer", "patch", "channel", "linear", "sparse", "repeat")
 NEURAL = ("transformer", "patch", "channel")  # the models with quantiles and members

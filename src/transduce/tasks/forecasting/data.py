@@ -9,8 +9,7 @@ import numpy as np
 from torch.utils.data import DataLoader
 
 from transduce.data.timeseries import (SPLITS, Scaler, Series, Windows, calendar_features,
-                                       default_scheme, read_series, split_borders,
-                                       window_count)
+                                       default_scheme, read_series, split_borders, window_count)
 from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 

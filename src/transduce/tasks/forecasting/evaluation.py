@@ -13,9 +13,9 @@ import torch
 
 from transduce.data.timeseries import Scaler
 from transduce.errors import UserError
+from transduce.nn.forecasting.quantiles import band_coverage, rho_loss
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
-from transduce.nn.forecasting.quantiles import band_coverage, rho_loss
 
 
 def scaler_state(data: ForecastData) -> dict:

@@ -17,8 +17,8 @@ from transduce.errors import UserError
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input
 from transduce.nn.forecasting.quantiles import band_coverage, intervals
-from transduce.tasks.forecasting.calibration import (FILE, Calibrated, apply_saved, move,
-                                                     outputs, shifts_for)
+from transduce.tasks.forecasting.calibration import (FILE, Calibrated, apply_saved, move, outputs,
+                                                     shifts_for)
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.evaluation import evaluate, run_data
 

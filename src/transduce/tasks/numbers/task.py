@@ -12,7 +12,7 @@ from torch import Tensor
 
 from transduce.config import at_least, in_range
 from transduce.data.batching import count_tokens
-from transduce.data.numbers import (NumbersTokenizer, english_tokens, english, german,
+from transduce.data.numbers import (NumbersTokenizer, english, english_tokens, german,
                                     german_morphemes, held_out_numbers, sample_numbers)
 from transduce.data.vocab import Vocab, pad_batch
 from transduce.decoding import greedy_search

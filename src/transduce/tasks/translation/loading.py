@@ -7,9 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from transduce.data.numbers import NumbersTokenizer
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.decoding.ensemble import Ensemble, check_vocabularies
 from transduce.errors import UserError
-from transduce.runs.checkpoints import (TOKENIZER, build_model, find_checkpoint, load_checkpoint,
-                                        log)
+from transduce.nn import TransformerConfig, build_transformer
+from transduce.runs.checkpoints import TOKENIZER, build_model, find_checkpoint, load_checkpoint, log
 
 
 # ---------------------------------------------------------------- loading a model
@@ -27,14 +30,10 @@ def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTra
     together (the checkpoint records the fingerprint of the run's ``spm.model``). A demo
     run (kind "numbers") gets its fixed word vocabulary. With ``verbose``, says which
     checkpoint it loaded."""
-    from transduce.nn import TransformerConfig, build_transformer
-
     checkpoint, run_dir = find_checkpoint(path)
     state = load_checkpoint(checkpoint)
     kind = state.get("kind", "translation")
     if kind == "numbers":
-        from transduce.data.numbers import NumbersTokenizer
-
         tokenizer = NumbersTokenizer()
     elif kind == "translation":
         tokenizer = _run_tokenizer(checkpoint, run_dir, state)
@@ -52,8 +51,6 @@ def load_ensemble(paths: list[str | os.PathLike], verbose: bool = True):
     ``paths``, their shared tokenizer, the first member's run directory). Each path is a run
     directory (its averaged, else best, else newest checkpoint) or a checkpoint file; a
     UserError names the first member whose vocabulary differs."""
-    from transduce.decoding.ensemble import Ensemble, check_vocabularies
-
     if not paths:
         raise UserError("an ensemble needs at least one run directory or checkpoint")
     loaded = [load_translation(p, verbose) for p in paths]
@@ -62,8 +59,6 @@ def load_ensemble(paths: list[str | os.PathLike], verbose: bool = True):
 
 
 def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):
-    from transduce.data.tokenizer import SubwordTokenizer
-
     tokenizer_path = run_dir / TOKENIZER
     if not tokenizer_path.is_file():
         raise UserError(f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "

@@ -12,12 +12,12 @@ from transduce.data.batching import collate, count_tokens, token_batches
 from transduce.nn import build_transformer, padding_mask
 from transduce.tasks.translation.config import TrainConfig
 from transduce.tasks.translation.data import RunData, load_run_data, read_corpora
+from transduce.tasks.translation.validate import validate
 from transduce.training.distributed import Session
 from transduce.training.engine_config import EXTENDABLE
 from transduce.training.loss import linear_label_smoothed_ce
 from transduce.training.schedule import paper_adam, schedule_for
 from transduce.training.train import train_task
-from transduce.tasks.translation.validate import validate
 
 
 def summed_loss(model, src: Tensor, tgt: Tensor, pad_id: int, epsilon: float) -> Tensor:

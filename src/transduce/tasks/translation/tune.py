@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Sequence
 
 from transduce import runs
-from transduce.tasks.translation.loading import load_ensemble, load_translation
 from transduce.data.text import read_lines
 from transduce.decoding import defaults
+from transduce.decoding.ensemble import check_vocabularies
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import check_writable
 from transduce.logs import progress
+from transduce.tasks.translation.config import TrainConfig
+from transduce.tasks.translation.loading import load_ensemble, load_translation
 
 log = logging.getLogger("transduce")
 METRICS = ("bleu", "bleu_tok", "chrf")
@@ -69,8 +71,6 @@ class Grid:
 
 def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[str], str]:
     """(sources, references, target language) of the run's validation files."""
-    from transduce.tasks.translation.config import TrainConfig
-
     started = runs.started_config(run_dir, TrainConfig)
     if started is None:
         raise UserError(f"{run_dir}: not a translation run directory (no config.yaml or "
@@ -239,8 +239,6 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     the ensemble of those averages is searched with every length penalty × n-gram block of
     ``grid``; ``out`` receives ``ensemble.json`` (the members) and ``decoding.json`` (the
     choice). Returns the choice and a row of scores per setting."""
-    from transduce.decoding.ensemble import check_vocabularies
-
     grid.check()
     run_dirs, out = [Path(r) for r in run_dirs], Path(out)
     if len(run_dirs) < 2:
