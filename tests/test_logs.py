@@ -22,7 +22,7 @@ def test_without_a_terminal_each_redraw_and_each_message_is_a_line(capsys, tmp_p
     written between them together on one line."""
     from transduce.logs import setup_logging
 
-    log = setup_logging(tmp_path, "train")
+    log = setup_logging(tmp_path, "train.log")
     with progress(3, "training", "step") as bar:
         bar.set_postfix(note="x" * 60)
         bar.update(1)

@@ -26,7 +26,7 @@ from blend import blend_dir, save_rows  # noqa: E402
 from report import DATASETS, EVERY_WINDOW, REFERENCE_BATCHES  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
+from transduce.runs import BLEND as BLEND_FILE  # noqa: E402
 
 
 def bag_rows(dataset: str, models: list[str], runs: list[Path]) -> list[dict]:

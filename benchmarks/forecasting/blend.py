@@ -24,7 +24,7 @@ from run import RUNS, load_saved, run_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.io import write_text  # noqa: E402
-from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
+from transduce.runs import BLEND as BLEND_FILE  # noqa: E402
 
 
 def row_run(row: dict, runs: Path) -> Path:

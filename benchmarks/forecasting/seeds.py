@@ -22,8 +22,8 @@ from run import DATASETS, ROOT, config_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.nn.forecasting.models import Ensemble  # noqa: E402
-from transduce.tasks.forecasting.evaluation import evaluate, load_run  # noqa: E402
-from transduce.tasks.forecasting.rundir import load_model
+from transduce.tasks.forecasting.evaluation import evaluate  # noqa: E402
+from transduce.tasks.forecasting.rundir import load_model, load_run  # noqa: E402
 
 
 def main() -> None:

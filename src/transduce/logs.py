@@ -28,15 +28,16 @@ def show_warnings() -> None:
         logger.addHandler(handler)
 
 
-def setup_logging(run_dir: str | os.PathLike, name: str) -> logging.Logger:
-    """A logger writing to ``run_dir/{name}.log`` and to stderr."""
-    logger = logging.getLogger(f"transduce.{name}")
+def setup_logging(run_dir: str | os.PathLike, file_name: str) -> logging.Logger:
+    """A logger writing to ``run_dir/file_name`` (``train.log``: logger "transduce.train")
+    and to stderr."""
+    logger = logging.getLogger(f"transduce.{file_name.split('.')[0]}")
     logger.setLevel(logging.INFO)
     logger.propagate = False
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    file_handler = logging.FileHandler(os.path.join(run_dir, f"{name}.log"), encoding="utf-8")
+    file_handler = logging.FileHandler(os.path.join(run_dir, file_name), encoding="utf-8")
     file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
     terminal = _TqdmHandler()
     terminal.setFormatter(logging.Formatter("%(message)s"))

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import transduce
+from transduce import runs
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.serve.app import create_app, describe
@@ -69,14 +70,14 @@ def test_an_ensemble_tuning_that_dies_resumes_from_the_settings_it_scored(
 
     monkeypatch.setattr(tuning, "_score", dies_second)  # the members are tuned already
     assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 130
-    assert len((out / tuning.PARTIAL).read_text().splitlines()) == 1
+    assert len((out / runs.TUNE_PARTIAL).read_text().splitlines()) == 1
     calls.clear()
     monkeypatch.setattr(tuning, "_score", lambda *a: calls.append(a[5]) or score(*a))
     assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 0
     assert calls == [1.2] and "resuming, 1 of 2 settings already scored" in caplog.text
     first, resumed = ([r["bleu"] for r in json.loads((d / "decoding.json").read_text())["grid"]]
                       for d in (ensemble, out))
-    assert resumed == first and not (out / tuning.PARTIAL).exists()
+    assert resumed == first and not (out / runs.TUNE_PARTIAL).exists()
 
 
 def test_the_ensemble_directory_translates_as_the_listed_runs(ensemble, two_runs, tmp_path):

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from transduce import runs
 from transduce.cli.main import main
 from transduce.decoding import defaults
 from transduce.errors import UserError
@@ -151,15 +152,15 @@ def test_a_tuning_that_dies_resumes_from_the_settings_it_scored(run, trained_run
 
     monkeypatch.setattr(tuning, "_score", dies_third)
     assert main(args) == 130
-    assert len((run / tuning.PARTIAL).read_text().splitlines()) == 2
+    assert len((run / runs.TUNE_PARTIAL).read_text().splitlines()) == 2
     assert not (run / "decoding.json").exists()
-    with (run / tuning.PARTIAL).open("a") as file:
+    with (run / runs.TUNE_PARTIAL).open("a") as file:
         file.write('{"made": {"beam"')  # a line cut short by the death of the process
     calls.clear()
     monkeypatch.setattr(tuning, "_score", lambda *a: calls.append(a[5]) or score(*a))
     assert main(args) == 0
     assert len(calls) == 2 and "resuming, 2 of 4 settings already scored" in caplog.text
-    assert not (run / tuning.PARTIAL).exists()  # gone once the choice is written
+    assert not (run / runs.TUNE_PARTIAL).exists()  # gone once the choice is written
     again = tmp_path / "again"  # the same tuning, never interrupted
     shutil.copytree(trained_run, again)
     assert main([args[0], str(again), *args[2:]]) == 0

@@ -137,7 +137,8 @@ def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
     assert set(both["test"]["rho_risk"]) == {"0.1", "0.5", "0.9"}
     assert 0 < both["test"]["coverage"]["0.1-0.9"] <= 1
     # a patch Transformer and a linear map (no quantiles) given weight both: point only
-    monkeypatch.setattr("transduce.tasks.forecasting.blend.simplex", lambda count, step: [(0.5, 0.5)])
+    monkeypatch.setattr("transduce.tasks.forecasting.blend.simplex",
+                        lambda count, step: [(0.5, 0.5)])
     mixed = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "b")
     assert mixed["weights"] == [0.5, 0.5]
     assert mixed["quantiles"] == [] and "rho_risk" not in mixed["test"]

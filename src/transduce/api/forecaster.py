@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from transduce import runs
 from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
@@ -90,7 +91,7 @@ class Forecaster:
     def plot(self, data=None, path: str | Path | None = None) -> Path:
         """A PNG of the forecast after ``data``'s last row (by default the run's own CSV),
         after its history; ``path`` by default RUN/forecast_future.png."""
-        path = Path(self.run_dir) / "forecast_future.png" if path is None else path
+        path = runs.forecast_plot(self.run_dir, "future") if path is None else path
         series, name = self._history(data)
         dates, values = self.predict_arrays(series, name)
         n = _observed(series)

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import torch
 
+from transduce import runs
 from transduce.api.forecaster import Forecaster, predict_csv
 from transduce.cli.args import add_run_arguments, config_and_overrides, positive_int
 from transduce.config import SettingsHelpFormatter, settings_epilog
 from transduce.errors import UserError
 from transduce.io import check_output_file, write_text
-from transduce.tasks.forecasting.backtesting import BACKTEST_FILE, BACKTEST_PLOT
 from transduce.tasks.forecasting.backtesting import run_backtest as backtest
 from transduce.tasks.forecasting.blend import blend_runs
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.rundir import BLEND_FILE, calibrate_run, evaluate_run, load_run
+from transduce.tasks.forecasting.rundir import calibrate_run, evaluate_run, load_run
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_channel_attention, plot_cross_attention, plot_forecast
 
@@ -154,7 +154,8 @@ def run_backtest(args: argparse.Namespace) -> int:
     mean = result["mean"]
     print(f"backtest mean over {len(result['folds'])} folds: test mse {mean['mse']:.4f} "
           f"mae {mean['mae']:.4f}")
-    print(f"wrote {Path(args.run_dir) / BACKTEST_FILE} and {Path(args.run_dir) / BACKTEST_PLOT}")
+    folder = Path(args.run_dir)
+    print(f"wrote {folder / runs.BACKTEST} and {folder / runs.BACKTEST_PLOT}")
     return 0
 
 
@@ -187,7 +188,7 @@ def run_blend(args: argparse.Namespace) -> int:
     for batch, scores in test.get("drop_last", {}).items():
         print(f"  first {scores['windows']} windows (drop_last, batch {batch}): "
               f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}")
-    print(f"wrote {Path(args.out) / BLEND_FILE}")
+    print(f"wrote {Path(args.out) / runs.BLEND}")
     return 0
 
 
@@ -227,7 +228,7 @@ def run_plot(args: argparse.Namespace) -> int:
     with torch.no_grad():
         forecast, weights = model(x, x_time, y_time, need_weights=attends)
     inverse = data.target_scaler.inverse
-    out = Path(args.output or Path(args.run_dir) / f"forecast_{args.window}.png")
+    out = Path(args.output or runs.forecast_plot(args.run_dir, args.window))
     title = f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model)} · test window " \
         f"{args.window}"
     first = data.windows["test"].start + args.window
@@ -253,7 +254,7 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 def _plot_future(args: argparse.Namespace) -> int:
-    out = Path(args.output or Path(args.run_dir) / "forecast_future.png")
+    out = Path(args.output or runs.forecast_plot(args.run_dir, "future"))
     check_output_file(out, "--output")
     model = Forecaster(args.run_dir)
     _say_history(args, model)

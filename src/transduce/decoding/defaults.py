@@ -16,10 +16,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from transduce import runs
 from transduce.errors import UserError
 from transduce.io import write_text
-
-DECODING = "decoding.json"
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def check(values: dict, where: str) -> Decoding:
 
 def read(run_dir: str | os.PathLike) -> Decoding:
     """The run's chosen decoding, else :data:`PAPER`."""
-    path = Path(run_dir) / DECODING
+    path = Path(run_dir) / runs.DECODING
     if not path.is_file():
         return PAPER
     try:
@@ -83,7 +82,7 @@ def read(run_dir: str | os.PathLike) -> Decoding:
 
 def write(run_dir: str | os.PathLike, chosen: Decoding, details: dict) -> Path:
     """Store ``chosen`` (and how it was chosen) as the run's decoding."""
-    path = Path(run_dir) / DECODING
+    path = Path(run_dir) / runs.DECODING
     write_text(path, json.dumps({**chosen.values(), **details}, indent=2) + "\n")
     return path
 

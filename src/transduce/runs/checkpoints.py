@@ -14,11 +14,9 @@ import torch
 
 from transduce.errors import UserError
 from transduce.io import atomic_path, check_output_file, write_text
+from transduce.runs.layout import AVERAGED, BEST, CHECKPOINTS, ENSEMBLE
 from transduce.version import __version__
 
-CONFIG, TOKENIZER, METRICS, LOCK = "config.yaml", "spm.model", "metrics.jsonl", ".lock"
-CHECKPOINTS, ENSEMBLE = "checkpoints", "ensemble.json"
-BEST, AVERAGED = "best.pt", "averaged.pt"
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
 KINDS = ("translation", "forecast", "numbers")
 TRAINED_BY = {"translation": "transduce train", "forecast": "transduce forecast train",

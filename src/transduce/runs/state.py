@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import math
 import os
 import shutil
 import socket
@@ -18,8 +19,8 @@ import yaml
 from transduce.config import apply_mapping, flatten_dict, read_yaml
 from transduce.errors import UserError
 from transduce.io import check_writable, remove_staging, write_text
-from transduce.runs.checkpoints import (CONFIG, LOCK, METRICS, TRAINED_BY, checkpoint_dir,
-                                        load_checkpoint, step_checkpoints)
+from transduce.runs.checkpoints import TRAINED_BY, checkpoint_dir, load_checkpoint, step_checkpoints
+from transduce.runs.layout import CONFIG, LOCK, METRICS, TEST_RESULTS
 
 
 # ---------------------------------------------------------------- one writer at a time
@@ -28,9 +29,10 @@ def lock(run_dir: str | os.PathLike,
          advice: str = "wait for it to finish, or stop it and run again to resume"):
     """Hold ``run_dir`` for one writer (a training, or a command that writes into the run);
     a second is refused with one line naming the holder, then ``advice``. The lock is the
-    kernel's (``flock``), so a killed process never leaves it stuck. Sweeps what a killed writer left (staging files, a half-trained tokenizer). If
-    this call created the directory and the run fails before writing its config.yaml, the
-    directory is removed again: a failed start leaves nothing behind."""
+    kernel's (``flock``), so a killed process never leaves it stuck. Sweeps what a killed
+    writer left (staging files, a half-trained tokenizer). If this call created the
+    directory and the run fails before writing its config.yaml, the directory is removed
+    again: a failed start leaves nothing behind."""
     run_dir = Path(run_dir)
     check_writable(run_dir, "--run-dir")
     created = not run_dir.exists()
@@ -161,3 +163,23 @@ def _row(line: str) -> dict | None:
     except ValueError:
         return None
     return row if isinstance(row, dict) and line.endswith("\n") else None
+
+
+def scores(run_dir: str | os.PathLike) -> dict:
+    """What a run has scored: ``last_validation``, its last validation row in metrics.jsonl,
+    and ``test``, its test_results.json, each where present and readable."""
+    found: dict = {}
+    path = Path(run_dir) / METRICS
+    if path.is_file():
+        rows = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                rows.append(json.loads(line))
+        valid = [r for r in rows if any(k.startswith(("valid_", "val_")) for k in r)]
+        if valid:
+            found["last_validation"] = valid[-1]
+    path = Path(run_dir) / TEST_RESULTS
+    if path.is_file():
+        with contextlib.suppress(ValueError):
+            found["test"] = json.loads(path.read_text(encoding="utf-8"))
+    return {k: v for k, v in found.items() if not isinstance(v, float) or math.isfinite(v)}

@@ -13,8 +13,6 @@ import contextlib
 import csv
 import dataclasses
 import io
-import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -225,7 +223,7 @@ def describe(path: str, model) -> dict:
     if isinstance(model, Forecaster):
         return {"kind": "forecast", "run": Path(model.run_dir).name,
                 "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),
-                "scores": _scores(model.run_dir), "example": _example_rows(model)}
+                "scores": runs.scores(model.run_dir), "example": _example_rows(model)}
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
         return {"kind": "ctranslate2", "export": Path(path).name,
@@ -250,28 +248,9 @@ def describe(path: str, model) -> dict:
     return {"kind": "numbers" if numbers else "translation", "checkpoint": checkpoint,
             "description": f"{'demo numbers' if numbers else 'translation'} model, "
                            f"{params:,} parameters, {checkpoint}",
-            "parameters": params, "scores": _scores(run_dir),
+            "parameters": params, "scores": runs.scores(run_dir),
             "example": "three hundred twenty-one" if numbers else "", "decoding": decoding,
             "attention": True}
-
-
-def _scores(run_dir: Path) -> dict:
-    """The best validation row of metrics.jsonl and test_results.json, where present."""
-    scores: dict = {}
-    metrics = Path(run_dir) / "metrics.jsonl"
-    if metrics.is_file():
-        rows = []
-        for line in metrics.read_text(encoding="utf-8", errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                rows.append(json.loads(line))
-        valid = [r for r in rows if any(k.startswith(("valid_", "val_")) for k in r)]
-        if valid:
-            scores["last_validation"] = valid[-1]
-    test = Path(run_dir) / "test_results.json"
-    if test.is_file():
-        with contextlib.suppress(ValueError):
-            scores["test"] = json.loads(test.read_text(encoding="utf-8"))
-    return {k: v for k, v in scores.items() if not isinstance(v, float) or math.isfinite(v)}
 
 
 def _rows_hint(forecaster) -> str:

@@ -83,7 +83,7 @@ class Report:
         if self.tensorboard is None:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.tensorboard = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=step)
+            self.tensorboard = SummaryWriter(str(self.run_dir / runs.TENSORBOARD), purge_step=step)
         for key, value in metrics.items():
             if isinstance(value, (int, float)):
                 self.tensorboard.add_scalar(key, value, step)

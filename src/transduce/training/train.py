@@ -51,7 +51,7 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
     cfg: EngineConfig = config.engine
     runs.check_config(run_dir, config, extendable)
     if session.is_main:
-        log = setup_logging(run_dir, "train")
+        log = setup_logging(run_dir, runs.TRAIN_LOG)
     else:
         log = logging.getLogger(f"transduce.rank{session.rank}")
         log.addHandler(logging.NullHandler())

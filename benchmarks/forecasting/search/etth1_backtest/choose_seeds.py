@@ -25,7 +25,7 @@ from choose import FOLDS, ROOT, SEEDS, protocol_test, rows  # noqa: E402
 
 from transduce.io import write_text  # noqa: E402
 from transduce.tasks.forecasting.blend import blend_runs  # noqa: E402
-from transduce.tasks.forecasting.rundir import BLEND_FILE
+from transduce.runs import BLEND as BLEND_FILE
 
 BLEND_MODELS = ["patch", "linear", "channel", "sparse"]
 PAIRS = {96: ["blend", "sparse"], 192: ["sparse_nomap_in512", "blend"],

@@ -22,7 +22,7 @@ from choose import (FIGURE, FOLDS, HORIZONS, PLAN, VARIANTS, horizon_table, rows
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.io import write_text  # noqa: E402
-from transduce.tasks.forecasting.blend import BLEND_FILE  # noqa: E402
+from transduce.runs import BLEND as BLEND_FILE  # noqa: E402
 
 BACKTEST = HERE.parent / "backtest"
 RUNS = Path("runs/bench/backtest")  # where ../backtest/run.sh trained

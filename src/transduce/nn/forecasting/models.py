@@ -1,6 +1,7 @@
 """Forecasters: the paper's encoder–decoder on series and a patch encoder, and what every
 forecaster shares: instance normalisation, the ensemble (the encoder across channels is in
-:mod:`transduce.nn.forecasting.channel`, the baselines in :mod:`transduce.nn.forecasting.baselines`).
+:mod:`transduce.nn.forecasting.channel`, the baselines in
+:mod:`transduce.nn.forecasting.baselines`).
 
 Every model maps an input window to the whole horizon at once:
 ``forward(x, x_time, y_time, need_weights=False) -> (forecast, cross_weights)``, the

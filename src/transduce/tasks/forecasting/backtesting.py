@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import multiprocessing
 import os
@@ -24,7 +23,6 @@ from transduce import runs
 from transduce.data.calendar import format_dates
 from transduce.data.timeseries import split_borders
 from transduce.errors import UserError
-from transduce.io import write_text
 from transduce.logs import progress
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.data import load_forecast_data, split_scheme, windowed_borders
@@ -34,8 +32,6 @@ from transduce.training.signals import Handlers, Interrupted
 from transduce.viz.forecast import plot_backtest
 
 log = logging.getLogger("transduce.backtest")
-BACKTEST_FILE = "backtest.json"
-BACKTEST_PLOT = "backtest.png"
 
 
 def fold_borders(n_rows: int, scheme: str, folds: int,
@@ -121,7 +117,7 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     val_mses = _train_folds([fold for _, fold in configs], run_dir, jobs, report)
     records = []
     for k, ((_, b, c), fold) in enumerate(configs, 1):
-        fold_dir = run_dir / f"fold_{k}"
+        fold_dir = runs.fold_dir(run_dir, k)
         test = evaluate_run(fold_dir)
         first, last = format_dates([dates[b], dates[c - 1]],
                                    data.series.date_text)
@@ -147,10 +143,10 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     plot_backtest(dates, data.series.values[:, 0], data.target_columns[0],
                   [(*borders, r["mse"]) for (borders, _), r in zip(configs, records)],
                   tuple(data.borders[s][1] for s in ("train", "val", "test")),
-                  run_dir / BACKTEST_PLOT, f"{Path(cfg.csv).name} · {cfg.model} · horizon "
+                  run_dir / runs.BACKTEST_PLOT, f"{Path(cfg.csv).name} · {cfg.model} · horizon "
                   f"{cfg.horizon} · backtest over {len(records)} folds",
                   len(data.target_columns))
-    write_text(run_dir / BACKTEST_FILE, json.dumps(result, indent=2) + "\n")
+    runs.write_json(run_dir, runs.BACKTEST, result)
     return result
 
 
@@ -162,7 +158,7 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
         out = []
         for k, fold in enumerate(configs, 1):
             report(f"fold {k}/{len(configs)}: split={fold.split}")
-            out.append(train_forecaster(fold, run_dir / f"fold_{k}")["best_val_mse"])
+            out.append(train_forecaster(fold, runs.fold_dir(run_dir, k))["best_val_mse"])
         return out
 
     jobs = min(jobs, len(configs))
@@ -185,8 +181,8 @@ def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int,
     stop = context.Value("i", 0)  # the signal that stopped the backtest, once one has
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_start_worker,
                              initargs=(stop,)) as pool, _Forward(stop, report):
-        futures = [pool.submit(_train_fold, fold, run_dir / f"fold_{k}",
-                               run_dir / f"fold_{k}.log")
+        futures = [pool.submit(_train_fold, fold, runs.fold_dir(run_dir, k),
+                               runs.fold_log(run_dir, k))
                    for k, fold in enumerate(configs, 1)]
         try:
             with progress(len(futures), "backtest folds", "fold") as bar:

@@ -14,7 +14,6 @@ loads like a run (:func:`load_blend`): ``forecast test``, ``predict``, ``plot`` 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +22,10 @@ from torch import nn
 
 from transduce import runs
 from transduce.errors import UserError
-from transduce.io import check_writable, write_text
+from transduce.io import check_writable
 from transduce.nn.forecasting.blend import Blend, longest_input
 from transduce.tasks.forecasting.evaluation import evaluate
-from transduce.tasks.forecasting.rundir import BLEND_FILE, load_run
+from transduce.tasks.forecasting.rundir import load_run
 
 
 def simplex(count: int, step: float) -> list[tuple[float, ...]]:
@@ -130,5 +129,5 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         "quantiles": list(quantiles), "test": test,
     }
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / BLEND_FILE, json.dumps(record, indent=2) + "\n")
+    runs.write_json(out, runs.BLEND, record)
     return record

@@ -31,10 +31,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from transduce import runs
 from transduce.errors import UserError
 from transduce.nn.forecasting.quantiles import intervals
 
-FILE = "calibration.json"
 MIN_SPREAD = 1e-2  # normalised units: a window flatter than this counts as this flat
 log = logging.getLogger("transduce.calibration")
 
@@ -117,7 +117,7 @@ def describe(record: dict) -> str:
 def apply_saved(run_dir: str | Path, model: nn.Module, step: int,
                 levels: tuple[float, ...], horizon: int) -> nn.Module:
     """``model`` wrapped in its run's calibration, if the run has one fitted to ``step``."""
-    path = Path(run_dir) / FILE
+    path = Path(run_dir) / runs.CALIBRATION
     if not levels or not path.is_file():
         return model
     try:

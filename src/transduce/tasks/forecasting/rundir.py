@@ -17,7 +17,7 @@ from transduce.errors import UserError
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input
 from transduce.nn.forecasting.quantiles import band_coverage, intervals
-from transduce.tasks.forecasting.calibration import (FILE, Calibrated, apply_saved, move, outputs,
+from transduce.tasks.forecasting.calibration import (Calibrated, apply_saved, move, outputs,
                                                      shifts_for)
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.evaluation import evaluate, run_data
@@ -27,7 +27,7 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: boo
     """The config, model (eval mode) and training-row scaler of a trained run; with
     ``calibrated``, its quantiles moved by the run's calibration.json when one was fitted
     to this checkpoint (see :mod:`transduce.tasks.forecasting.calibration`). A folder that
-    ``forecast blend`` wrote gives its blend (:func:`~transduce.tasks.forecasting.blend.load_blend`).
+    ``forecast blend`` wrote gives its blend (:func:`load_blend`).
     """
     if is_blend(run_dir):
         return load_blend(run_dir, calibrated)
@@ -82,16 +82,15 @@ def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
     if result["calibrated"]:
         raw = evaluate(model.model, data, "test", quantiles=cfg.quantiles)
         result["uncalibrated"] = {"rho_risk": raw["rho_risk"], "coverage": raw["coverage"]}
-    write_text(Path(run_dir) / "test_results.json", json.dumps(result, indent=2) + "\n")
+    runs.write_json(run_dir, runs.TEST_RESULTS, result)
     return result
 
 
-BLEND_FILE = "blend.json"
 
 
 def is_blend(path: str | Path) -> bool:
     """Whether ``path`` is a folder that ``forecast blend --output`` wrote."""
-    return (Path(path) / BLEND_FILE).is_file()
+    return (Path(path) / runs.BLEND).is_file()
 
 
 def load_blend(blend_dir: str | Path, calibrated: bool = True):
@@ -105,7 +104,7 @@ def load_blend(blend_dir: str | Path, calibrated: bool = True):
         UserError: a blend.json that is not one ``forecast blend`` wrote, or a run it names
             that is no longer there.
     """
-    path = Path(blend_dir) / BLEND_FILE
+    path = Path(blend_dir) / runs.BLEND
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         run_dirs, weights = [str(r) for r in record["runs"]], [float(w) for w in record["weights"]]
@@ -148,6 +147,6 @@ def calibrate_run(run_dir: str | Path, data=None) -> dict:
               "windows": len(y), "coverage_before": band_coverage(q, y, cfg.quantiles),
               "coverage_after": band_coverage(moved, y, cfg.quantiles),
               "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
-    path = Path(run_dir) / FILE
+    path = Path(run_dir) / runs.CALIBRATION
     write_text(path, json.dumps(record, indent=1) + "\n")
     return {**record, "path": str(path)}

@@ -81,12 +81,12 @@ def run_demo(cfg: DemoConfig, out_dir: str | Path) -> float:
 
     rows = [f"{n}\t{english(n)}\t{r}\t{h}\t{int(h == r)}"
             for n, r, h in zip(held_out, refs, hyps)]
-    write_text(out / "translations.tsv", "number\tenglish\treference\tmodel\tcorrect\n"
+    write_text(out / runs.TRANSLATIONS, "number\tenglish\treference\tmodel\tcorrect\n"
                + "\n".join(rows) + "\n")
     example = next((n for n in held_out if n >= 1000 and n % 100 > 20 and n % 10), held_out[0])
-    draw_cross_attention(model, example, vocab, out / "cross_attention.png")
+    draw_cross_attention(model, example, vocab, out / runs.CROSS_ATTENTION_PLOT)
     plot_positional_encoding(sinusoidal_table(64, cfg.model.d_model),
-                             out / "positional_encoding.png")
+                             out / runs.POSITIONS_PLOT)
 
     lines = ["held-out translations (English → German):"]
     step = max(1, len(held_out) // max(cfg.examples, 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.ensemble import Ensemble, check_vocabularies
 from transduce.errors import UserError
 from transduce.nn import TransformerConfig, build_transformer
-from transduce.runs.checkpoints import TOKENIZER, build_model, find_checkpoint, load_checkpoint, log
+from transduce.runs import TOKENIZER, build_model, find_checkpoint, load_checkpoint
+
+log = logging.getLogger("transduce.runs")  # "using CHECKPOINT", as the run's own notes
 
 
 # ---------------------------------------------------------------- loading a model

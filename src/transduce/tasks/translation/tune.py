@@ -31,7 +31,6 @@ from transduce.tasks.translation.loading import load_ensemble, load_translation
 
 log = logging.getLogger("transduce")
 METRICS = ("bleu", "bleu_tok", "chrf")
-PARTIAL = "tune.partial.jsonl"  # the rows scored so far, kept until the choice is written
 NOISE = 0.1  # BLEU points: settings this close to the best are equally good on val
 
 
@@ -109,7 +108,7 @@ class Scored:
     goes once the choice is written."""
 
     def __init__(self, folder: Path, made: dict, write: bool) -> None:
-        self.path, self.made, self.write = folder / PARTIAL, made, write
+        self.path, self.made, self.write = folder / runs.TUNE_PARTIAL, made, write
         self.rows: dict[str, dict] = {}
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
@@ -195,7 +194,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                     {"last": last, **_score(translator, sources, references, lang, grid,
                                             lenpen, block, bar)}, last, lenpen, block))
     best = choose(rows, grid.metric)
-    where = run_dir / defaults.DECODING
+    where = run_dir / runs.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
                                f"chosen on validation data, {where}")
     if write:  # averaged again rather than holding every average in memory meanwhile
@@ -212,7 +211,7 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
 def _averaged(run_dir: Path) -> list[str]:
     """The checkpoints that ``tune`` averaged into ``run_dir/averaged.pt``, as its
     ``decoding.json`` names them; [] where it names none (or is missing or damaged)."""
-    path = run_dir / defaults.DECODING
+    path = run_dir / runs.DECODING
     if not (run_dir / runs.AVERAGED).is_file() or not path.is_file():
         return []
     try:
@@ -281,7 +280,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
                 _score(translator, sources, references, lang, grid, lenpen, block, bar),
                 lenpen, block))
     best = choose(rows, grid.metric)
-    where = out / defaults.DECODING
+    where = out / runs.DECODING
     chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], 0,
                                f"chosen on validation data, {where}")
     defaults.write(out, chosen, {
