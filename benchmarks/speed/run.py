@@ -214,7 +214,7 @@ def make_translator(args, system: str, workdir: Path):
 
         out = workdir / system
         export_ctranslate2(args.run_dir, out, system.split("-")[1])
-        return CTranslate2Translator(out, "cpu", threads=args.threads)
+        return CTranslate2Translator(model_dir=out, device="cpu", threads=args.threads)
     if system == "marian-generate":
         return MarianTranslator(load_translator(args.run_dir, "cpu", "fp32"))
     raise ValueError(system)

@@ -49,7 +49,8 @@ def test_no_test_window_sees_a_value_after_its_forecast_start():
     n, L, H = 100, 10, 5
     values = np.arange(n, dtype=np.float32)[:, None]  # value = row index
     start, end = split_borders(n, L, "ratio")["test"]
-    windows = Windows(values, calendar_features(hourly(n)), start, end, L, H)
+    windows = Windows(values=values, times=calendar_features(hourly(n)), start=start, end=end,
+                      input_length=L, horizon=H)
     assert windows[0][1][0, 0] == 80  # the first forecast starts on the test border
     for i in range(len(windows)):
         x, y, _, _ = windows[i]

@@ -122,7 +122,7 @@ def test_nbest_cannot_exceed_the_beam():
 # --- a real model -----------------------------------------------------------------------
 
 def random_model():
-    model = build_transformer(TransformerConfig(30, d_model=32, d_ff=64, num_heads=4,
+    model = build_transformer(TransformerConfig(src_vocab_size=30, d_model=32, d_ff=64, num_heads=4,
                                                 num_encoder_layers=2, num_decoder_layers=2))
     with torch.no_grad():
         model.generator.weight[EOS] += 0.3  # end sentences within a few steps

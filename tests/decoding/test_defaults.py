@@ -39,7 +39,8 @@ def test_a_damaged_file_is_one_line_naming_it(run, text, message):
 
 
 def test_given_values_win_over_the_runs():
-    base = defaults.Decoding(4, 1.4, 3, 8, "chosen on validation data, R/decoding.json")
+    base = defaults.Decoding(beam=4, lenpen=1.4, no_repeat_ngram=3, last=8,
+                             source="chosen on validation data, R/decoding.json")
     assert defaults.resolve(base) is base
     d = defaults.resolve(base, lenpen=0.6)
     assert (d.beam, d.lenpen, d.no_repeat_ngram) == (4, 0.6, 3)

@@ -65,7 +65,7 @@ def test_ctranslate2_greedy_search_translates_as_ours(trained_run, tmp_path):
     run, _ = random_run(trained_run, tmp_path)
     out = export_ctranslate2(run, tmp_path / "ct2")
     ours = load_translator(run, "cpu", "fp32")
-    theirs = CTranslate2Translator(out, "cpu", threads=1)
+    theirs = CTranslate2Translator(model_dir=out, device="cpu", threads=1)
     want = [h[0][0] for h in ours.search(LINES, 1)]
     got = [h[0][0] for h in theirs.search(LINES, 1, 0.0)]
     assert got == want and got[1] == "" and got[0]
@@ -128,7 +128,7 @@ def test_a_gpu_ctranslate2_cannot_use_is_left_for_the_cpu_or_named(trained_run, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--device cuda: CTranslate2 cannot run on the GPU" in err[0]
     assert "use --device cpu" in err[0] and not (tmp_path / "cuda.txt").exists()
-    assert CTranslate2Translator(out, "auto", threads=1).device == "cpu"
+    assert CTranslate2Translator(model_dir=out, device="auto", threads=1).device == "cpu"
 
 
 def test_export_refuses_an_existing_directory_and_leaves_nothing(trained_run, tmp_path, capsys):
@@ -212,7 +212,7 @@ def test_the_export_readme_is_all_a_ctranslate2_user_needs(trained_run, tmp_path
     done = subprocess.run([sys.executable, "-c", code], cwd=out, text=True,
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    ours = CTranslate2Translator(out, "cpu", threads=1)
+    ours = CTranslate2Translator(model_dir=out, device="cpu", threads=1)
     assert ours.decoding.beam == 3 and ours.decoding.no_repeat_ngram == 2
     import ast
     assert ast.literal_eval(done.stdout.splitlines()[0]) == ours.translate(lines)

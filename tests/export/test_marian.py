@@ -11,7 +11,8 @@ from transduce.export.marian import to_marian  # noqa: E402
 
 def random_model(**overrides):
     torch.manual_seed(2)
-    model = build_transformer(TransformerConfig(120, d_model=32, d_ff=64, num_heads=2,
+    model = build_transformer(TransformerConfig(src_vocab_size=120, d_model=32, d_ff=64,
+                                                num_heads=2,
                                                 num_encoder_layers=2, num_decoder_layers=2,
                                                 max_len=64, **overrides))
     with torch.no_grad():

@@ -32,13 +32,16 @@ def test_the_grid_covers_the_simplex_with_each_run_alone_first():
 
 def test_a_blend_is_the_weighted_mean_of_members_reading_their_own_input_length():
     torch.manual_seed(0)
-    short, long = LinearForecaster(8, 4), LinearForecaster(16, 4)
+    short, long = LinearForecaster(input_length=8, horizon=4), LinearForecaster(input_length=16,
+                                                                                horizon=4)
     x = torch.randn(3, 16, 2)
-    blend = Blend([short, long], [8, 16], [0.25, 0.75], quantiles=False)
+    blend = Blend(members=[short, long], input_lengths=[8, 16], weights=[0.25, 0.75],
+                  quantiles=False)
     y, _ = blend(x, torch.zeros(3, 16, 4), torch.zeros(3, 4, 4))
     expected = 0.25 * short(x[:, 8:])[0] + 0.75 * long(x)[0]
     torch.testing.assert_close(y, expected)
-    alone = Blend([short, long], [8, 16], [1.0, 0.0], quantiles=False)(x)[0]
+    alone = Blend(members=[short, long], input_lengths=[8, 16], weights=[1.0, 0.0],
+                  quantiles=False)(x)[0]
     torch.testing.assert_close(alone, short(x[:, 8:])[0])
 
 
@@ -146,7 +149,8 @@ def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
 
 def test_blended_quantiles_stay_ordered(runs_on_a_sine):
     members = [load_run(runs_on_a_sine[name]) for name in ("patch24", "patch24b")]
-    blend = Blend([m for _, m, _ in members], [24, 24], [0.5, 0.5], quantiles=True).eval()
+    blend = Blend(members=[m for _, m, _ in members], input_lengths=[24, 24], weights=[0.5, 0.5],
+                  quantiles=True).eval()
     x, _, x_time, y_time = next(iter(members[0][2].loader("test", 8)))
     with torch.no_grad():
         y, _ = blend(x, x_time, y_time)
@@ -157,7 +161,8 @@ def test_blended_quantiles_stay_ordered(runs_on_a_sine):
 
 
 def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_path):
-    with pytest.raises(UserError, match="horizon6: has another horizon than .*linear24; blend runs"):
+    with pytest.raises(UserError,
+                       match="horizon6: has another horizon than .*linear24; blend runs"):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"]], tmp_path / "x")
     with pytest.raises(UserError, match="two or more run directories"):
         blend_runs([runs_on_a_sine["linear24"]], tmp_path / "x")

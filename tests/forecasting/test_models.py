@@ -59,7 +59,7 @@ def test_quantiles_never_cross_and_follow_an_affine_change(model):
 
 @pytest.mark.parametrize("center", ["mean", "last"])
 def test_instance_norm_round_trips(center):
-    norm = randomised(InstanceNorm(4, center=center))
+    norm = randomised(InstanceNorm(channels=4, center=center))
     x = torch.randn(3, 20, 4) * 5 + 2
     z, stats = norm.normalise(x)
     torch.testing.assert_close(norm.denormalise(z, stats), x, atol=1e-4, rtol=1e-4)

@@ -98,7 +98,7 @@ def test_gradcheck_scaled_dot_product_attention():
 
 
 def test_gradcheck_additive_attention():
-    attention = AdditiveAttention(3, 2, 4).double()
+    attention = AdditiveAttention(query_size=3, key_size=2, num_hiddens=4).double()
     q = torch.randn(2, 2, 3, dtype=torch.double, requires_grad=True)
     k = torch.randn(2, 4, 2, dtype=torch.double, requires_grad=True)
     v = torch.randn(2, 4, 3, dtype=torch.double, requires_grad=True)

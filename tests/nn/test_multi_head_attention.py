@@ -20,7 +20,7 @@ def copy_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> 
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_parity_with_torch_multihead_attention(need_weights):
     theirs = nn.MultiheadAttention(32, 4, batch_first=True).eval()
-    ours = MultiHeadAttention(32, 4).eval()
+    ours = MultiHeadAttention(d_model=32, num_heads=4).eval()
     copy_from_torch(ours, theirs)
     query, memory = torch.randn(3, 5, 32), torch.randn(3, 7, 32)
     lengths = torch.tensor([7, 4, 1])
@@ -36,7 +36,7 @@ def test_parity_with_torch_multihead_attention(need_weights):
 
 def test_parity_with_torch_causal_self_attention():
     theirs = nn.MultiheadAttention(16, 2, batch_first=True).eval()
-    ours = MultiHeadAttention(16, 2).eval()
+    ours = MultiHeadAttention(d_model=16, num_heads=2).eval()
     copy_from_torch(ours, theirs)
     x = torch.randn(2, 6, 16)
     future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)  # theirs: True = block
@@ -46,7 +46,7 @@ def test_parity_with_torch_causal_self_attention():
 
 
 def test_fast_path_equals_explicit_path():
-    attention = MultiHeadAttention(64, 8, dropout=0.3).eval()
+    attention = MultiHeadAttention(d_model=64, num_heads=8, dropout=0.3).eval()
     query, memory = torch.randn(4, 9, 64), torch.randn(4, 11, 64)
     mask = torch.rand(4, 9, 11) > 0.3
     mask[..., 0] = True
@@ -60,7 +60,7 @@ def test_fast_path_equals_explicit_path():
 def test_a_float_mask_of_gates_is_not_added_to_the_scores():
     """The fused kernel would add a float mask to the scores; gates of 0 and 1 must act as
     the boolean mask does, on either path."""
-    attention = MultiHeadAttention(32, 4).eval()
+    attention = MultiHeadAttention(d_model=32, num_heads=4).eval()
     query, memory = torch.randn(3, 5, 32), torch.randn(3, 7, 32)
     mask = torch.rand(3, 5, 7) > 0.5
     mask[..., 0] = True
@@ -71,7 +71,7 @@ def test_a_float_mask_of_gates_is_not_added_to_the_scores():
 
 
 def test_dropout_acts_on_weights_in_training_only():
-    attention = MultiHeadAttention(16, 2, dropout=0.5)
+    attention = MultiHeadAttention(d_model=16, num_heads=2, dropout=0.5)
     x = torch.randn(2, 5, 16)
     attention.train()
     a, _ = attention(x, x, x, need_weights=True)
@@ -84,7 +84,7 @@ def test_dropout_acts_on_weights_in_training_only():
 
 
 def test_bf16_autocast_on_cpu_stays_close_to_float32():
-    attention = MultiHeadAttention(64, 4).eval()
+    attention = MultiHeadAttention(d_model=64, num_heads=4).eval()
     x = torch.randn(8, 10, 64)
     with torch.autocast("cpu", torch.bfloat16):
         low, _ = attention(x, x, x, mask=torch.ones(8, 1, 10, dtype=torch.bool))
@@ -95,13 +95,13 @@ def test_bf16_autocast_on_cpu_stays_close_to_float32():
 
 def test_heads_must_divide_model_size():
     with pytest.raises(ValueError, match="divisible"):
-        MultiHeadAttention(30, 4)
+        MultiHeadAttention(d_model=30, num_heads=4)
 
 
 
 def test_dropout_acts_on_the_fused_path_used_in_training():
     """Training calls the fused (SDPA) path; its attention dropout must be on there too."""
-    attention = MultiHeadAttention(16, 2, dropout=0.5).train()
+    attention = MultiHeadAttention(d_model=16, num_heads=2, dropout=0.5).train()
     x = torch.randn(2, 5, 16)
     a, _ = attention(x, x, x)  # need_weights=False: the fused call
     b, _ = attention(x, x, x)
@@ -127,7 +127,7 @@ def test_cpu_bf16_autocast_runs_long_sequences_fused_in_float32(monkeypatch):
     from transduce.nn.multi_head_attention import EXPLICIT_BF16_MAX_LENGTH
 
     seen = spy_on_fused(monkeypatch)
-    attention = MultiHeadAttention(64, 4).train()
+    attention = MultiHeadAttention(d_model=64, num_heads=4).train()
     x = torch.randn(2, EXPLICIT_BF16_MAX_LENGTH + 1, 64)
     with torch.autocast("cpu", torch.bfloat16):
         out, _ = attention(x, x, x)
@@ -143,7 +143,7 @@ def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch
 
     seen = spy_on_fused(monkeypatch)
     torch.manual_seed(0)
-    attention = MultiHeadAttention(64, 4).eval()
+    attention = MultiHeadAttention(d_model=64, num_heads=4).eval()
     L = EXPLICIT_BF16_MAX_LENGTH
     x = torch.randn(3, L, 64)
     lengths = torch.tensor([L, L // 2, 1])
@@ -170,7 +170,7 @@ def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch
 
 
 def test_attention_dropout_acts_on_the_bf16_explicit_path():
-    attention = MultiHeadAttention(16, 2, dropout=0.5).train()
+    attention = MultiHeadAttention(d_model=16, num_heads=2, dropout=0.5).train()
     x = torch.randn(2, 5, 16)
     with torch.autocast("cpu", torch.bfloat16):
         a, _ = attention(x, x, x)

@@ -116,8 +116,8 @@ def test_shared_vocabulary_ties_all_three_embeddings():
     model = small_model()
     assert model.src_embed is model.tgt_embed
     assert model.generator.weight is model.tgt_embed.weight
-    separate = build_transformer(TransformerConfig(20, tgt_vocab_size=30, d_model=16, d_ff=32,
-                                                   num_heads=2))
+    separate = build_transformer(TransformerConfig(src_vocab_size=20, tgt_vocab_size=30,
+                                                   d_model=16, d_ff=32, num_heads=2))
     assert separate.src_embed is not separate.tgt_embed
     assert separate.generator.weight is separate.tgt_embed.weight
     assert separate.generator.out_features == 30
@@ -128,7 +128,7 @@ def test_pre_norm_is_a_module_choice():
     assert type(pre.encoder.layers[0].residuals[0]).__name__ == "PreNorm"
     assert isinstance(pre.encoder.norm, nn.LayerNorm) and small_model().encoder.norm is None
     with pytest.raises(ValueError, match="norm"):
-        build_transformer(TransformerConfig(10, norm="sandwich"))
+        build_transformer(TransformerConfig(src_vocab_size=10, norm="sandwich"))
 
 
 def test_presets_have_the_papers_sizes():

@@ -55,7 +55,8 @@ class ToyTask:
 def engine_for(task, tmp_path, **settings):
     cfg = EngineConfig(**{"max_steps": 1, "valid_every": 1, **settings})
     session = Session(0, 1, torch.device("cpu"), "fp32")
-    return Engine(task, cfg, session, tmp_path / "run", {}, logging.getLogger("test"))
+    return Engine(task=task, cfg=cfg, session=session, run_dir=tmp_path / "run", config={},
+                  log=logging.getLogger("test"))
 
 
 def test_accumulation_gives_the_gradient_of_the_merged_batch(tmp_path):

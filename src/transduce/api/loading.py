@@ -66,11 +66,13 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     if members is not None:
         dev = pick_device(device)
         model, tokenizer, first_run = load_ensemble(members, verbose)
-        translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
+        translator = Translator(model=model, tokenizer=tokenizer, device=dev,
+                                precision=resolve_precision(precision, dev))
         translator.decoding = defaults.read(first_run if listed else path)
         return translator
     if (Path(path) / "model.bin").is_file():
-        return CTranslate2Translator(path, device)  # its decoding: from its transduce.json
+        return CTranslate2Translator(model_dir=path,
+                                     device=device)  # its decoding: from its transduce.json
     dev = pick_device(device)
 
     if is_blend(path) or checkpoint_kind(path) == "forecast":
@@ -83,7 +85,7 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
                             f"small); leave out {' and '.join(ignored)}")
         return Forecaster(path)
     loaded = load_translation(path, verbose)
-    translator = Translator(loaded.model, loaded.tokenizer, dev,
-                            resolve_precision(precision, dev))
+    translator = Translator(model=loaded.model, tokenizer=loaded.tokenizer, device=dev,
+                            precision=resolve_precision(precision, dev))
     translator.decoding = defaults.read(loaded.run_dir)
     return translator

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     streaming = not args.input and not _is_file(sys.stdin)  # a terminal or a pipe
     lines = None if streaming else _read_input(args.input)  # checked before the model loads
     if args.engine == "ctranslate2":
-        translator = CTranslate2Translator(args.model, args.device, threads=args.threads)
+        translator = CTranslate2Translator(model_dir=args.model, device=args.device,
+                                           threads=args.threads)
     else:
         if args.threads:
             torch.set_num_threads(args.threads)

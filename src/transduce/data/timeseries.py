@@ -329,7 +329,7 @@ class Windows(Dataset):
     known-future covariates). Tensors: x (L, C), y (H, C'), x_time (L, F), y_time (H, F).
     """
 
-    def __init__(self, values: np.ndarray, times: np.ndarray, start: int, end: int,
+    def __init__(self, *, values: np.ndarray, times: np.ndarray, start: int, end: int,
                  input_length: int, horizon: int, inputs: int | None = None,
                  targets: int | None = None) -> None:
         self.values, self.times = torch.from_numpy(values), torch.from_numpy(times)

@@ -21,7 +21,7 @@ from transduce.errors import UserError
 from transduce.io import write_text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decoding:
     """How to search: ``beam`` 1 is greedy; ``lenpen`` is α of Wu et al. (2016);
     ``no_repeat_ngram`` forbids any N-gram of subwords twice (0: off); ``last``: the
@@ -62,7 +62,8 @@ def check(values: dict, where: str) -> Decoding:
     if beam < 1 or not lenpen_ok(lenpen) or block < 0 or last < 0:
         raise UserError(f"{where}: beam must be at least 1, lenpen finite and at least 0, "
                         "no_repeat_ngram and last at least 0; run transduce tune again")
-    return Decoding(beam, lenpen, block, last, f"chosen on validation data, {where}")
+    return Decoding(beam=beam, lenpen=lenpen, no_repeat_ngram=block, last=last,
+                    source=f"chosen on validation data, {where}")
 
 
 def read(run_dir: str | os.PathLike) -> Decoding:

@@ -127,7 +127,7 @@ class Translator(TranslateAPI):
         device, precision: where and how to run ("bf16" autocast or "fp32").
     """
 
-    def __init__(self, model: Transformer, tokenizer: SubwordTokenizer,
+    def __init__(self, *, model: Transformer, tokenizer: SubwordTokenizer,
                  device: torch.device, precision: str) -> None:
         self.model = model.to(device).eval()
         self.tokenizer, self.device, self.precision = tokenizer, device, precision

@@ -220,7 +220,7 @@ class CTranslate2Translator(TranslateAPI):
         threads: intra-op threads (0: CTranslate2's default).
     """
 
-    def __init__(self, model_dir: str | os.PathLike, device: str = "auto",
+    def __init__(self, *, model_dir: str | os.PathLike, device: str = "auto",
                  compute_type: str = "default", threads: int = 0) -> None:
         ct2 = _require_ctranslate2()
         model_dir = Path(model_dir)

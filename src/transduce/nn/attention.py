@@ -149,7 +149,7 @@ class AdditiveAttention(nn.Module):
     """
 
     def __init__(
-        self, query_size: int, key_size: int, num_hiddens: int, dropout: float = 0.0
+        self, *, query_size: int, key_size: int, num_hiddens: int, dropout: float = 0.0
     ) -> None:
         super().__init__()
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)

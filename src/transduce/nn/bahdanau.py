@@ -40,7 +40,7 @@ class RNNState:
 class ForwardGRUEncoder(nn.Module):
     """A GRU reading the source left to right; its last state starts the decoder."""
 
-    def __init__(self, embed_size: int, num_hiddens: int, num_layers: int,
+    def __init__(self, *, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float) -> None:
         super().__init__()
         self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
@@ -56,7 +56,7 @@ class BidirectionalGRUEncoder(nn.Module):
     """Bahdanau et al.'s encoder: a GRU each way, annotations [→h_j; ←h_j] (§3.2), and the
     decoder's first state tanh(W_s ←h_1) from the backward GRU's last state (A.2.2)."""
 
-    def __init__(self, embed_size: int, num_hiddens: int, num_layers: int,
+    def __init__(self, *, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float) -> None:
         super().__init__()
         self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, batch_first=True,
@@ -89,10 +89,12 @@ class BahdanauSeq2Seq(nn.Module):
         rnn_dropout = dropout if num_layers > 1 else 0.0
         self.src_embed = nn.Embedding(src_vocab_size, embed_size, padding_idx=pad_id)
         encoder = BidirectionalGRUEncoder if bidirectional else ForwardGRUEncoder
-        self.encoder = encoder(embed_size, num_hiddens, num_layers, rnn_dropout)
+        self.encoder = encoder(embed_size=embed_size, num_hiddens=num_hiddens,
+                               num_layers=num_layers, dropout=rnn_dropout)
         annotation = self.encoder.annotation_size
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_size, padding_idx=pad_id)
-        self.attention = AdditiveAttention(num_hiddens, annotation, num_hiddens, dropout)
+        self.attention = AdditiveAttention(query_size=num_hiddens, key_size=annotation,
+                                           num_hiddens=num_hiddens, dropout=dropout)
         self.decoder = nn.GRU(embed_size + annotation, num_hiddens, num_layers,
                               batch_first=True, dropout=rnn_dropout)
         self.generator = nn.Linear(num_hiddens, tgt_vocab_size)

@@ -13,7 +13,7 @@ from transduce.nn.transformer import Decoder, Encoder, Transformer
 RESIDUALS = {"post": PostNorm, "pre": PreNorm}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TransformerConfig:
     """Every hyper-parameter of the encoder–decoder model. Defaults are the paper's base model.
 
@@ -107,7 +107,7 @@ def preset(name: str, src_vocab_size: int, **overrides) -> TransformerConfig:
     """The config of a named preset (see ``PRESETS``), with keyword overrides."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return replace(TransformerConfig(src_vocab_size, **PRESETS[name]), **overrides)
+    return replace(TransformerConfig(src_vocab_size=src_vocab_size, **PRESETS[name]), **overrides)
 
 
 def build_transformer(config: TransformerConfig) -> Transformer:
@@ -136,7 +136,8 @@ def build_transformer(config: TransformerConfig) -> Transformer:
     if c.tie_output:
         generator.weight = tgt_embed.weight
     positions = PositionalEncoding(c.d_model, c.dropout, c.max_len)
-    return Transformer(encoder, decoder, src_embed, tgt_embed, positions, generator)
+    return Transformer(encoder=encoder, decoder=decoder, src_embed=src_embed, tgt_embed=tgt_embed,
+                       positions=positions, generator=generator)
 
 
 def _init_matrices(*modules: nn.Module) -> None:

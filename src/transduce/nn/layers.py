@@ -33,7 +33,7 @@ class PositionwiseFeedForward(nn.Module):
         activation: "relu" (the paper's max(0, ·)) or "gelu" (as in BERT and PatchTST).
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0,
+    def __init__(self, *, d_model: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
@@ -86,7 +86,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        *, d_model: int,
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
@@ -96,8 +96,10 @@ class EncoderLayer(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout, activation)
+        self.self_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
+                                            dropout=attention_dropout)
+        self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=activation_dropout,
+                                           activation=activation)
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(2))
 
     def forward(
@@ -120,7 +122,7 @@ class DecoderLayer(nn.Module):
 
     def __init__(
         self,
-        d_model: int,
+        *, d_model: int,
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
@@ -130,9 +132,12 @@ class DecoderLayer(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, activation_dropout, activation)
+        self.self_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
+                                            dropout=attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
+                                             dropout=attention_dropout)
+        self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=activation_dropout,
+                                           activation=activation)
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(3))
 
     def forward(

@@ -30,7 +30,7 @@ class MultiHeadAttention(nn.Module):
         bias: whether the four projections have biases.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, *, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")

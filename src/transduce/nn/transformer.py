@@ -113,7 +113,7 @@ class Transformer(nn.Module):
 
     def __init__(
         self,
-        encoder: Encoder,
+        *, encoder: Encoder,
         decoder: Decoder,
         src_embed: TokenEmbedding,
         tgt_embed: TokenEmbedding,

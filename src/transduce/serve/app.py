@@ -106,7 +106,7 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     """The app over ``model`` (what :func:`transduce.load` returns); ``info`` is /info's."""
     kind = info["kind"]
     worker = concurrent.futures.ThreadPoolExecutor(1, "transduce-model")
-    batcher = Batcher(getattr(model, "search", None), window, worker=worker)
+    batcher = Batcher(search=getattr(model, "search", None), window=window, worker=worker)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -31,7 +31,7 @@ class Batcher:
         max_sentences: stop collecting once this many sentences wait.
     """
 
-    def __init__(self, search, window: float = 0.01, max_sentences: int = 256,
+    def __init__(self, *, search, window: float = 0.01, max_sentences: int = 256,
                  worker: concurrent.futures.Executor | None = None) -> None:
         self.search, self.window, self.max_sentences = search, window, max_sentences
         self.worker = worker or concurrent.futures.ThreadPoolExecutor(1, "transduce-model")

@@ -74,14 +74,15 @@ class Engine:
 
     PROGRESS = ("step", "epoch", "position", "best", "bad_validations", "elapsed")
 
-    def __init__(self, task: Task, cfg: EngineConfig, session: Session, run_dir: Path,
+    def __init__(self, *, task: Task, cfg: EngineConfig, session: Session, run_dir: Path,
                  config: dict, log) -> None:
         self.task, self.cfg, self.session, self.run_dir = task, cfg, session, Path(run_dir)
         self.config, self.log = config, log
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
-        self.report = Report(self.run_dir, cfg, task.unit, session.is_main, log)
+        self.report = Report(run_dir=self.run_dir, cfg=cfg, unit=task.unit,
+                             is_main=session.is_main, log=log)
         self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
         self.signals = StopSignals()  # SIGINT or SIGTERM while training: stop and save
         self.stopping = False  # a process was signalled: all stop after the same update

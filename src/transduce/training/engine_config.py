@@ -8,7 +8,7 @@ from transduce.config import at_least, in_range, one_of
 from transduce.device import PRECISIONS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineConfig:
     """How a run trains, whatever the task. Limits of 0 are off.
 

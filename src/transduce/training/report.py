@@ -14,7 +14,7 @@ class Report:
     """The bar and the metric rows of one run. ``unit`` names what the loss is summed over
     ("tokens", "values"); training rows average it over the last ``log_every`` updates."""
 
-    def __init__(self, run_dir: Path, cfg: EngineConfig, unit: str, is_main: bool,
+    def __init__(self, *, run_dir: Path, cfg: EngineConfig, unit: str, is_main: bool,
                  log) -> None:
         self.run_dir, self.cfg, self.unit = run_dir, cfg, unit
         self.is_main, self.log = is_main, log

@@ -61,7 +61,8 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
     if session.device.type == "cpu":
         retain_freed_memory()
     task = make_task(session, log)
-    engine = Engine(task, cfg, session, run_dir, dataclasses.asdict(config), log)
+    engine = Engine(task=task, cfg=cfg, session=session, run_dir=run_dir,
+                    config=dataclasses.asdict(config), log=log)
     if session.is_main:
         runs.write_config(run_dir, config)
         runs.truncate_metrics(run_dir, engine.step)  # rows written after the last checkpoint

@@ -108,7 +108,7 @@ def figure_additive_vs_dot_product(out: Path) -> dict:
     queries, keys = torch.randn(1, 3, 8), torch.randn(1, 10, 8)
     values = torch.randn(1, 10, 4)
     valid = torch.tensor([6])
-    additive = AdditiveAttention(8, 8, 16).eval()
+    additive = AdditiveAttention(query_size=8, key_size=8, num_hiddens=16).eval()
     _, a = additive(queries, keys, values, valid_lens=valid, need_weights=True)
     mask = torch.arange(10) < valid[:, None, None]  # (1, 1, 10)
     _, d = scaled_dot_product_attention(queries, keys, values, mask)

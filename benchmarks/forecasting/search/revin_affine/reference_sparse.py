@@ -55,7 +55,8 @@ def main() -> None:
                                              horizon=horizon, period=24))
     channels = data.series.values.shape[1]
     torch.manual_seed(seed)
-    inner = SparseForecaster(length, horizon, 24, channels, revin=variant == "affine")
+    inner = SparseForecaster(input_length=length, horizon=horizon, period=24, channels=channels,
+                             revin=variant == "affine")
     model = MeanNormalised(inner) if variant == "mean" else Affine(inner)
     optimiser = torch.optim.Adam(model.parameters(), lr=0.02)
     train = torch.utils.data.DataLoader(data.windows["train"], batch_size=256, shuffle=True,

@@ -58,7 +58,7 @@ class LinearForecaster(nn.Module):
     trend) and the rest, and each part has its own map, the forecast their sum (DLinear,
     Zeng et al. 2023, used k = 25)."""
 
-    def __init__(self, input_length: int, horizon: int, channels: int = 1, revin: bool = False,
+    def __init__(self, *, input_length: int, horizon: int, channels: int = 1, revin: bool = False,
                  revin_center: str = "mean", trend_kernel: int = 0,
                  revin_affine: bool = True) -> None:
         super().__init__()
@@ -96,7 +96,7 @@ class SparseForecaster(nn.Module):
     horizon that is not one forecasts ⌈H / w⌉ periods and keeps the first H steps.
     """
 
-    def __init__(self, input_length: int, horizon: int, period: int, channels: int = 1,
+    def __init__(self, *, input_length: int, horizon: int, period: int, channels: int = 1,
                  revin: bool = True, revin_center: str = "mean",
                  revin_affine: bool = True) -> None:
         super().__init__()

@@ -10,7 +10,7 @@ class Blend(nn.Module):
     the last ``input_lengths[i]`` steps of the window it is given. With ``quantiles`` False,
     only the point forecasts are blended (B, H, C, 1)."""
 
-    def __init__(self, members: list[nn.Module], input_lengths: list[int],
+    def __init__(self, *, members: list[nn.Module], input_lengths: list[int],
                  weights: list[float], quantiles: bool, label: str = "blend") -> None:
         super().__init__()
         self.members = nn.ModuleList(members)

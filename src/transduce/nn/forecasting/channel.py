@@ -43,7 +43,7 @@ class ChannelForecaster(nn.Module):
     is DUET's router instead: see :class:`TopKRouter`.
     """
 
-    def __init__(self, channels: int, input_length: int, horizon: int, d_model: int,
+    def __init__(self, *, channels: int, input_length: int, horizon: int, d_model: int,
                  num_heads: int, d_ff: int, num_layers: int, dropout: float,
                  experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
                  norm: str = "post", revin: bool = True, activation: str = "relu",
@@ -78,11 +78,13 @@ class ChannelForecaster(nn.Module):
                     if maps is not None:
                         maps.fill_(1 / input_length)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
-        self.gate = (TopKRouter(input_length, experts, top_k) if top_k
+        self.gate = (TopKRouter(input_length=input_length, experts=experts, k=top_k) if top_k
                      else nn.Linear(input_length, experts))
-        layers = [EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout,
-                               activation_dropout, residual=PATCH_RESIDUALS[norm],
-                               activation=activation) for _ in range(num_layers)]
+        layers = [EncoderLayer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
+                               attention_dropout=attention_dropout,
+                               activation_dropout=activation_dropout,
+                               residual=PATCH_RESIDUALS[norm], activation=activation)
+                  for _ in range(num_layers)]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm != "batch" else None)
         self.head = nn.Sequential(Dropout(head_dropout),
                                   nn.Linear(d_model, horizon * self.outputs))
@@ -136,7 +138,7 @@ class TopKRouter(nn.Module):
     them; DUET's code compares scores with softmax probabilities.
     """
 
-    def __init__(self, input_length: int, experts: int, k: int, hidden: int = 256) -> None:
+    def __init__(self, *, input_length: int, experts: int, k: int, hidden: int = 256) -> None:
         super().__init__()
         self.k = k
 

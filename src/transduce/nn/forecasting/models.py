@@ -44,7 +44,7 @@ class InstanceNorm(nn.Module):
             suits series close to a random walk.
     """
 
-    def __init__(self, channels: int, affine: bool = True, eps: float = 1e-5,
+    def __init__(self, *, channels: int, affine: bool = True, eps: float = 1e-5,
                  center: str = "mean") -> None:
         super().__init__()
         if center not in CENTERS:
@@ -80,7 +80,7 @@ class InstanceNorm(nn.Module):
 def instance_norm(channels: int, revin: bool, center: str = "mean",
                   affine: bool = True) -> InstanceNorm | None:
     """A model's RevIN, or None where ``revin`` is off."""
-    return InstanceNorm(channels, affine=affine, center=center) if revin else None
+    return InstanceNorm(channels=channels, affine=affine, center=center) if revin else None
 
 
 class PostBatchNorm(nn.Module):
@@ -162,7 +162,7 @@ class PatchForecaster(nn.Module):
     (:class:`ResidualAttentionLayer`).
     """
 
-    def __init__(self, channels: int, input_length: int, horizon: int, patch_len: int,
+    def __init__(self, *, channels: int, input_length: int, horizon: int, patch_len: int,
                  stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
                  dropout: float, head_dropout: float = 0.0, norm: str = "pre",
                  revin: bool = True, activation: str = "relu",
@@ -181,7 +181,9 @@ class PatchForecaster(nn.Module):
         self.dropout = Dropout(dropout)
         layer, encoder = ((ResidualAttentionLayer, ResidualAttentionEncoder) if residual_attention
                           else (EncoderLayer, Encoder))
-        layers = [layer(d_model, num_heads, d_ff, dropout, attention_dropout, activation_dropout,
+        layers = [layer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
+                        attention_dropout=attention_dropout,
+                        activation_dropout=activation_dropout,
                         residual=PATCH_RESIDUALS[norm], activation=activation)
                   for _ in range(num_layers)]
         self.encoder = encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
@@ -218,7 +220,7 @@ class SeriesTransformer(nn.Module):
     channels' values (the rest are past-observed covariates), the whole horizon at once.
     """
 
-    def __init__(self, channels: int, horizon: int, label_length: int, d_model: int,
+    def __init__(self, *, channels: int, horizon: int, label_length: int, d_model: int,
                  num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
                  dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
                  max_len: int = 4096, activation: str = "relu",

@@ -53,7 +53,7 @@ def point_forecasts(model: nn.Module, data, split: str, length: int,
                     batch_size: int = 256) -> np.ndarray:
     """The point forecasts (n, H, C) of ``model`` reading the last ``length`` steps of each
     of ``data``'s windows of ``split``."""
-    alone = Blend([model], [length], [1.0], quantiles=False)
+    alone = Blend(members=[model], input_lengths=[length], weights=[1.0], quantiles=False)
     return np.concatenate([alone(x, x_time, y_time)[0][..., 0].double().numpy()
                            for x, _, x_time, y_time in data.loader(split, batch_size)])
 
@@ -118,7 +118,8 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     chosen = [i for i, w in enumerate(weights) if w]
     levels = {tuple(loaded[i][0].quantiles) for i in chosen}
     quantiles = levels.pop() if len(levels) == 1 else ()
-    model = Blend([m for _, m, _ in loaded], lengths, weights, bool(quantiles)).eval()
+    model = Blend(members=[m for _, m, _ in loaded], input_lengths=lengths, weights=weights,
+                  quantiles=bool(quantiles)).eval()
     test = evaluate(model, data, "test", drop_last=drop_last, quantiles=quantiles)
     record = {
         "runs": [str(Path(run).resolve()) for run in run_dirs],

@@ -46,7 +46,7 @@ READ_BY = {
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ForecastConfig:
     """A forecasting run. YAML files set these keys; ``key=value`` arguments override them.
 
@@ -354,11 +354,14 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
     if cfg.model == "repeat":
         return RepeatLast(cfg.horizon, cfg.half_life)
     if cfg.model == "sparse":
-        return SparseForecaster(cfg.input_length, cfg.horizon, cfg.period, channels,
-                                cfg.revin, cfg.revin_center, cfg.revin_affine)
+        return SparseForecaster(input_length=cfg.input_length, horizon=cfg.horizon,
+                                period=cfg.period, channels=channels, revin=cfg.revin,
+                                revin_center=cfg.revin_center, revin_affine=cfg.revin_affine)
     if cfg.model == "linear":
-        return LinearForecaster(cfg.input_length, cfg.horizon, channels, cfg.revin,
-                                cfg.revin_center, cfg.trend_kernel, cfg.revin_affine)
+        return LinearForecaster(input_length=cfg.input_length, horizon=cfg.horizon,
+                                channels=channels, revin=cfg.revin,
+                                revin_center=cfg.revin_center, trend_kernel=cfg.trend_kernel,
+                                revin_affine=cfg.revin_affine)
     L = cfg.layers
     layer_args = dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
                       attention_dropout=L.attention_dropout,
@@ -369,7 +372,8 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
         return Ensemble([build_forecaster(dataclasses.replace(cfg, members=1), channels + known)
                          for _ in range(cfg.members)])
     if cfg.model == "channel":
-        return ChannelForecaster(channels, cfg.input_length, cfg.horizon,
+        return ChannelForecaster(channels=channels, input_length=cfg.input_length,
+                                 horizon=cfg.horizon,
                                  num_layers=L.num_encoder_layers, experts=cfg.experts,
                                  expert_init=cfg.expert_init, top_k=cfg.top_k,
                                  trend_kernel=cfg.trend_kernel, head_dropout=cfg.head_dropout,
@@ -377,14 +381,16 @@ def build_forecaster(cfg: ForecastConfig, channels: int) -> nn.Module:
                                  mix_channels=cfg.mix_channels,
                                  learned_mask=cfg.learned_mask, **layer_args)
     if cfg.model == "patch":
-        return PatchForecaster(channels, cfg.input_length, cfg.horizon, cfg.patch_len,
-                               cfg.stride, num_layers=L.num_encoder_layers,
+        return PatchForecaster(channels=channels, input_length=cfg.input_length,
+                               horizon=cfg.horizon, patch_len=cfg.patch_len, stride=cfg.stride,
+                               num_layers=L.num_encoder_layers,
                                head_dropout=cfg.head_dropout, quantiles=cfg.quantiles,
                                future_features=((4 if cfg.calendar else 0) + known
                                                 if known or cfg.patch_calendar else 0),
                                calendar=cfg.calendar,
                                residual_attention=cfg.residual_attention, **layer_args)
-    return SeriesTransformer(channels, cfg.horizon, cfg.label_length, targets=channels - inputs,
+    return SeriesTransformer(channels=channels, horizon=cfg.horizon,
+                             label_length=cfg.label_length, targets=channels - inputs,
                              known=known,
                              num_encoder_layers=L.num_encoder_layers,
                              num_decoder_layers=L.num_decoder_layers, calendar=cfg.calendar,

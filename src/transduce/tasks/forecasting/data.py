@@ -109,8 +109,9 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     times = np.concatenate([calendar_features(series.dates),
                             values[:, values.shape[1] - known:]], 1)  # (N, 4 + known)
     inputs = len(series.columns) - known
-    windows = {s: Windows(values, times, *borders[s], cfg.input_length, cfg.horizon,
-                          inputs, len(targets)) for s in SPLITS}
+    windows = {s: Windows(values=values, times=times, start=borders[s][0], end=borders[s][1],
+                          input_length=cfg.input_length, horizon=cfg.horizon, inputs=inputs,
+                          targets=len(targets)) for s in SPLITS}
     rows = slice(train_start, train_end)
     digest = hashlib.sha256("\x1f".join(series.columns).encode())
     digest.update(np.ascontiguousarray(series.values[rows], dtype=np.float64).tobytes())

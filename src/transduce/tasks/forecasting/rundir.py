@@ -123,7 +123,8 @@ def load_blend(blend_dir: str | Path, calibrated: bool = True):
     cfg, _, scaler, columns = loaded[longest_input([c for c, _, _, _ in loaded])]
     label = "blend of " + " + ".join(f"{w:g} {c.model}" for (c, _, _, _), w in
                                      zip(loaded, weights) if w)
-    model = Blend([m for _, m, _, _ in loaded], lengths, weights, bool(quantiles), label)
+    model = Blend(members=[m for _, m, _, _ in loaded], input_lengths=lengths, weights=weights,
+                  quantiles=bool(quantiles), label=label)
     return dataclasses.replace(cfg, quantiles=quantiles), model.eval(), scaler, columns
 
 

@@ -28,7 +28,7 @@ MAX_OUTPUT = 24  # the longest German number below a million has 11 morphemes
 BATCHES_PER_EPOCH = 100  # an "epoch" of freshly sampled numbers, so runs resume exactly
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DemoConfig:
     """Settings of `transduce demo`; each can be overridden as key=value.
 

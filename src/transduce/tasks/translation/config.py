@@ -17,7 +17,7 @@ SMALL = TransformerConfig(d_model=256, d_ff=1024, num_heads=4, num_encoder_layer
                           num_decoder_layers=3, dropout=0.1, max_len=192)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """A training run. YAML files set these keys; ``key=value`` arguments override them.
 

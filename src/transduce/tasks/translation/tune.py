@@ -173,7 +173,8 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                         "decoding of translation runs")
     sources, references, lang = validation_data(run_dir, grid.sentences)
     dev = pick_device(device)
-    translator = Translator(loaded.model, loaded.tokenizer, dev, resolve_precision(precision, dev))
+    translator = Translator(model=loaded.model, tokenizer=loaded.tokenizer, device=dev,
+                            precision=resolve_precision(precision, dev))
     lasts = sorted({min(n, len(steps)) for n in grid.last})
     if len(steps) < max(grid.last):
         log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
@@ -195,8 +196,9 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                                             lenpen, block, bar)}, last, lenpen, block))
     best = choose(rows, grid.metric)
     where = run_dir / runs.DECODING
-    chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], best["last"],
-                               f"chosen on validation data, {where}")
+    chosen = defaults.Decoding(beam=grid.beam, lenpen=best["lenpen"],
+                               no_repeat_ngram=best["no_repeat_ngram"], last=best["last"],
+                               source=f"chosen on validation data, {where}")
     if write:  # averaged again rather than holding every average in memory meanwhile
         runs.average_run(run_dir, best["last"])
         defaults.write(run_dir, chosen, {
@@ -264,7 +266,8 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
             tune(run_dir, grid, device, precision)
     model, tokenizer, _ = load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
     dev = pick_device(device)
-    translator = Translator(model, tokenizer, dev, resolve_precision(precision, dev))
+    translator = Translator(model=model, tokenizer=tokenizer, device=dev,
+                            precision=resolve_precision(precision, dev))
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
     out.mkdir(parents=True, exist_ok=True)
     scored = _scored(out, {"runs": [str(r.resolve()) for r in run_dirs],
@@ -281,8 +284,9 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
                 lenpen, block))
     best = choose(rows, grid.metric)
     where = out / runs.DECODING
-    chosen = defaults.Decoding(grid.beam, best["lenpen"], best["no_repeat_ngram"], 0,
-                               f"chosen on validation data, {where}")
+    chosen = defaults.Decoding(beam=grid.beam, lenpen=best["lenpen"],
+                               no_repeat_ngram=best["no_repeat_ngram"], last=0,
+                               source=f"chosen on validation data, {where}")
     defaults.write(out, chosen, {
         "chosen_by": f"transduce tune: best {grid.metric} of the ensemble on {len(sources)} "
                      f"lines of {run_dirs[0]}'s validation data",

@@ -32,8 +32,8 @@ def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
         nll += F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
                                ignore_index=tok.pad_id, reduction="sum").item()
         tokens += int((tgt[:, 1:] != tok.pad_id).sum())
-    translations = Translator(model, tok, device, precision).search(data.valid_src_text,
-                                                                      beam_size=1)
+    translator = Translator(model=model, tokenizer=tok, device=device, precision=precision)
+    translations = translator.search(data.valid_src_text, beam_size=1)
     hyps = [t[0][0] for t in translations]
     refs = data.valid_tgt_text
     if tok.lowercases:  # its translations are lowercase: score them against lowercase text
