@@ -76,7 +76,8 @@ def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, cap
                                                                monkeypatch):
     import importlib
 
-    from transduce.config import flatten, setting_meanings
+    from transduce.cli.settings_help import setting_meanings
+    from transduce.config import flatten
 
     module, name = cls.rsplit(".", 1)
     config = getattr(importlib.import_module(module), name)()

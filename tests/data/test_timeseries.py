@@ -3,8 +3,8 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from transduce.data.timeseries import (Scaler, Windows, calendar_features, read_series,
-                                       split_borders, window_count)
+from transduce.data.timeseries import read_series
+from transduce.data.windows import Scaler, Windows, calendar_features, split_borders, window_count
 from transduce.errors import UserError
 
 

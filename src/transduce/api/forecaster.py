@@ -17,7 +17,8 @@ from transduce import runs
 from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
-from transduce.data.timeseries import calendar_features, parse_series
+from transduce.data.timeseries import parse_series
+from transduce.data.windows import calendar_features
 from transduce.errors import UserError
 from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
@@ -294,7 +295,5 @@ def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = 
     rows = model.predict(csv_path)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(list(rows[0]))
-    for row in rows:
-        writer.writerow([row[k] for k in row])
+    writer.writerows([list(rows[0]), *([row[k] for k in row] for row in rows)])
     return out.getvalue()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from transduce.config import (Origin, SettingsHelpFormatter, apply_overrides, raise_problems,
-                              settings_epilog)
+from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
+from transduce.config import Origin, apply_overrides, raise_problems
 from transduce.io import check_writable
 from transduce.tasks.numbers.demo import run_demo
 from transduce.tasks.numbers.task import DemoConfig

@@ -11,7 +11,7 @@ import torch
 from transduce import runs
 from transduce.api.forecaster import Forecaster, predict_csv
 from transduce.cli.args import add_run_arguments, config_and_overrides, positive_int
-from transduce.config import SettingsHelpFormatter, settings_epilog
+from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
 from transduce.errors import UserError
 from transduce.io import check_output_file, write_text
 from transduce.tasks.forecasting.backtesting import run_backtest as backtest
@@ -30,7 +30,15 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                     "borders, train-only z-scores, windows stepping by one, MSE/MAE on the "
                     "normalised scale).")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    _add_train(sub)
+    _add_test(sub)
+    _add_backtest(sub)
+    _add_calibrate(sub)
+    _add_blend(sub)
+    _add_predict(sub)
+    _add_plot(sub)
 
+def _add_train(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser("train", help="train a forecaster (resumes a run directory)",
                            description="Train a forecaster on a CSV with a date column. "
                                        "Starting again on a run directory resumes it (with no "
@@ -40,6 +48,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                            formatter_class=SettingsHelpFormatter)
     add_run_arguments(train, "configs/forecast_*.yaml", "horizon=192")
     train.set_defaults(run=run_train)
+
+def _add_test(sub: argparse._SubParsersAction) -> None:
     test = sub.add_parser("test", help="test-split MSE/MAE of a trained run",
                           description="Score the run's best checkpoint on the test split; "
                                       "prints and writes RUN_DIR/test_results.json.")
@@ -51,6 +61,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                            "reference implementations do (test loader with drop_last=True and "
                            "batch size B), to compare with their published figures; repeatable")
     test.set_defaults(run=run_test)
+
+def _add_backtest(sub: argparse._SubParsersAction) -> None:
     backtest = sub.add_parser(
         "backtest", help="score a config on stretches before the test split",
         description="Train and score one config on several folds that end before the test "
@@ -75,6 +87,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                                "its output in RUN_DIR/fold_K.log (default 1); with threads "
                                "unset each takes an equal share of the cores")
     backtest.set_defaults(run=run_backtest)
+
+def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     calibrate = sub.add_parser(
         "calibrate", help="fit the quantile levels to the validation split",
         description="Move each quantile level of the run's best checkpoint by what the "
@@ -86,6 +100,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     calibrate.add_argument("run_dir", metavar="RUN_DIR",
                            help="a forecasting run directory with quantiles")
     calibrate.set_defaults(run=run_calibrate)
+
+def _add_blend(sub: argparse._SubParsersAction) -> None:
     blend = sub.add_parser(
         "blend", help="one forecast from several runs, weights chosen on validation",
         description="Blend the forecasts of several runs trained on the same CSV, columns "
@@ -107,6 +123,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     blend.add_argument("--drop-last", type=positive_int, action="append", default=[],
                        metavar="B", help="as for forecast test")
     blend.set_defaults(run=run_blend)
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
                                          "in the original units, as CSV.")
@@ -117,6 +135,8 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                                        "CSV the run was trained on)")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
+
+def _add_plot(sub: argparse._SubParsersAction) -> None:
     plot = sub.add_parser("plot", help="PNG of a test window, or of the real future",
                           description="Plot a test-split window per channel against its dates"
                                       " (original units, with the quantile bands of a "

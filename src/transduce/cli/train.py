@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from transduce.cli.args import add_run_arguments, config_and_overrides
-from transduce.config import SettingsHelpFormatter, settings_epilog
+from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
 from transduce.tasks.translation.config import TrainConfig
 from transduce.tasks.translation.task import train
 

@@ -78,6 +78,8 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
     """
+    # size: one batched search read top to bottom (expand, score, prune, finish), as the
+    # scripted-table tests walk it; split, its steps would pass six tensors between them
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest must be between 1 and the beam size {beam_size}")
     length_penalty(1, alpha, lenpen_style)  # reject an unknown style before any work

@@ -6,6 +6,9 @@ its cross-attention one fused K/V projection, and its built-in sinusoidal table 
 before all cosines, whereas ours interleaves them (paper §3.5), so we export our own table.
 """
 
+# size: the export and the translator that runs it share one format (names, positions,
+# decoding) and are tested as a pair
+
 from __future__ import annotations
 
 import dataclasses

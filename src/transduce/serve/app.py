@@ -104,6 +104,7 @@ class BodyLimit:
 
 def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     """The app over ``model`` (what :func:`transduce.load` returns); ``info`` is /info's."""
+    # size: the routes are closures over one model and batcher, FastAPI's way; each is short
     kind = info["kind"]
     worker = concurrent.futures.ThreadPoolExecutor(1, "transduce-model")
     batcher = Batcher(search=getattr(model, "search", None), window=window, worker=worker)

@@ -16,6 +16,9 @@ the merged batch. Positions in the epoch count batches, not updates, so a checkp
 by N processes resumes on M.
 """
 
+# size: the one loop and its invariants (update, accumulation, NaN guard, budgets,
+# resume, DDP) are read together; each method is short
+
 from __future__ import annotations
 
 import contextlib

@@ -12,6 +12,8 @@ Legend: B batch, L input length, H horizon, C channels, D d_model, N patches,
 K label (known) length fed to the decoder, Q quantile levels.
 """
 
+# size: the two encoder models share RevIN, the ensemble and their heads
+
 from __future__ import annotations
 
 import math

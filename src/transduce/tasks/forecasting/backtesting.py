@@ -21,7 +21,7 @@ from pathlib import Path
 
 from transduce import runs
 from transduce.data.calendar import format_dates
-from transduce.data.timeseries import split_borders
+from transduce.data.windows import split_borders
 from transduce.errors import UserError
 from transduce.logs import progress
 from transduce.tasks.forecasting.config import ForecastConfig
@@ -99,6 +99,7 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
     folds trained at once, each in a process of its own whose output goes to
     RUN_DIR/fold_K.log; with ``threads`` unset each takes an equal share of the cores.
     """
+    # size: the folds planned, trained, scored and plotted, in the order a reader follows
     report = report or (lambda line: None)
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}")

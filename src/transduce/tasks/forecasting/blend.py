@@ -62,6 +62,30 @@ def truth(data, split: str) -> np.ndarray:
     return np.concatenate([y.double().numpy() for _, y, _, _ in data.loader(split, 1024)])
 
 
+def _check_same_data(run_dirs: list[str], loaded: list) -> int:
+    """The index of the run with the longest input, once every run is known to forecast
+    the same values on the same split as the first; else a UserError naming the run."""
+    first_cfg, _, first_data = loaded[0]
+    for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
+        differs = next((what for what, mine, first in (
+            ("another horizon", cfg.horizon, first_cfg.horizon),
+            ("other forecast columns", data.target_columns, first_data.target_columns),
+            ("other input columns", data.series.columns, first_data.series.columns),
+            ("other training rows", data.fingerprint, first_data.fingerprint))
+            if mine != first), None)
+        if differs:
+            raise UserError(f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
+                            "the same CSV, columns and horizon")
+    longest = longest_input([cfg for cfg, _, _ in loaded])
+    data = loaded[longest][2]
+    for run, (_, _, own) in zip(run_dirs, loaded):
+        if any(len(own.windows[s]) != len(data.windows[s]) for s in ("val", "test")):
+            raise UserError(f"{run}: its validation or test windows differ from "
+                            f"{run_dirs[longest]}'s (another split?); blend runs trained on "
+                            "the same split")
+    return longest
+
+
 def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
                drop_last: tuple[int, ...] = (), equal: bool = False) -> dict:
     """Choose the weights of ``run_dirs``' forecasts on validation, score the blend on test,
@@ -86,24 +110,8 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
         raise UserError(f"--output {out}: a run directory; give the blend a folder of its own")
     check_writable(out, "--output")  # a file above it, or a folder this process may not write
     loaded = [load_run(run) for run in run_dirs]  # (cfg, model, data) each
-    first_cfg, _, first_data = loaded[0]
-    for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
-        differs = next((what for what, mine, first in (
-            ("another horizon", cfg.horizon, first_cfg.horizon),
-            ("other forecast columns", data.target_columns, first_data.target_columns),
-            ("other input columns", data.series.columns, first_data.series.columns),
-            ("other training rows", data.fingerprint, first_data.fingerprint))
-            if mine != first), None)
-        if differs:
-            raise UserError(f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
-                            "the same CSV, columns and horizon")
-    longest = longest_input([cfg for cfg, _, _ in loaded])
-    data = loaded[longest][2]  # its windows hold every member's input
-    for run, (_, _, own) in zip(run_dirs, loaded):
-        if any(len(own.windows[s]) != len(data.windows[s]) for s in ("val", "test")):
-            raise UserError(f"{run}: its validation or test windows differ from "
-                            f"{run_dirs[longest]}'s (another split?); blend runs trained on "
-                            "the same split")
+    longest = _check_same_data(run_dirs, loaded)
+    first_cfg, data = loaded[0][0], loaded[longest][2]  # its windows hold every member's input
     lengths = [cfg.input_length for cfg, _, _ in loaded]
     val_truth = truth(data, "val")
     forecasts = [point_forecasts(model, data, "val", length)

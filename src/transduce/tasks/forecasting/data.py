@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 from torch.utils.data import DataLoader
 
-from transduce.data.timeseries import (SPLITS, Scaler, Series, Windows, calendar_features,
-                                       default_scheme, read_series, split_borders, window_count)
+from transduce.data.timeseries import SPLITS, Series, read_series
+from transduce.data.windows import (Scaler, Windows, calendar_features, default_scheme,
+                                    split_borders, window_count)
 from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transduce.data.timeseries import Scaler
+from transduce.data.windows import Scaler
 from transduce.errors import UserError
 from transduce.nn.forecasting.quantiles import band_coverage, rho_loss
 from transduce.tasks.forecasting.config import ForecastConfig

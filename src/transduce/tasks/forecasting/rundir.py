@@ -12,7 +12,7 @@ import torch
 
 from transduce import runs
 from transduce.config import apply_mapping
-from transduce.data.timeseries import Scaler
+from transduce.data.windows import Scaler
 from transduce.errors import UserError
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input

@@ -240,6 +240,7 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     the ensemble of those averages is searched with every length penalty × n-gram block of
     ``grid``; ``out`` receives ``ensemble.json`` (the members) and ``decoding.json`` (the
     choice). Returns the choice and a row of scores per setting."""
+    # size: checks, scoring and writing of one ensemble, in order; tune_run is its twin
     grid.check()
     run_dirs, out = [Path(r) for r in run_dirs], Path(out)
     if len(run_dirs) < 2:
