@@ -7,7 +7,8 @@ from pathlib import Path
 
 from report import DATASETS, MODELS
 
-from transduce.config import apply_overrides, read_yaml
+from transduce.config import apply_overrides
+from transduce.config_files import read_yaml
 from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 
@@ -47,7 +48,7 @@ def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
                 tasks.append({"dataset": dataset, "horizon": horizon, "model": model,
                               "minutes": float(minutes),
                               "settings": _config_items(settings.get("settings"), horizon,
-                                                        where),
+                                                        where, model),
                               "input_lengths": [length] if length else None,
                               "members": [members] if members else None})
     wanted = [(datasets or "").split(",") if datasets else None,
@@ -73,7 +74,7 @@ def _per_horizon(value, horizon: int, where: str, name: str) -> int | None:
     return value
 
 
-def _config_items(value, horizon: int, where: str) -> list[str]:
+def _config_items(value, horizon: int, where: str, model: str) -> list[str]:
     """A plan's ``settings`` for one row as key=value items: one mapping of config keys for
     every horizon, or one per horizon ({720: {dropout: 0.2}}; a horizon left out has none).
     Each is checked as the command line's would be, so a wrong one stops the plan first."""
@@ -92,7 +93,7 @@ def _config_items(value, horizon: int, where: str) -> list[str]:
             raise SystemExit(f"{where}: settings.{key} must be one value, not {item!r}")
         items.append(f"{key}={str(item).lower() if isinstance(item, bool) else item}")
     try:
-        apply_overrides(ForecastConfig(), items, f"{where} settings")
+        apply_overrides(ForecastConfig(), [f"model={model}", *items], f"{where} settings")
     except UserError as error:
         raise SystemExit(str(error)) from None
     return items

@@ -34,7 +34,7 @@ from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: 
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.io import write_text  # noqa: E402
-from transduce.tasks.forecasting.config import NEURAL  # noqa: E402
+from transduce.tasks.forecasting.models import NEURAL  # noqa: E402
 
 ROOT = HERE.parents[1]
 RUNS = ROOT / "runs" / "bench" / "forecast"
@@ -121,8 +121,6 @@ def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     if model == "sparse":
         extra = [f"period={SPARSE_PERIODS[dataset]}", "lr=0.02", "batch_size=256",
                  "max_epochs=30", "patience=5"]
-    if model in ("repeat", "linear", "sparse"):  # the baselines: a point forecast
-        extra += ["quantiles=", "patch_calendar=false"]
     if input_length:
         extra.append(f"input_length={input_length}")
     if members:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from transduce.api.loading import load as load_translator
 from transduce.cli.main import main as transduce
-from transduce.config import load_config
+from transduce.config_files import load_config
 from transduce.data.text import read_lines
 from transduce.evaluation import corpus_scores, looping_rate
 from transduce.io import write_text

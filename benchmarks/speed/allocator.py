@@ -31,7 +31,7 @@ CASES = {  # name: (config, CSV in --data, overrides)
 def child(args) -> None:
     import torch
 
-    from transduce.config import load_config
+    from transduce.config_files import load_config
     from transduce.device import autocast, resolve_precision, retain_freed_memory
     from transduce.tasks.forecasting.config import ForecastConfig
     from transduce.tasks.forecasting.data import load_forecast_data

@@ -23,7 +23,7 @@ def machine() -> str:
 
 def model_shape(settings: dict) -> str:
     """"4+4 layers, d_model 128" for the config the results were measured with."""
-    from transduce.config import load_config
+    from transduce.config_files import load_config
     from transduce.tasks.translation.config import TrainConfig
 
     config = settings.get("config")

@@ -49,7 +49,7 @@ TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2
 # ----------------------------------------------------------------------------- shared set-up
 def load_setup(args):
     """Config, tokenizer and encoded training pairs (the same for every system)."""
-    from transduce.config import load_config
+    from transduce.config_files import load_config
     from transduce.data.batching import filter_pairs
     from transduce.data.text import read_parallel
     from transduce.data.tokenizer import SubwordTokenizer

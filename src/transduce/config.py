@@ -4,19 +4,17 @@ A config may hold other config dataclasses as sections (a run's ``model`` is the
 :class:`~transduce.nn.TransformerConfig`, its ``engine`` the training engine's settings), so
 each hyper-parameter is declared once. A key is either dotted (``model.d_model``) or bare
 (``d_model``) when exactly one field has that name; a top-level field wins over a nested one.
-YAML files may use sections or bare keys alike, and ``base: OTHER.yaml`` (a path relative to
-the file) starts from another file's settings, which the file's own keys then change.
+A section may be a tagged union: one of several config classes, chosen by a tag
+(``model: patch`` picks the patch model's config; see :func:`switch`), so that a setting of
+another member is an error by construction. YAML files (read in
+:mod:`transduce.config_files`) may use sections or bare keys alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
-from pathlib import Path
 from typing import Any, Iterable, TypeVar
-
-import yaml
 
 from transduce.errors import UserError
 
@@ -24,16 +22,43 @@ C = TypeVar("C")
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 
+def union_of(config: Any, name: str) -> dict | None:
+    """The registry (tag → class) of ``config``'s field ``name`` when that field is a
+    tagged union (declared with ``metadata={"union": REGISTRY}``), else None."""
+    field = next((f for f in dataclasses.fields(config) if f.name == name), None)
+    return field.metadata.get("union") if field is not None else None
+
+
 def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
-    """Every leaf field of ``config`` by its dotted path, sections expanded."""
+    """Every leaf field of ``config`` by its dotted path, sections expanded. A tagged union
+    section gives its tag under its own name (``model``: "patch") and its member's fields
+    under it (``model.patch_len``)."""
     leaves = {}
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if dataclasses.is_dataclass(value):
+        if f.metadata.get("union") is not None:
+            leaves[f"{prefix}{f.name}"] = value.name
+            leaves.update((k, v) for k, v in flatten(value, f"{prefix}{f.name}.").items()
+                          if k != f"{prefix}{f.name}.name")
+        elif dataclasses.is_dataclass(value):
             leaves.update(flatten(value, f"{prefix}{f.name}."))
         else:
             leaves[f"{prefix}{f.name}"] = value
     return leaves
+
+
+def switch(config: C, name: str, tag: str, source: str) -> C:
+    """``config`` with its union field ``name`` set to the member ``tag``: that member's
+    defaults, keeping the values of the settings it shares with the member it replaces."""
+    registry, current = union_of(config, name), getattr(config, name)
+    if tag not in registry:
+        raise UserError(f"{source}: {name} must be one of {', '.join(registry)}, not {tag!r}")
+    if tag == current.name:
+        return config
+    member = registry[tag]
+    kept = {f.name: getattr(current, f.name) for f in dataclasses.fields(member)
+            if f.init and f.name in {g.name for g in dataclasses.fields(current)}}
+    return dataclasses.replace(config, **{name: member(**kept)})
 
 
 def flatten_dict(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -48,10 +73,11 @@ def flatten_dict(data: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def resolve_key(key: str, leaves: dict[str, Any], source: str) -> str:
-    """The dotted path that ``key`` names, or a UserError listing the valid keys."""
+    """The dotted path that ``key`` names (itself, or the one path it ends), or a UserError
+    listing the valid keys."""
     if key in leaves:
         return key
-    matches = [path for path in leaves if path.rsplit(".", 1)[-1] == key]
+    matches = [path for path in leaves if path.endswith("." + key)]
     if len(matches) == 1:
         return matches[0]
     if matches:
@@ -62,6 +88,38 @@ def resolve_key(key: str, leaves: dict[str, Any], source: str) -> str:
     hint = f"did you mean {near[0]!r}? " if near else ""
     raise UserError(f"{source}: unknown config key {key!r}; {hint}valid keys: "
                     f"{', '.join(sorted(leaves))}")
+
+
+def _elsewhere(config: Any, key: str) -> str | None:
+    """Which other members of ``config``'s unions have the setting ``key``, as a phrase."""
+    for f in dataclasses.fields(config):
+        registry = f.metadata.get("union")
+        if registry is None:
+            continue
+        current = getattr(config, f.name).name
+        inner = key.removeprefix(f"{f.name}.")
+        owners = [tag for tag, member in registry.items() if tag != current
+                  and any(path == inner or path.endswith("." + inner)
+                          for path in flatten(member()))]
+        if owners:
+            names = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 \
+                else owners[0]
+            return (f"{key} is a setting of the {names} {f.name}"
+                    f"{'s' if len(owners) > 1 else ''}, not {current}")
+    return None
+
+
+def _resolve(config: Any, key: str, leaves: dict[str, Any], source: str,
+             item: str = "") -> str:
+    """:func:`resolve_key`, saying so when the key belongs to another union member."""
+    try:
+        return resolve_key(key, leaves, source)
+    except UserError:
+        other = _elsewhere(config, key)
+        if other:
+            raise UserError(f"{source}{' ' + item if item else ''}: {other}; leave it out"
+                            ) from None
+        raise
 
 
 def replace_leaves(config: C, changes: dict[str, Any]) -> C:
@@ -124,163 +182,60 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
     return value
 
 
+def _tags(config: Any, items: dict[str, Any]) -> dict[str, Any]:
+    """The items that choose a union member (``model=patch``, ``model.name: patch``)."""
+    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
+    return {k: v for k, v in items.items()
+            if k in unions or (k.endswith(".name") and k[:-5] in unions)}
+
+
 def apply_overrides(config: C, overrides: Iterable[str], source: str = "command line") -> C:
     """Return ``config`` with ``key=value`` items applied, each value parsed as the type of the
-    field's current value.
+    field's current value. An item that chooses a union member applies first.
 
     Raises:
         UserError: for an item that is not key=value, an unknown or ambiguous key (the message
-            lists the valid ones) or a value of the wrong type.
+            lists the valid ones, or names the member the key belongs to) or a value of the
+            wrong type.
     """
-    leaves = flatten(config)
-    changes = {}
+    items = {}
     for item in overrides:
         key, sep, raw = item.partition("=")
-        key = key.strip()
         if not sep:
             raise UserError(f"{source}: {item!r} is not key=value")
-        path = resolve_key(key, leaves, source)
-        changes[path] = _parse(key, raw.strip(), leaves[path], source)
-    return replace_leaves(config, changes)
-
-
-def apply_mapping(config: C, data: dict, source: str) -> C:
-    """``config`` with the values of a YAML mapping (sections or bare keys) applied."""
+        items[key.strip()] = raw.strip()
+    for key, tag in _tags(config, items).items():
+        config = switch(config, key.removesuffix(".name"), tag, source)
     leaves = flatten(config)
     changes = {}
-    for key, value in flatten_dict(data).items():
-        path = resolve_key(key, leaves, source)
-        changes[path] = _check_type(key, value, leaves[path], source)
+    for key, raw in items.items():
+        if key in _tags(config, {key: raw}):
+            continue
+        path = _resolve(config, key, leaves, source, f"{key}={raw}")
+        changes[path] = _parse(key, raw, leaves[path], source)
     return replace_leaves(config, changes)
 
 
-def read_yaml(path: str | os.PathLike) -> dict:
-    """A YAML mapping, or a UserError naming the file (and line) at fault."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    except UnicodeDecodeError as error:
-        raise UserError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8"
-                        ) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise UserError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
-                        ) from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping of key: value lines")
-    return data
-
-
-def load_config(cls: type[C], path: str | os.PathLike | None,
-                overrides: Iterable[str] = ()) -> C:
-    """Build ``cls`` from a YAML mapping (if ``path``) and then ``key=value`` overrides.
-
-    Raises:
-        UserError: unreadable or invalid YAML (with its line), a key ``cls`` does not have
-            (the message lists the valid ones), or a value of the wrong type.
-    """
-    config = cls()
-    if path is not None:
-        for data, where in config_chain(path):
-            config = apply_mapping(config, data, where)
-    return apply_overrides(config, overrides)
-
-
-BASE = "base"
-
-
-def config_chain(path: str | os.PathLike) -> list[tuple[dict, str]]:
-    """The mappings a config file stands for, each with its file, to apply in order: those
-    of the file its ``base:`` key names (relative to it; followed in turn), then its own.
-
-    Raises:
-        UserError: a ``base`` that is not a path, names no file, or leads back to a file
-            already in the chain.
-    """
-    chain, seen = [], []
-    path = Path(path)
-    while True:
-        data = read_yaml(path)
-        seen.append(path.resolve())
-        base = data.pop(BASE, None)
-        chain.append((data, str(path)))
-        if base is None:
-            return chain[::-1]
-        if not isinstance(base, str) or not base.strip():
-            raise UserError(f"{path}: base must be the path of another config file, not "
-                            f"{base!r}")
-        parent, path = path, path.parent / base
-        if not path.is_file():
-            raise UserError(f"{parent}: base {base}: no such file (the path is relative to "
-                            f"{parent.parent}/)")
-        if path.resolve() in seen:
-            raise UserError(f"{parent}: base {base} leads back to {path}; a file cannot be "
-                            "its own base")
-
-
-# ---------------------------------------------------------------- checking values
-Problem = tuple[str, str]  # (key, what is wrong with its value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Origin:
-    """Where a run's settings came from, so an error names the file or the command-line item
-    that set the faulty value.
-
-    Attributes:
-        file: the YAML file, the run's config.yaml or checkpoint, or "defaults".
-        given: the command line's ``key=value`` items.
-    """
-
-    file: str = "defaults"
-    given: tuple[str, ...] = ()
-
-    def keys(self) -> list[str]:
-        """The key of each command-line item, as written (bare or dotted)."""
-        return [item.partition("=")[0].strip() for item in self.given]
-
-    def of(self, key: str) -> str:
-        leaf = key.rsplit(".", 1)[-1]
-        for item, name in reversed(list(zip(self.given, self.keys()))):
-            if name.rsplit(".", 1)[-1] == leaf:
-                return f"command line {item}"
-        return self.file
-
-    def __str__(self) -> str:
-        return f"{self.file} and the command line" if self.given else self.file
-
-
-def at_least(config: Any, low: float, *keys: str) -> list[Problem]:
-    """A problem for each ``key`` of ``config`` below ``low`` (or not a number)."""
-    return [(k, f"{k} must be at least {low}, not {getattr(config, k)}") for k in keys
-            if not getattr(config, k) >= low]
-
-
-def in_range(config: Any, key: str, low: float, high: float,
-             high_included: bool = False) -> list[Problem]:
-    """A problem unless ``low <= value < high`` (``<= high`` with ``high_included``)."""
-    value = getattr(config, key)
-    ok = low <= value <= high if high_included else low <= value < high
-    if ok:
-        return []
-    top = f"at most {high}" if high_included else f"below {high}"
-    return [(key, f"{key} must be at least {low} and {top}, not {value}")]
-
-
-def one_of(config: Any, key: str, choices: Iterable[str]) -> list[Problem]:
-    choices = tuple(choices)
-    value = getattr(config, key)
-    if value in choices:
-        return []
-    return [(key, f"{key} must be one of {', '.join(choices)}, not {value!r}")]
-
-
-def raise_problems(problems: list[Problem], origin: Origin | str) -> None:
-    """Raise a UserError for the first problem, naming where its value came from."""
-    if problems:
-        key, phrase = problems[0]
-        origin = origin if isinstance(origin, Origin) else Origin(str(origin))
-        raise UserError(f"{origin.of(key)}: {phrase}")
+def apply_mapping(config: C, data: dict, source: str, strict: bool = False) -> C:
+    """``config`` with the values of a YAML mapping (sections or bare keys) applied. A union
+    member is chosen by its tag as a section's ``name`` (``model: {name: patch, ...}``),
+    where a setting of another member is an error, or as a plain value (``model: patch``,
+    the flat layout of older files and checkpoints), where settings that only other members
+    have are passed over: such a file may hold the settings of several models (``strict``:
+    settings given by name, refused as on the command line)."""
+    items = flatten_dict(data)
+    for key, tag in _tags(config, items).items():
+        config = switch(config, key.removesuffix(".name"), tag, source)
+    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
+    flat_layout = not strict and not any(k.startswith(f"{u}.") for k in items for u in unions)
+    leaves = flatten(config)
+    changes = {}
+    for key, value in items.items():
+        if key in _tags(config, {key: value}):
+            continue
+        if flat_layout and key not in leaves and _elsewhere(config, key) \
+                and not any(p.endswith("." + key) for p in leaves):
+            continue
+        path = _resolve(config, key, leaves, source)
+        changes[path] = _check_type(key, value, leaves[path], source)
+    return replace_leaves(config, changes)

@@ -47,7 +47,7 @@ def test_the_last_value_pulled_towards_the_training_mean(tmp_path):
     last value and m the mean of the training rows (the first 70% of a plain CSV)."""
     csv = write_sine(tmp_path / "sine.csv", n=400)
     model = Forecaster.fit(csv, tmp_path / "run", model="repeat", half_life=6.0,
-                           input_length=48, horizon=12, quantiles=[], threads=1)
+                           input_length=48, horizon=12, threads=1)
     assert repr(model).endswith(": repeat, pulled towards the training mean with "
                                 "half-life 6; forecasts load, temp; 12 steps from the last 48)")
     table = [line.split(",") for line in csv.read_text().splitlines()[1:]]

@@ -210,7 +210,7 @@ def test_bag_script_means_each_seeds_blend_and_names_a_missing_one(tmp_path, mon
         for length in (24, 48):
             run = folder / f"linear_{length}"
             assert main(["forecast", "train", f"csv={csv}", "horizon=12", "model=linear",
-                         f"input_length={length}", "quantiles=", "max_epochs=2", "threads=1",
+                         f"input_length={length}", "max_epochs=2", "threads=1",
                          f"seed={seed}", "--run-dir", str(run)]) == 0
             runs.append(str(run))
         blend_runs(runs, bag.blend_dir(folder, "sine", ["linear", "linear"], 12), step=0.5)

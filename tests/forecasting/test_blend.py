@@ -60,8 +60,7 @@ def runs_on_a_sine(tmp_path_factory):
                        "linear24": ["model=linear", "input_length=24"],
                        "patch24": [*PATCH, "seed=1"], "patch24b": [*PATCH, "seed=2"],
                        "horizon6": ["model=linear", "input_length=24", "horizon=6"]}.items():
-        extra = [] if "model=patch" in keys else ["quantiles="]
-        assert main(["forecast", "train", f"csv={csv}", "horizon=12", *keys, *extra,
+        assert main(["forecast", "train", f"csv={csv}", "horizon=12", *keys,
                      "max_epochs=2", "threads=1", "--run-dir", str(root / name)]) == 0
         runs[name] = str(root / name)
     return runs

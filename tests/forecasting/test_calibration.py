@@ -32,7 +32,7 @@ def test_a_band_of_width_zero_holds_its_nominal_share_once_calibrated(tmp_path):
     """Fitted on validation, the band holds 80% there and about 80% of the held-out test
     values of the same process; the point and the median do not move."""
     csv = write_sine(tmp_path / "noisy.csv", n=1500, noise=0.4)
-    data = load_forecast_data(ForecastConfig(csv=str(csv), input_length=48, horizon=12))
+    data = load_forecast_data(ForecastConfig.of(csv=str(csv), input_length=48, horizon=12))
     model = NoBand(12)
     assert evaluate(model, data, "test", quantiles=LEVELS)["coverage"]["0.1-0.9"] < 0.05
     shifts = fit_shifts(model, data, LEVELS)

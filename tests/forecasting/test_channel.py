@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
+from transduce.config import apply_overrides
 from transduce.nn.forecasting.channel import ChannelForecaster, ChannelMask
 from transduce.tasks.forecasting.rundir import load_run
 
@@ -172,14 +173,14 @@ def test_a_past_observed_covariate_reaches_the_forecast_through_channel_attentio
 def test_experts_started_at_the_mean_embed_a_window_as_its_mean(trend_kernel):
     from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
-    cfg = ForecastConfig(csv="x.csv", model="channel", input_length=24, horizon=6,
-                         trend_kernel=trend_kernel, expert_init="mean", experts=3,
-                         layers=dataclasses.replace(ForecastConfig().layers, d_model=8))
+    cfg = ForecastConfig.of(csv="x.csv", model="channel", input_length=24, horizon=6,
+                            trend_kernel=trend_kernel, expert_init="mean", experts=3,
+                            d_model=8)
     model = build_forecaster(cfg, 2)
     x = torch.randn(4, 24, 2)
     tokens = model.tokens(x)  # (B, C, D): every feature of every expert the window's mean
     assert torch.allclose(tokens, x.mean(1).unsqueeze(-1).expand(4, 2, 8), atol=1e-5)
-    random = build_forecaster(dataclasses.replace(cfg, expert_init="uniform"), 2)
+    random = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, expert_init="uniform")), 2)
     assert not torch.allclose(random.tokens(x), tokens, atol=1e-3)
 
 
@@ -264,8 +265,8 @@ def test_the_task_adds_the_routers_balance_loss(tmp_path):
     from transduce.tasks.forecasting.config import build_forecaster
 
     task = skewed_task(tmp_path, "mae")
-    task.cfg = dataclasses.replace(task.cfg, model="channel", experts=3, top_k=1,
-                                   quantiles=())
+    task.cfg = apply_overrides(task.cfg, ["model=channel", "experts=3", "top_k=1",
+                                          "quantiles="])
     model = build_forecaster(task.cfg, 1).train()
     batch = task.batches(0)[0]
     torch.manual_seed(1)

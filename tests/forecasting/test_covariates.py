@@ -93,9 +93,9 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
     (["model=patch", "inputs=a"], "past-observed covariates (inputs) are for the transformer"),
     (["model=linear", "known=k"], "known-future covariates are for the transformer and patch"),
     (["model=transformer", "columns=y", "inputs=y"], "a column is named twice"),
-    (["model=transformer", "patch_calendar=true"], "patch_calendar is for the patch model"),
+    (["model=transformer", "patch_calendar=true"], "patch_calendar is a setting of the patch model"),
     (["model=patch", "calendar=false", "patch_calendar=true"], "with calendar=true"),
-    (["model=channel", "residual_attention=true"], "residual_attention is for the patch model"),
+    (["model=channel", "residual_attention=true"], "residual_attention is a setting of the patch model"),
 ])
 def test_covariate_settings_are_checked(tmp_path, capsys, items, message):
     csv, _ = write_shifted(tmp_path / "s.csv", n=200)

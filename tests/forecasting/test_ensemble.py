@@ -15,9 +15,9 @@ from transduce.training.distributed import Session
 
 
 def config(model, **keys):
-    cfg = ForecastConfig(csv="x.csv", model=model, input_length=24, horizon=6, patch_len=8,
-                         stride=4, label_length=4, quantiles=(0.1, 0.5, 0.9), members=3,
-                         **keys)
+    own = {"patch": {"patch_len": 8, "stride": 4}, "transformer": {"label_length": 4}}
+    cfg = ForecastConfig.of(csv="x.csv", model=model, input_length=24, horizon=6,
+                            quantiles=(0.1, 0.5, 0.9), members=3, **own.get(model, {}), **keys)
     cfg.validate("test")
     return cfg
 
@@ -68,9 +68,10 @@ def test_each_member_learns_from_its_own_error(tmp_path):
 
 def test_members_is_checked():
     with pytest.raises(UserError, match="members must be at least 1"):
-        apply_overrides(ForecastConfig(csv="x.csv"), ["members=0"]).validate("run.yaml")
-    with pytest.raises(UserError, match="members is for the transformer, patch and channel models"):
-        apply_overrides(ForecastConfig(csv="x.csv"), ["model=linear", "members=2"]
+        apply_overrides(ForecastConfig.of(csv="x.csv"), ["members=0"]).validate("run.yaml")
+    with pytest.raises(UserError, match="members is a setting of the transformer, patch "
+                                        "and channel models"):
+        apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=linear", "members=2"]
                         ).validate("run.yaml")
 
 

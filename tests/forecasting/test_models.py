@@ -69,7 +69,7 @@ def test_instance_norm_round_trips(center):
 def test_a_silent_head_forecasts_the_centre_revin_subtracted(center):
     """revin_center=last: a forecast of zero change repeats each channel's last value (the
     random-walk forecast); mean: it repeats the window's mean."""
-    cfg = ForecastConfig(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
+    cfg = ForecastConfig.of(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
                          revin_center=center)
     cfg.validate("test")
     model = build_forecaster(cfg, channels=2).eval()
@@ -86,7 +86,7 @@ def test_an_unknown_revin_center_is_refused():
     from transduce.errors import UserError
 
     with pytest.raises(UserError, match="revin_center must be one of mean, last, not 'median'"):
-        ForecastConfig(csv="x.csv", revin_center="median").validate("run.yaml")
+        ForecastConfig.of(csv="x.csv", revin_center="median").validate("run.yaml")
 
 
 def test_series_transformer_shapes_and_causal_decoder():
@@ -117,7 +117,7 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
     path.write_text("date,u,v\n" + "".join(f"2020-01-{1 + i // 24:02d} {i % 24:02d}:00:00,"
                                            f"{a:.6f},{b:.6f}\n" for i, (a, b) in
                                            enumerate(values)))
-    cfg = ForecastConfig(csv=str(path), model="repeat", input_length=L, horizon=H,
+    cfg = ForecastConfig.of(csv=str(path), model="repeat", input_length=L, horizon=H,
                          half_life=half_life)
     data = load_forecast_data(cfg)
     metrics = evaluate(build_forecaster(cfg, 2), data, "test", batch_size=3, drop_last=(4,))
@@ -143,9 +143,9 @@ def test_batch_norm_is_refused_for_the_encoder_decoder():
     from transduce.errors import UserError
 
     with pytest.raises(UserError, match="norm=batch is for the patch model"):
-        apply_overrides(ForecastConfig(csv="x.csv"), ["model=transformer", "norm=batch"]
+        apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=transformer", "norm=batch"]
                         ).validate("run.yaml")
-    apply_overrides(ForecastConfig(csv="x.csv"), ["model=patch", "norm=batch"]
+    apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=patch", "norm=batch"]
                     ).validate("run.yaml")
 
 
@@ -155,9 +155,10 @@ def test_the_attention_and_activation_dropouts_reach_every_layer(model):
     the way to the model."""
     from transduce.config import apply_overrides
 
-    cfg = apply_overrides(ForecastConfig(csv="x.csv"), [
-        f"model={model}", "input_length=48", "horizon=12", "patch_len=8", "stride=8",
-        "label_length=12", "attention_dropout=0.3", "activation_dropout=0.2"])
+    own = {"patch": ["patch_len=8", "stride=8"], "transformer": ["label_length=12"]}
+    cfg = apply_overrides(ForecastConfig.of(csv="x.csv"), [
+        f"model={model}", "input_length=48", "horizon=12", *own.get(model, []),
+        "attention_dropout=0.3", "activation_dropout=0.2"])
     cfg.validate("run.yaml")
     forecaster = build_forecaster(cfg, channels=3)
     layers = list(forecaster.encoder.layers)
@@ -206,7 +207,7 @@ def test_residual_attention_adds_the_previous_layers_scores():
 def test_the_patch_model_passes_scores_from_layer_to_layer():
     """residual_attention=true: every layer after the first receives the one below's scores,
     and the forecast differs from the same weights without them."""
-    cfg = ForecastConfig(csv="x.csv", input_length=48, horizon=12, patch_len=8, stride=8,
+    cfg = ForecastConfig.of(csv="x.csv", input_length=48, horizon=12, patch_len=8, stride=8,
                          residual_attention=True)
     cfg.validate("test")
     model = randomised(build_forecaster(cfg, channels=2))
@@ -219,7 +220,7 @@ def test_the_patch_model_passes_scores_from_layer_to_layer():
     assert [prior is None for prior, _ in seen] == [True, False, False]
     for (_, below), (prior, _) in zip(seen, seen[1:]):
         assert prior is below
-    plain = build_forecaster(dataclasses.replace(cfg, residual_attention=False), channels=2)
+    plain = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, residual_attention=False)), channels=2)
     plain.load_state_dict(model.state_dict())  # the same weights, each layer on its own scores
     with torch.no_grad():
         assert not torch.allclose(plain.eval()(x)[0], y, atol=1e-3)
@@ -229,7 +230,7 @@ def test_the_patch_model_passes_scores_from_layer_to_layer():
 def test_patch_calendar_makes_the_forecast_depend_on_the_horizon_dates(on):
     """patch_calendar=true: the horizon's calendar features reach the forecast; false (the
     default, so runs trained before the setting load as they were): they do not."""
-    cfg = ForecastConfig(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
+    cfg = ForecastConfig.of(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
                          patch_calendar=on)
     cfg.validate("test")
     model = randomised(build_forecaster(cfg, channels=2))
@@ -250,13 +251,13 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
 
     run, _ = forecast_run
     state = runs.load_checkpoint(runs.checkpoint_dir(run) / runs.BEST, "forecast")
-    assert state["config"]["revin"] and "revin.weight" in state["model"]
+    assert state["config"]["model"]["revin"] and "revin.weight" in state["model"]
     old = {**state, "model": {k: v for k, v in state["model"].items()
                               if not k.startswith("revin.")}}
     (tmp_path / "old" / "checkpoints").mkdir(parents=True)
     runs.save_checkpoint(tmp_path / "old" / "checkpoints" / runs.BEST, old)
     cfg, model, _, _ = load_model(tmp_path / "old")
-    assert model.revin is None and cfg.revin is False
+    assert model.revin is None and cfg.model.revin is False
     x = torch.randn(2, 48, 2)
     plain = model.linear(x.transpose(1, 2)).transpose(1, 2)  # (B, H, C), no normalisation
     torch.testing.assert_close(model(x)[0][..., 0], plain)
@@ -283,7 +284,7 @@ def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
 def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
     """DLinear: with the map of the remainder silenced and the trend's map copying the last
     step, the forecast is the window's moving average at its last step."""
-    model = build_forecaster(ForecastConfig(csv="x.csv", model="linear", input_length=8,
+    model = build_forecaster(ForecastConfig.of(csv="x.csv", model="linear", input_length=8,
                                             horizon=3, revin=False, trend_kernel=5), 1).eval()
     with torch.no_grad():
         model.linear.weight.zero_()
@@ -295,8 +296,8 @@ def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
     y, _ = model(x)
     last = torch.tensor([6.0, 10, 20, 20, 20]).mean()  # two steps back, the end twice more
     torch.testing.assert_close(y[0, :, 0, 0], last.repeat(3))
-    assert ForecastConfig(csv="x.csv", model="linear").trend_kernel == 0
-    assert build_forecaster(ForecastConfig(csv="x.csv", model="linear"), 1).trend is None
+    assert ForecastConfig.of(csv="x.csv", model="linear").model.trend_kernel == 0
+    assert build_forecaster(ForecastConfig.of(csv="x.csv", model="linear"), 1).trend is None
 
 
 def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
@@ -309,7 +310,7 @@ def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
     assert patches.shape == (2, 3, 5, 4)
     torch.testing.assert_close(patches[0, 0], torch.tensor([
         [0.0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7], [6, 7, 8, 9], [8, 9, 9, 9]]))
-    model = build_forecaster(ForecastConfig(csv="x.csv", model="patch", input_length=10,
+    model = build_forecaster(ForecastConfig.of(csv="x.csv", model="patch", input_length=10,
                                             horizon=2, patch_len=4, stride=2), 1)
     assert model.num_patches == patches.shape[2]
 
@@ -322,11 +323,11 @@ def test_revin_affine_false_leaves_every_model_s_normalisation_without_parameter
                                                                                   extra):
     """Each model takes the setting: its RevIN learns a scale and a shift per channel
     unless revin_affine=false, and then holds no parameters (nor checkpoint entries)."""
-    cfg = ForecastConfig(csv="x.csv", model=model, input_length=16, horizon=8, **extra)
+    cfg = ForecastConfig.of(csv="x.csv", model=model, input_length=16, horizon=8, **extra)
     norms = lambda m: [n for n in m.modules() if isinstance(n, InstanceNorm)]  # noqa: E731
     with_map = build_forecaster(cfg, 3)
     assert norms(with_map) and all(n.weight.shape == (3,) for n in norms(with_map))
-    without = build_forecaster(dataclasses.replace(cfg, revin_affine=False), 3)
+    without = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin_affine=False)), 3)
     assert norms(without) and all(n.weight is None and n.bias is None for n in norms(without))
     assert not [k for k in without.state_dict() if "revin" in k]
     assert (sum(p.numel() for p in with_map.parameters())

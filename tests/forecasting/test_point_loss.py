@@ -32,7 +32,7 @@ def skewed_task(tmp_path, point_loss):
                              for i, v in enumerate(rng.exponential(size=720))]
     csv = tmp_path / "skewed.csv"
     csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cfg = ForecastConfig(csv=str(csv), input_length=24, horizon=6, batch_size=64,
+    cfg = ForecastConfig.of(csv=str(csv), input_length=24, horizon=6, batch_size=64,
                          point_loss=point_loss)
     cfg.validate("test")
     return ForecastTask(cfg, load_forecast_data(cfg), Session(0, 1, torch.device("cpu"), "fp32"))
@@ -71,4 +71,4 @@ def test_the_losses_by_hand(tmp_path):
 
 def test_point_loss_is_checked():
     with pytest.raises(UserError, match="point_loss must be one of mse, mae, not 'huber'"):
-        apply_overrides(ForecastConfig(csv="x.csv"), ["point_loss=huber"]).validate("run.yaml")
+        apply_overrides(ForecastConfig.of(csv="x.csv"), ["point_loss=huber"]).validate("run.yaml")

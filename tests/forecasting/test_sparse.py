@@ -77,10 +77,10 @@ def test_a_window_longer_than_whole_periods_reads_its_last_ones():
 def test_about_a_thousand_weights_at_the_longest_setting():
     """SparseTSF's title: (720 / 24)·(720 / 24) + 25 = 925 weights, against 519,120 for one
     linear map of the window."""
-    cfg = ForecastConfig(csv="x.csv", model="sparse", period=24, input_length=720,
+    cfg = ForecastConfig.of(csv="x.csv", model="sparse", period=24, input_length=720,
                          horizon=720, revin=False)
     assert sum(p.numel() for p in build_forecaster(cfg, 7).parameters()) == 925
-    plain = build_forecaster(ForecastConfig(csv="x.csv", model="linear", input_length=720,
+    plain = build_forecaster(ForecastConfig.of(csv="x.csv", model="linear", input_length=720,
                                             horizon=720, revin=False), 7)
     assert sum(p.numel() for p in plain.parameters()) == 519_120
 
@@ -104,10 +104,10 @@ def test_instance_normalisation_makes_it_follow_an_affine_change_per_channel():
     (["model=sparse", "period=-1"], "period must be at least 1"),
     (["model=sparse", "period=49"], "period must be at least 1 and at most 48, not 49"),
     (["model=sparse", "period=24", "quantiles=0.1,0.9"],
-     "quantiles are for the transformer, patch and channel"),
+     "quantiles is a setting of the transformer, patch and channel"),
     (["model=sparse", "period=24", "members=2"],
-     "members is for the transformer, patch and channel"),
-    (["model=linear", "period=24"], "period is for the sparse model, not linear"),
+     "members is a setting of the transformer, patch and channel"),
+    (["model=linear", "period=24"], "period is a setting of the sparse model, not linear"),
 ])
 def test_bad_settings_get_one_line(tmp_path, capsys, settings, message):
     from tests.forecasting.test_cli import refused
@@ -137,7 +137,7 @@ def test_without_revin_s_affine_map_it_is_the_paper_s_mean_subtraction():
     the window minus its mean, plus the mean (SparseTSF's normalisation; dividing by the
     deviation cancels through a map without bias). With the affine map's shift learned
     away from zero, that is no longer so."""
-    cfg = ForecastConfig(csv="x.csv", model="sparse", period=4, input_length=12, horizon=8,
+    cfg = ForecastConfig.of(csv="x.csv", model="sparse", period=4, input_length=12, horizon=8,
                          revin_affine=False)
     model = build_forecaster(cfg, 2).eval()
     assert model.revin.weight is None and model.revin.bias is None
@@ -152,7 +152,7 @@ def test_without_revin_s_affine_map_it_is_the_paper_s_mean_subtraction():
         mean = x.mean(1, keepdim=True)
         torch.testing.assert_close(model(x)[0][..., 0], plain(x - mean)[0][..., 0] + mean,
                                    atol=1e-4, rtol=1e-4)
-        shifted = build_forecaster(dataclasses.replace(cfg, revin_affine=True), 2).eval()
+        shifted = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin_affine=True)), 2).eval()
         shifted.load_state_dict(model.state_dict(), strict=False)
         shifted.revin.bias.fill_(0.5)
         assert not torch.allclose(shifted(x)[0][..., 0], plain(x - mean)[0][..., 0] + mean,

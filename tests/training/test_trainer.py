@@ -225,7 +225,8 @@ def test_bpe_dropout_trains_on_new_segmentations_and_resumes_exactly(config, tmp
 
 
 def test_bpe_dropout_draws_each_epoch_and_keeps_long_pairs_plain(config, tmp_path):
-    from transduce.config import apply_overrides, load_config
+    from transduce.config import apply_overrides
+    from transduce.config_files import load_config
     from transduce.tasks.translation.config import TrainConfig
     from transduce.tasks.translation.data import load_run_data, read_corpora
     from transduce.tasks.translation.task import TranslationTask

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from transduce import runs
-from transduce.config import apply_mapping, flatten_dict, load_config, raise_problems
+from transduce.config import apply_mapping
+from transduce.config_files import load_config
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
 from transduce.data.timeseries import parse_series
@@ -62,7 +63,7 @@ class Forecaster:
         """What it forecasts from what, e.g. ``patch; forecasts sales; 12 steps from the last
         104; known ahead promo; quantiles 0.1, 0.5, 0.9``."""
         cfg = self.cfg
-        parts = [getattr(self.model, "label", cfg.model),
+        parts = [getattr(self.model, "label", cfg.model.name),
                  f"forecasts {', '.join(self.targets)}",
                  f"{cfg.horizon} steps from the last {cfg.input_length}"]
         for name, columns in (("inputs", cfg.input_list()), ("known ahead", cfg.known_list())):
@@ -99,7 +100,7 @@ class Forecaster:
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
         history = series.values[n - shown:n, :len(self.targets)]
         plot_forecast(history, None, values[..., 0], self.targets, path,
-                      f"{getattr(self.model, 'label', self.cfg.model)} · the "
+                      f"{getattr(self.model, 'label', self.cfg.model.name)} · the "
                       f"{self.cfg.horizon} {_unit(dates)} after the last row",
                       values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
                       list(series.dates[n - shown:n]) + list(dates))
@@ -250,8 +251,8 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     frame = hasattr(data, "to_csv")
     csv_path = run_dir / SERIES if frame else Path(data)
     cfg = load_config(ForecastConfig, config)
-    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings")
-    raise_problems(cfg.unread(flatten_dict(settings)), "settings")
+    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings",
+                        strict=True)
     if frame:  # once the settings are known good
         text = _frame_text(data, cfg.date_column)
         run_dir.mkdir(parents=True, exist_ok=True)

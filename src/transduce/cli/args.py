@@ -9,7 +9,9 @@ import os
 from pathlib import Path
 
 from transduce import runs
-from transduce.config import Origin, apply_overrides, load_config
+from transduce.checks import Origin
+from transduce.config import apply_overrides
+from transduce.config_files import load_config
 from transduce.errors import UserError
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from transduce.checks import Origin, raise_problems
 from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
-from transduce.config import Origin, apply_overrides, raise_problems
+from transduce.config import apply_overrides
 from transduce.io import check_writable
 from transduce.tasks.numbers.demo import run_demo
 from transduce.tasks.numbers.task import DemoConfig

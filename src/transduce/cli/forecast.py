@@ -244,12 +244,13 @@ def run_plot(args: argparse.Namespace) -> int:
         raise UserError(f"--window must be between 0 and {len(windows) - 1}")
     x, y, x_time, y_time = (t.unsqueeze(0) for t in windows[args.window])
     # the channel model's attention is worth drawing only where channels read each other
-    attends = cfg.model == "transformer" or (cfg.model == "channel" and cfg.mix_channels)
+    attends = cfg.model.name == "transformer" or (cfg.model.name == "channel"
+                                                   and cfg.model.mix_channels)
     with torch.no_grad():
         forecast, weights = model(x, x_time, y_time, need_weights=attends)
     inverse = data.target_scaler.inverse
     out = Path(args.output or runs.forecast_plot(args.run_dir, args.window))
-    title = f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model)} · test window " \
+    title = f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model.name)} · test window " \
         f"{args.window}"
     first = data.windows["test"].start + args.window
     dates = data.series.dates[first:first + cfg.input_length + cfg.horizon]
@@ -262,12 +263,12 @@ def run_plot(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")
-        if cfg.model == "channel":
+        if cfg.model.name == "channel":
             plot_channel_attention(weights[0].mean(0).numpy(), list(data.series.columns),
                                    heatmap, title, heads=weights.shape[1],
                                    targets=data.targets or None)
         else:
-            plot_cross_attention(weights[0].mean(0).numpy(), cfg.label_length, heatmap,
+            plot_cross_attention(weights[0].mean(0).numpy(), cfg.model.label_length, heatmap,
                                  title, heads=weights.shape[1], dates=dates)
         print(f"wrote {heatmap}")
     return 0

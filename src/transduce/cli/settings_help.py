@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import textwrap
 from typing import Any
@@ -35,10 +36,28 @@ def settings_epilog(config: Any) -> str:
     rows = [(f"{k}={v}", meaning or "") for (k, v), meaning in
             zip(leaves.items(), setting_meanings(config).values())
             if not (meaning or "").startswith("unused")]
+    rows += _other_members(config, set(leaves))
     width = max(len(left) for left, _ in rows) + 2
     lines = [f"  {left:<{width}}{meaning}" for left, meaning in rows]
     return ("settings, as key=value anywhere on the line (a key inside a section may be given "
             "bare: d_model for model.d_model), with their defaults:\n" + "\n".join(lines))
+
+
+def _other_members(config: Any, shown: set[str]) -> list[tuple[str, str]]:
+    """Rows for the settings of a union's other members (another ``model:``), each with the
+    members that have it."""
+    rows: dict[str, tuple[str, list[str], str]] = {}
+    for f in dataclasses.fields(config):
+        for tag, member in (f.metadata.get("union") or {}).items():
+            instance = member()
+            meanings = setting_meanings(instance)
+            for key, value in flatten(instance).items():
+                path = f"{f.name}.{key}"
+                if path in shown or (meanings[key] or "").startswith("unused"):
+                    continue
+                rows.setdefault(path, (f"{path}={value}", [], meanings[key] or ""))[1].append(tag)
+    return [(left, f"{' and '.join(tags)} {'models' if len(tags) > 1 else 'model'}: "
+                   f"{meaning}") for left, tags, meaning in rows.values()]
 
 
 class SettingsHelpFormatter(argparse.HelpFormatter):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from transduce.config import apply_mapping, flatten_dict, read_yaml
+from transduce.config import apply_mapping, flatten_dict
+from transduce.config_files import read_yaml
 from transduce.errors import UserError
 from transduce.io import check_writable, remove_staging, write_text
 from transduce.runs.checkpoints import TRAINED_BY, checkpoint_dir, load_checkpoint, step_checkpoints

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transduce.config import at_least, in_range, one_of
+from transduce.checks import at_least, in_range, one_of
 from transduce.device import PRECISIONS
 
 

@@ -52,7 +52,7 @@ def yule_walker(data: ForecastData) -> torch.Tensor:
 
 def split_data(csv: str, split: str, horizon: int) -> ForecastData:
     """exchange_rate on ``split`` (a fold's rows, or "auto": the protocol's), input 96."""
-    return load_forecast_data(ForecastConfig(csv=csv, model="repeat", quantiles=(),
+    return load_forecast_data(ForecastConfig.of(csv=csv, model="repeat",
                                              input_length=INPUT_LENGTH, horizon=horizon,
                                              split=split))
 

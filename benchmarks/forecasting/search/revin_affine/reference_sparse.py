@@ -51,7 +51,7 @@ def main() -> None:
         raise SystemExit(__doc__.strip().splitlines()[-2].strip() + " ...: see the docstring")
     csv, length, horizon, seed, variant = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5]
     torch.set_num_threads(1)
-    data = load_forecast_data(ForecastConfig(csv=csv, model="sparse", input_length=length,
+    data = load_forecast_data(ForecastConfig.of(csv=csv, model="sparse", input_length=length,
                                              horizon=horizon, period=24))
     channels = data.series.values.shape[1]
     torch.manual_seed(seed)

@@ -137,14 +137,14 @@ def run_backtest(cfg: ForecastConfig, run_dir: str | Path, folds: int = 3,
         mean["rho_risk"] = {rho: sum(r["rho_risk"][rho] for r in records) / len(records)
                             for rho in records[0]["rho_risk"]}
     ends = [c for (_, _, c), _ in configs]
-    result = {"csv": cfg.csv, "model": cfg.model, "horizon": cfg.horizon,
+    result = {"csv": cfg.csv, "model": cfg.model.name, "horizon": cfg.horizon,
               "input_length": cfg.input_length,
               "step": ends[0] - ends[1] if len(ends) > 1 else step, "folds": records,
               "mean": mean}
     plot_backtest(dates, data.series.values[:, 0], data.target_columns[0],
                   [(*borders, r["mse"]) for (borders, _), r in zip(configs, records)],
                   tuple(data.borders[s][1] for s in ("train", "val", "test")),
-                  run_dir / runs.BACKTEST_PLOT, f"{Path(cfg.csv).name} · {cfg.model} · horizon "
+                  run_dir / runs.BACKTEST_PLOT, f"{Path(cfg.csv).name} · {cfg.model.name} · horizon "
                   f"{cfg.horizon} · backtest over {len(records)} folds",
                   len(data.target_columns))
     runs.write_json(run_dir, runs.BACKTEST, result)

@@ -131,7 +131,7 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     test = evaluate(model, data, "test", drop_last=drop_last, quantiles=quantiles)
     record = {
         "runs": [str(Path(run).resolve()) for run in run_dirs],
-        "models": [getattr(model, "label", cfg.model) for cfg, model, _ in loaded],
+        "models": [getattr(model, "label", cfg.model.name) for cfg, model, _ in loaded],
         "input_lengths": lengths, "horizon": first_cfg.horizon,
         "step": None if equal else step, "equal": equal, "weights": weights,
         "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:n]],

@@ -50,10 +50,10 @@ def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
         raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
                         f"{error} in its record)") from None
     weights = state.get("model")
-    if cfg.model == "linear" and cfg.revin and isinstance(weights, dict) and \
+    if cfg.model.name == "linear" and cfg.model.revin and isinstance(weights, dict) and \
             "revin.weight" not in weights:
         # a linear run trained before the model honoured revin: it had none
-        cfg = dataclasses.replace(cfg, revin=False)
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin=False))
     model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
     step = int(state.get("step", -1))
     if calibrated:
@@ -74,7 +74,7 @@ def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
     written to RUN_DIR/test_results.json. A calibrated run's quantiles are scored as
     calibrated, and also as trained (under ``"uncalibrated"``)."""
     cfg, model, data = load_run(run_dir)
-    result = {"csv": cfg.csv, "model": getattr(model, "label", cfg.model),
+    result = {"csv": cfg.csv, "model": getattr(model, "label", cfg.model.name),
               "input_length": cfg.input_length,
               "horizon": cfg.horizon, "quantiles": list(cfg.quantiles),
               **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles)}
@@ -121,11 +121,24 @@ def load_blend(blend_dir: str | Path, calibrated: bool = True):
     loaded = [load_model(run, calibrated=calibrated) for run in run_dirs]
     lengths = [cfg.input_length for cfg, _, _, _ in loaded]
     cfg, _, scaler, columns = loaded[longest_input([c for c, _, _, _ in loaded])]
-    label = "blend of " + " + ".join(f"{w:g} {c.model}" for (c, _, _, _), w in
+    label = "blend of " + " + ".join(f"{w:g} {c.model.name}" for (c, _, _, _), w in
                                      zip(loaded, weights) if w)
     model = Blend(members=[m for _, m, _, _ in loaded], input_lengths=lengths, weights=weights,
                   quantiles=bool(quantiles), label=label)
-    return dataclasses.replace(cfg, quantiles=quantiles), model.eval(), scaler, columns
+    return _with_quantiles(cfg, quantiles, [c for c, _, _, _ in loaded]), model.eval(), \
+        scaler, columns
+
+
+def _with_quantiles(cfg: ForecastConfig, quantiles: tuple[float, ...], configs: list):
+    """``cfg`` forecasting ``quantiles``: a blend's levels are those of the runs it gives
+    weight to, and a baseline's config (which has none) takes such a run's model."""
+    if tuple(cfg.quantiles) == tuple(quantiles):
+        return cfg
+    if hasattr(cfg.model, "quantiles"):
+        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model,
+                                                                  quantiles=quantiles))
+    donor = next(c for c in configs if tuple(c.quantiles) == tuple(quantiles))
+    return dataclasses.replace(cfg, model=donor.model)
 
 
 def calibrate_run(run_dir: str | Path, data=None) -> dict:

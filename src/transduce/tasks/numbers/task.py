@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from transduce.config import at_least, in_range
+from transduce.checks import at_least, in_range
 from transduce.data.batching import count_tokens
 from transduce.data.numbers import (NumbersTokenizer, english, english_tokens, german,
                                     german_morphemes, held_out_numbers, sample_numbers)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from transduce.config import Origin, at_least, in_range, one_of, raise_problems
+from transduce.checks import Origin, at_least, in_range, one_of, raise_problems
 from transduce.nn import TransformerConfig
 from transduce.training.engine_config import EngineConfig
 

@@ -1,0 +1,30 @@
+"""The forecasting models a run may choose (``model: NAME``), each a config of its own in a
+module of this package. Adding one: write its module (a :class:`ModelConfig` subclass with
+its settings, rules and builder) and add it to ``MODELS`` below (or call :func:`register`)."""
+
+from __future__ import annotations
+
+from transduce.tasks.forecasting.models.base import ModelConfig, NeuralConfig, NormalisedConfig
+from transduce.tasks.forecasting.models.channel import ChannelModel
+from transduce.tasks.forecasting.models.linear import LinearModel
+from transduce.tasks.forecasting.models.patch import PatchModel
+from transduce.tasks.forecasting.models.repeat import RepeatModel
+from transduce.tasks.forecasting.models.sparse import SparseModel
+from transduce.tasks.forecasting.models.transformer import TransformerModel
+
+MODELS: dict[str, type[ModelConfig]] = {}
+
+
+def register(model: type[ModelConfig]) -> type[ModelConfig]:
+    """Make ``model`` a choice of ``model:`` under its ``NAME``."""
+    MODELS[model.NAME] = model
+    return model
+
+
+for _model in (TransformerModel, PatchModel, ChannelModel, LinearModel, SparseModel,
+               RepeatModel):
+    register(_model)
+
+NEURAL = tuple(tag for tag, model in MODELS.items() if issubclass(model, NeuralConfig))
+
+__all__ = ["MODELS", "NEURAL", "ModelConfig", "NeuralConfig", "NormalisedConfig", "register"]

@@ -1,0 +1,42 @@
+"""The paper's encoder–decoder on series (``model: transformer``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from transduce.nn.forecasting.models import SeriesTransformer
+from transduce.tasks.forecasting.models.base import NeuralConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerModel(NeuralConfig):
+    NAME: ClassVar[str] = "transformer"
+    READS_INPUTS: ClassVar[bool] = True
+    READS_KNOWN: ClassVar[bool] = True
+    DECODER: ClassVar[bool] = True
+
+    label_length: int = 48
+    calendar: bool = True
+    HELP: ClassVar[dict[str, str]] = {
+        **NeuralConfig.HELP,
+        "label_length": "known time steps the decoder starts from",
+        "calendar": "add hour, weekday, day and year-day features",
+    }
+
+    def problems(self, run):
+        found = super().problems(run)
+        if not 0 <= self.label_length <= run.input_length:
+            found.append(("label_length", f"label_length must be between 0 and "
+                                          f"input_length={run.input_length}"))
+        return found
+
+    def build_one(self, run, channels, inputs, known):
+        L = self.layers
+        return SeriesTransformer(channels=channels, horizon=run.horizon,
+                                 label_length=self.label_length, targets=channels - inputs,
+                                 known=known, num_encoder_layers=L.num_encoder_layers,
+                                 num_decoder_layers=L.num_decoder_layers,
+                                 calendar=self.calendar,
+                                 max_len=run.input_length + run.horizon + 1,
+                                 quantiles=self.quantiles, **self.layer_args())
