@@ -9,9 +9,10 @@ from fastapi.testclient import TestClient
 
 import transduce
 from transduce import runs
+from transduce.api.describe import describe
 from transduce.cli.main import main
 from transduce.errors import UserError
-from transduce.serve.app import create_app, describe
+from transduce.serve.app import create_app
 
 GRID = ["--last", "2", "--lenpen", "0.6", "1.2", "--no-repeat-ngram", "0", "--beam", "2"]
 

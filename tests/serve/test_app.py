@@ -9,7 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import transduce
-from transduce.serve.app import MAX_BODY, MAX_CHARS, MAX_SENTENCES, create_app, describe
+from transduce.api.describe import describe
+from transduce.serve.app import MAX_BODY, MAX_CHARS, MAX_SENTENCES, create_app
 
 
 @pytest.fixture(scope="module")

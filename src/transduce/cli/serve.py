@@ -8,10 +8,11 @@ import socket
 import torch
 import uvicorn
 
+from transduce.api.describe import describe
 from transduce.api.loading import load
 from transduce.cli.args import positive_float, positive_int
 from transduce.errors import UserError
-from transduce.serve.app import create_app, describe
+from transduce.serve.app import create_app
 from transduce.serve.http import READ_TIMEOUT, with_read_timeout
 
 
