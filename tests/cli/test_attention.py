@@ -105,9 +105,9 @@ def test_translate_on_a_terminal_says_what_to_do(trained_run):
 def test_figures_of_the_study_notes(tmp_path, monkeypatch):
     """Every figure is drawn, and the ones that train nothing show what they compute. (What
     the trained figures show is the next test's; untrained here, they only cost time.)"""
-    from transduce.viz.figures import FILES, make_figures
+    from transduce.tasks.figures import FILES, make_figures
 
-    monkeypatch.setattr("transduce.viz.figures._train_reversal", lambda *args: None)
+    monkeypatch.setattr("transduce.tasks.figures._train_reversal", lambda *args: None)
 
     class Bar:
         n = 0
@@ -152,8 +152,8 @@ def test_figures_of_the_study_notes(tmp_path, monkeypatch):
 def test_trained_figures_show_what_their_titles_say(tmp_path, outcome):
     """Margins measured by benchmarks/outcomes/spread.py over seeds 0-2, one and two
     threads, fp32 and bf16 and the default, AVX2 and AVX-512 kernels: see each bound."""
-    from transduce.viz.figures import (SEED, figure_bahdanau, figure_nadaraya_watson_fixed,
-                                       figure_nadaraya_watson_learned, figure_transformer)
+    from transduce.tasks.figures import (SEED, figure_bahdanau, figure_nadaraya_watson_fixed,
+                                         figure_nadaraya_watson_learned, figure_transformer)
 
     with outcome.autocast():
         learned = figure_nadaraya_watson_learned(tmp_path)

@@ -241,13 +241,14 @@ def test_processes_that_computed_different_batches_stop_at_once():
 
 
 def test_only_the_engine_steps_an_optimiser():
-    """Every task trains through the engine. The one exception is viz/figures.py, which
-    fits the study notes' toy models (a kernel width, a sequence reverser) in a few hundred
-    plain steps to draw them: nothing to checkpoint, resume, budget or distribute."""
+    """Every task trains through the engine. The one other loop is training/toy.py, with
+    which the study figures (tasks/figures.py) fit their toy models (a kernel width, a
+    sequence reverser) in a few hundred plain steps: nothing to checkpoint, resume, budget
+    or distribute."""
     steppers = sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
                       if re.search(r"(optimi[sz]er|scaler)\.step\(",
                                    p.read_text(encoding="utf-8")))
-    assert steppers == ["training/engine.py", "viz/figures.py"]
+    assert steppers == ["training/engine.py", "training/toy.py"]
 
 
 def test_every_task_trains_through_the_engine(config, tmp_path, monkeypatch):

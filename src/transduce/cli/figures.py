@@ -7,7 +7,7 @@ import time
 
 from transduce.io import check_writable
 from transduce.logs import progress
-from transduce.viz.figures import FILES, make_figures
+from transduce.tasks.figures import FILES, make_figures
 
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:

@@ -1,4 +1,6 @@
-"""Every figure of the study notes transduce comes from, regenerated from the library.
+"""Every figure of the study notes transduce comes from, regenerated from the library: the
+small models some of them show are trained here (with :func:`transduce.training.toy.fit`),
+and :mod:`transduce.viz` draws.
 
 Each ``figure_*`` function computes what it draws with the library's own modules, saves a
 PNG named after what it shows, and returns the numbers behind it (so tests can check the
@@ -16,6 +18,7 @@ from transduce.nn import (AdditiveAttention, BahdanauSeq2Seq, LearnedNadarayaWat
                           MultiHeadAttention, NadarayaWatson, TransformerConfig, build_transformer,
                           masked_softmax, padding_mask, scaled_dot_product_attention,
                           sinusoidal_table)
+from transduce.training.toy import fit
 from transduce.viz.heatmaps import _save, plot_attention, plot_positional_encoding, plt
 
 SEED = 0
@@ -69,14 +72,11 @@ def figure_nadaraya_watson_learned(out: Path, epochs: int = 5) -> dict:
     model = LearnedNadarayaWatson(init_width=1.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     others = ~torch.eye(50, dtype=torch.bool)  # (50, 50): a point is not its own key
-    losses = []
-    for _ in range(epochs):
+
+    def loss_of():
         pred, _ = model(x_train, x_train, y_train, mask=others)
-        loss = ((pred - y_train) ** 2).sum() / 2
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+        return ((pred - y_train) ** 2).sum() / 2
+    losses = fit(optimizer, epochs, loss_of)
     with torch.no_grad():
         pred, weights = model(x_test, x_train, y_train)
     _regression_figure(x_train, y_train, x_test, pred, weights,
@@ -164,16 +164,14 @@ def _reversal_batch(n: int, generator: torch.Generator):
 
 def _train_reversal(model, steps: int, lr: float, seed: int) -> None:
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    for _ in range(steps):
+
+    def loss_of():
         src, tgt = _reversal_batch(64, generator)
         logits = model(src, tgt[:, :-1], padding_mask(src, 0))
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(),
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(),
                                                  ignore_index=0)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    model.train()
+    fit(torch.optim.Adam(model.parameters(), lr=lr), steps, loss_of)
     model.eval()
 
 
