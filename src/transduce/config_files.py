@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Iterable, TypeVar
@@ -36,17 +37,26 @@ def read_yaml(path: str | os.PathLike) -> dict:
 
 
 def load_config(cls: type[C], path: str | os.PathLike | None,
-                overrides: Iterable[str] = ()) -> C:
+                overrides: Iterable[str] = (), chosen: dict | None = None) -> C:
     """Build ``cls`` from a YAML mapping (if ``path``) and then ``key=value`` overrides.
+    A union member the overrides (or ``chosen``: settings by name) choose (``model=linear``)
+    is the one a file in the flat layout is read for, so that the file's settings of that
+    member are kept, as they were when every model's settings were one config's.
 
     Raises:
         UserError: unreadable or invalid YAML (with its line), a key ``cls`` does not have
             (the message lists the valid ones), or a value of the wrong type.
     """
+    overrides = list(overrides)
     config = cls()
+    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
+    given = {**{k.strip(): v for k, _, v in (o.partition("=") for o in overrides)},
+             **(chosen or {})}
+    tags = {u: str(given[u]).strip() for u in unions if u in given}
     if path is not None:
         for data, where in config_chain(path):
-            config = apply_mapping(config, data, where)
+            flat = {u: tag for u, tag in tags.items() if not isinstance(data.get(u), dict)}
+            config = apply_mapping(config, {**data, **flat}, where)
     return apply_overrides(config, overrides)
 
 

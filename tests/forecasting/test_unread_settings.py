@@ -69,6 +69,18 @@ def test_a_file_in_the_flat_layout_may_hold_other_models_settings_and_the_nested
     assert apply_mapping(ForecastConfig(), written, "config.yaml") == cfg
 
 
+def test_a_flat_file_is_read_for_the_model_the_command_line_chooses(tmp_path):
+    """As when every model's settings were one config's: a patch file's transformer settings
+    reach a transformer chosen on the command line or by Forecaster.fit."""
+    from transduce.config_files import load_config
+
+    path = tmp_path / "patch.yaml"
+    path.write_text("model: patch\npatch_len: 8\nlabel_length: 12\ntrend_kernel: 5\n")
+    assert load_config(ForecastConfig, path, ["model=transformer"]).model.label_length == 12
+    assert load_config(ForecastConfig, path, chosen={"model": "linear"}).model.trend_kernel == 5
+    assert load_config(ForecastConfig, path).model.patch_len == 8
+
+
 def test_fit_refuses_them_too(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")
     with pytest.raises(UserError, match="settings: stride is a setting of the patch model, "

@@ -250,7 +250,7 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     run_dir = Path(run_dir)
     frame = hasattr(data, "to_csv")
     csv_path = run_dir / SERIES if frame else Path(data)
-    cfg = load_config(ForecastConfig, config)
+    cfg = load_config(ForecastConfig, config, chosen=settings)
     cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings",
                         strict=True)
     if frame:  # once the settings are known good

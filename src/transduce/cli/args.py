@@ -58,12 +58,11 @@ def config_and_overrides(cls, items: list[str], run_dir: str | None):
     if run_dir is not None and not run_dir.strip():
         raise UserError("--run-dir is empty; name a folder for the run, e.g. --run-dir runs/first")
     started = runs.started_config(run_dir, cls) if run_dir and Path(run_dir).is_dir() else None
-    if path is not None:
-        cfg, source = load_config(cls, path), path
+    if path is not None:  # the model the command line chooses is the one the file is read for
+        cfg, source = load_config(cls, path, overrides), path
     elif started is not None:
-        cfg, source = started
+        cfg, source = apply_overrides(started[0], overrides), started[1]
     else:
-        cfg, source = cls(), "defaults"
-    cfg = apply_overrides(cfg, overrides)
+        cfg, source = apply_overrides(cls(), overrides), "defaults"
     paths = {k: os.path.abspath(getattr(cfg, k)) for k in cls.PATH_KEYS if getattr(cfg, k)}
     return dataclasses.replace(cfg, **paths), Origin(source, tuple(overrides))
