@@ -22,6 +22,11 @@ C = TypeVar("C")
 _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 
+def unions(config: Any) -> list[str]:
+    """The names of ``config``'s tagged-union fields."""
+    return [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
+
+
 def union_of(config: Any, name: str) -> dict | None:
     """The registry (tag → class) of ``config``'s field ``name`` when that field is a
     tagged union (declared with ``metadata={"union": REGISTRY}``), else None."""
@@ -184,9 +189,9 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
 
 def _tags(config: Any, items: dict[str, Any]) -> dict[str, Any]:
     """The items that choose a union member (``model=patch``, ``model.name: patch``)."""
-    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
+    names = unions(config)
     return {k: v for k, v in items.items()
-            if k in unions or (k.endswith(".name") and k[:-5] in unions)}
+            if k in names or (k.endswith(".name") and k[:-5] in names)}
 
 
 def apply_overrides(config: C, overrides: Iterable[str], source: str = "command line") -> C:
@@ -204,12 +209,13 @@ def apply_overrides(config: C, overrides: Iterable[str], source: str = "command 
         if not sep:
             raise UserError(f"{source}: {item!r} is not key=value")
         items[key.strip()] = raw.strip()
-    for key, tag in _tags(config, items).items():
+    tags = _tags(config, items)
+    for key, tag in tags.items():
         config = switch(config, key.removesuffix(".name"), tag, source)
     leaves = flatten(config)
     changes = {}
     for key, raw in items.items():
-        if key in _tags(config, {key: raw}):
+        if key in tags:
             continue
         path = _resolve(config, key, leaves, source, f"{key}={raw}")
         changes[path] = _parse(key, raw, leaves[path], source)
@@ -224,17 +230,18 @@ def apply_mapping(config: C, data: dict, source: str, strict: bool = False) -> C
     have are passed over: such a file may hold the settings of several models (``strict``:
     settings given by name, refused as on the command line)."""
     items = flatten_dict(data)
-    for key, tag in _tags(config, items).items():
+    tags = _tags(config, items)
+    for key, tag in tags.items():
         config = switch(config, key.removesuffix(".name"), tag, source)
-    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
-    flat_layout = not strict and not any(k.startswith(f"{u}.") for k in items for u in unions)
+    flat_layout = not strict and not any(k.startswith(f"{u}.") for k in items
+                                         for u in unions(config))
     leaves = flatten(config)
     changes = {}
     for key, value in items.items():
-        if key in _tags(config, {key: value}):
+        if key in tags:
             continue
-        if flat_layout and key not in leaves and _elsewhere(config, key) \
-                and not any(p.endswith("." + key) for p in leaves):
+        if flat_layout and key not in leaves \
+                and not any(p.endswith("." + key) for p in leaves) and _elsewhere(config, key):
             continue
         path = _resolve(config, key, leaves, source)
         changes[path] = _check_type(key, value, leaves[path], source)

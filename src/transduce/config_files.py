@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Iterable, TypeVar
 
 import yaml
 
-from transduce.config import apply_mapping, apply_overrides
+from transduce.config import apply_mapping, apply_overrides, unions
 from transduce.errors import UserError
 
 C = TypeVar("C")
@@ -49,10 +48,9 @@ def load_config(cls: type[C], path: str | os.PathLike | None,
     """
     overrides = list(overrides)
     config = cls()
-    unions = [f.name for f in dataclasses.fields(config) if f.metadata.get("union")]
     given = {**{k.strip(): v for k, _, v in (o.partition("=") for o in overrides)},
              **(chosen or {})}
-    tags = {u: str(given[u]).strip() for u in unions if u in given}
+    tags = {u: str(given[u]).strip() for u in unions(config) if u in given}
     if path is not None:
         for data, where in config_chain(path):
             flat = {u: tag for u, tag in tags.items() if not isinstance(data.get(u), dict)}

@@ -146,6 +146,12 @@ class NeuralConfig(NormalisedConfig):
                     activation=L.activation, **self.revin_args())
 
 
+# settings two models share, said once
+TREND_KERNEL_HELP = ("split each window into its moving average over this many steps and the "
+                     "rest, one map for each (DLinear: 25; 0: one map)")
+HEAD_DROPOUT_HELP = "dropout before the forecasting head"
+
+
 def trend_kernel_problems(config, run: ForecastConfig) -> list[Problem]:
     """A moving-average split must fit the input window."""
     return in_range(config, "trend_kernel", 0, run.input_length, high_included=True)

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 from transduce.checks import at_least, in_range, one_of
 from transduce.nn.forecasting.channel import EXPERT_INITS, ChannelForecaster
-from transduce.tasks.forecasting.models.base import (NeuralConfig, dropout_problems,
+from transduce.tasks.forecasting.models.base import (HEAD_DROPOUT_HELP, TREND_KERNEL_HELP,
+                                                     NeuralConfig, dropout_problems,
                                                      trend_kernel_problems)
 
 
@@ -26,9 +27,8 @@ class ChannelModel(NeuralConfig):
     learned_mask: bool = False
     HELP: ClassVar[dict[str, str]] = {
         **NeuralConfig.HELP,
-        "head_dropout": "dropout before the forecasting head",
-        "trend_kernel": "split each window into its moving average over this many steps and "
-                        "the rest, one map for each (DLinear: 25; 0: one map)",
+        "head_dropout": HEAD_DROPOUT_HELP,
+        "trend_kernel": TREND_KERNEL_HELP,
         "experts": "linear experts whose gated mixture embeds each channel's window (DUET's "
                    "temporal clustering; 1: one linear map)",
         "expert_init": "the experts' first weights, uniform (random, ±1/√input_length) or "

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from transduce.nn.forecasting.baselines import LinearForecaster
-from transduce.tasks.forecasting.models.base import NormalisedConfig, trend_kernel_problems
+from transduce.tasks.forecasting.models.base import (TREND_KERNEL_HELP, NormalisedConfig,
+                                                     trend_kernel_problems)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,8 +18,7 @@ class LinearModel(NormalisedConfig):
     trend_kernel: int = 0
     HELP: ClassVar[dict[str, str]] = {
         **NormalisedConfig.HELP,
-        "trend_kernel": "split each window into its moving average over this many steps and "
-                        "the rest, one map for each (DLinear: 25; 0: one map)",
+        "trend_kernel": TREND_KERNEL_HELP,
     }
 
     def problems(self, run):

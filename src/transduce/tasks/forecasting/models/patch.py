@@ -7,7 +7,8 @@ from typing import ClassVar
 
 from transduce.checks import at_least
 from transduce.nn.forecasting.models import PatchForecaster
-from transduce.tasks.forecasting.models.base import NeuralConfig, dropout_problems
+from transduce.tasks.forecasting.models.base import (HEAD_DROPOUT_HELP, NeuralConfig,
+                                                     dropout_problems)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +26,7 @@ class PatchModel(NeuralConfig):
         **NeuralConfig.HELP,
         "patch_len": "time steps per patch",
         "stride": "time steps between patch starts",
-        "head_dropout": "dropout before the forecasting head",
+        "head_dropout": HEAD_DROPOUT_HELP,
         "patch_calendar": "add a linear map of the horizon's calendar features to the "
                           "forecast (with known covariates it is always on)",
         "residual_attention": "each layer's attention scores add the previous layer's "
