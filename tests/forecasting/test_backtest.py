@@ -15,7 +15,7 @@ TINY = ["input_length=48", "horizon=12", "model=linear", "lr=0.01", "max_epochs=
 
 
 def test_folds_step_back_from_the_test_split():
-    # exchange_rate (7588 rows, 70/10/20): the folds of benchmarks/forecasting/search/backtest
+    # exchange_rate (7588 rows, 70/10/20): the folds of benchmarks/forecasting/search/backtest (commit 1b47beb)
     assert fold_borders(7588, "ratio", 3) == [(3794, 4554, 6071), (3034, 3794, 5311),
                                               (2274, 3034, 4551)]
     # fold 1's test split ends where the protocol's begins; --step moves the next one back
