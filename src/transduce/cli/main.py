@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 
-
 from transduce.errors import UserError
 from transduce.logs import show_warnings
 from transduce.version import __version__
