@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install clean
+.PHONY: demo test docs install clean
 
 install: $(STAMP)
 
@@ -34,5 +34,10 @@ test: $(STAMP)
 			$(PYTEST_ARGS) || exit 1; \
 	done
 
+# The documentation site: built strictly (a broken link fails), then served on 127.0.0.1.
+docs: $(STAMP)
+	DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
+	DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site

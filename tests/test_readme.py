@@ -1,4 +1,6 @@
-"""The README's commands and code must work as written (commands at a reduced size)."""
+"""The commands and code of the README and of the documentation's hand-written pages must
+work as written (commands at a reduced size), and the README's figures must be those of the
+benchmarks' results files."""
 
 import importlib.util
 import re
@@ -7,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from transduce.cli.main import main
+from transduce.cli.main import build_parser, main
 
-README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, flags=re.S)
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# the pages written by hand (the generated ones are made by docs/gen_pages.py at build time)
+PAGES = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+         for path in sorted((ROOT / "docs").rglob("*.md"))}
+TEXTS = {"README.md": README, **PAGES}
+BLOCKS = [block for text in TEXTS.values()
+          for block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)]
 COMMANDS = [line[2:] for kind, body in BLOCKS if kind == "console"
             for line in body.splitlines() if line.startswith("$ transduce")]
-COMMANDS += re.findall(r"`(transduce [^`]+)`", README)
+COMMANDS += [c for text in TEXTS.values() for c in re.findall(r"`(transduce [^`]+)`", text)]
 REDUCED = ["max_steps=20", "batch_size=16", "held_out=20", "warmup=10"]
 TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
               "num_decoder_layers=1", "vocab_size=300", "max_steps=6", "valid_every=3",
@@ -21,10 +29,11 @@ TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
 
 
 def console_block(marker: str) -> list[str]:
-    """The commands of the console block that contains ``marker``."""
-    found = [body for kind, body in BLOCKS if kind == "console" and marker in body]
+    """The commands of the console block that contains ``marker`` (the README's tour and a
+    guide may show the same block)."""
+    found = {body for kind, body in BLOCKS if kind == "console" and marker in body}
     assert len(found) == 1, marker
-    return [line[2:] for line in found[0].splitlines() if line.startswith("$ transduce")]
+    return [line[2:] for line in found.pop().splitlines() if line.startswith("$ transduce")]
 
 
 PIPELINE = console_block("transduce data multi30k")
@@ -33,9 +42,10 @@ FORECAST = console_block("> next_96_hours.csv")
 BLEND = console_block("next_blend.csv")
 BAG = console_block("--equal")
 BACKTEST = console_block("forecast backtest")
+TOUR = console_block("--output attention.html")  # attention pictures, then the study figures
 COMMANDS = [c for c in COMMANDS
-            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST]
-TIMESERIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "timeseries"
+            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR]
+TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
 
 
 def run_console(command: str, capsys, replace=(), extra=()) -> str:
@@ -62,13 +72,21 @@ def test_readme_opens_with_the_two_setup_commands():
 
 
 @pytest.mark.parametrize("command", sorted(set(COMMANDS)))
-def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
+def test_readme_command_runs(command, tmp_path, monkeypatch, capsys, request):
     monkeypatch.chdir(tmp_path)
     argv = shlex.split(command)[1:]
     if "--help" in argv:
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == 0
+        return
+    if argv[0] == "serve":  # it would serve until stopped: the line must parse
+        assert build_parser(argv).parse_args(argv).run
+        return
+    if "runs/demo" in argv:  # a command on the demo's run: a two-update one stands in
+        (tmp_path / "runs").mkdir()
+        (tmp_path / "runs" / "demo").symlink_to(request.getfixturevalue("demo_run"))
+        assert main(argv) == 0, command
         return
     assert argv[0] == "demo", f"add a reduced form of {command!r} to this test"
     # after the README's own key=value items, so that the reduced sizes win
@@ -157,18 +175,37 @@ def test_readme_backtest_prints_what_the_readme_shows(tmp_path, monkeypatch, cap
         assert [line for line in out.splitlines() if line in shown] == shown
 
 
-def test_readme_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
-    """The README's Python blocks: the demo run is a two-update one, the forecaster trains
-    one epoch of a small model on a generated series of ETTh1's length and columns."""
+def test_readme_tour_commands_run_on_the_demo_run(demo_run, tmp_path, monkeypatch, capsys):
+    """The tour's attention pictures on a (two-update) demo run; `figures` trains its toy
+    models for a minute and has tests of its own (tests/viz), so here its line must parse."""
+    assert [c.split()[1] for c in TOUR] == ["attention", "attention", "figures"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "demo").symlink_to(demo_run)
+    for command in TOUR[:2]:
+        run_console(command, capsys)
+    assert (tmp_path / "attention.png").stat().st_size > 0
+    page = (tmp_path / "attention.html").read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "three hundred twenty-one" in page
+    argv = shlex.split(TOUR[2])[1:]
+    assert build_parser(argv).parse_args(argv).out == "figures"
+
+
+def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
+    """Every Python block of the README and the pages: the demo run is a two-update one, the
+    forecaster trains one epoch of a small model on a generated series of ETTh1's length."""
     import math
 
-    code = [body for kind, body in BLOCKS if kind == "python"]
-    assert len(code) == 3
+    code = {(name, i): body for name, text in TEXTS.items()
+            for i, body in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S))}
+    assert {name for name, _ in code} >= {"README.md", "docs/learn.md",
+                                          "docs/guides/forecasting.md",
+                                          "docs/reference/layout.md"}
     monkeypatch.chdir(tmp_path)  # runs/demo: a (two-update) demo run
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "demo").symlink_to(demo_run)
     (tmp_path / "configs").mkdir()
-    config = Path(__file__).parents[1] / "configs" / "forecast_etth1_patch.yaml"
+    config = ROOT / "configs" / "forecast_etth1_patch.yaml"
     (tmp_path / "configs" / config.name).write_text(config.read_text())
     (tmp_path / "PATH").mkdir()
     from datetime import datetime, timedelta
@@ -177,30 +214,53 @@ def test_readme_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
     rows = [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{math.sin(i / 4):.4f}"
             for i in range(14_600)]
     (tmp_path / "PATH" / "ETTh1.csv").write_text("date,OT\n" + "\n".join(rows) + "\n")
-    for body in code:
+    namespaces: dict[str, dict] = {}  # a page's blocks build on each other, as in a notebook
+    for (name, _), body in code.items():
         body = body.replace("max_epochs=10", "max_epochs=1, input_length=48, d_model=8, "
                                               "num_encoder_layers=1, threads=1")
-        exec(compile(body, "README.md", "exec"), {})
+        exec(compile(body, name, "exec"), namespaces.setdefault(name, {}))
     out = capsys.readouterr().out
     assert "torch.Size" in out and "'three', 'hundred', 'twenty', '-', 'one', '</s>'" in out
     assert "'date': '2018-03-01 08:00:00', 'OT': " in out and "'OT_q0.9'" in out
     assert (tmp_path / "next_24_hours.png").is_file()
 
 
-def test_readme_demo_table_is_the_one_the_benchmark_wrote():
-    """The demo's table of seeds and precisions is docs/demo_stability.md, which
-    benchmarks/demo/stability.py renders from its stability.json: no figure typed twice."""
-    import json
+def test_readme_is_a_short_page():
+    assert len(README.splitlines()) <= 250
 
-    root = Path(__file__).parents[1]
-    spec = importlib.util.spec_from_file_location("stability",
-                                                  root / "benchmarks/demo/stability.py")
-    stability = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stability)
-    summary = json.loads((root / "benchmarks/demo/stability.json").read_text(encoding="utf-8"))
-    page = (root / "docs/demo_stability.md").read_text(encoding="utf-8")
-    assert page == stability.table(summary["runs"], summary["command"], summary["machine"])
-    assert all(stability.steadiness(r["curve"])["steady"] == r["steady"]
-               for r in summary["runs"])
-    rows = "\n".join(line for line in page.splitlines() if line.startswith("|"))
-    assert rows in README
+
+def _pages_generator():
+    spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "gen_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # defines only: the pages are written at build time
+    return module
+
+
+def _table(heading_words: str) -> dict[str, list[str]]:
+    """The README table after the paragraph that starts with ``heading_words``: its first
+    cell → its other cells, bold marks dropped."""
+    after = README[README.index(heading_words):]
+    rows = re.findall(r"^\|(.+)\|$", after.split("\n\n|", 1)[1].split("\n\n")[0]
+                      .join(["|", ""]), flags=re.M)
+    cells = [[c.strip().replace("**", "") for c in row.split("|")] for row in rows]
+    return {row[0]: row[1:] for row in cells[2:]}
+
+
+def test_readme_translation_table_is_the_results_file():
+    bleu = _pages_generator().headline_bleu()
+    table = _table("**Translation**")
+    shown = {label: float(cells[-1]) for label, cells in table.items()
+             if not label.startswith("anchor")}
+    assert shown and set(shown) <= set(bleu), set(shown) - set(bleu)
+    assert shown == {label: bleu[label] for label in shown}
+
+
+def test_readme_forecasting_table_is_the_results_file():
+    means = _pages_generator().forecasting_means()
+    table = _table("**Forecasting**")
+    datasets = ["ETTh1", "ETTh2", "exchange_rate", "ILI"]
+    for label, model in (("transduce `patch`", "patch"), ("transduce `channel`", "channel")):
+        assert table[label] == [f"{means[d, model]:.3f}" for d in datasets], label
+    [chosen] = [cells for label, cells in table.items() if "chosen on validation" in label]
+    assert chosen == [f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–"
+                      for d in datasets]

@@ -1,13 +1,13 @@
 """Train `transduce demo` for several seeds in fp32 and bf16 and check that each run learns
-steadily (the rule in README.md): its validation curve, and held-out exact match of the
+steadily (the rule in benchmarks/demo/README.md): its validation curve, and held-out exact match of the
 checkpoint validation chose and of the last one.
 
     python benchmarks/demo/stability.py [key=value ...] [--seeds 1 2 3 4 5]
         [--precisions fp32 bf16] [--jobs 2] [--work runs/demo_stability]
 
 Runs go to ``--work`` (one run directory each, not kept in the repository); the summary to
-``benchmarks/demo/stability.json``, the curves to ``docs/demo_stability.png`` and the table to
-``docs/demo_stability.md``.
+``benchmarks/demo/stability.json`` (the documentation's results page is made from it), the
+curves to ``docs/results/demo_stability.png``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-FIRST_PASS, MAX_DROP, LAST_GAP = 0.95, 0.02, 0.005  # the rule of README.md
+FIRST_PASS, MAX_DROP, LAST_GAP = 0.95, 0.02, 0.005  # the rule of benchmarks/demo/README.md
 
 
 def steadiness(curve: list[tuple[int, float]]) -> dict:
@@ -151,9 +151,7 @@ def main() -> None:
     summary = {"command": command, "machine": machine(), "overrides": args.overrides,
                "steady": all(r["steady"] for r in results), "runs": results}
     args.results.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    plot(results, ROOT / "docs" / "demo_stability.png")
-    (ROOT / "docs" / "demo_stability.md").write_text(table(results, command, summary["machine"]),
-                                                    encoding="utf-8")
+    plot(results, ROOT / "docs" / "results" / "demo_stability.png")  # docs/results/demo.md
     print(table(results, command, summary["machine"]))
     print("every run steady" if summary["steady"] else "NOT every run steady")
 

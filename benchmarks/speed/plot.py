@@ -50,7 +50,7 @@ LABELS = {"torch": "PyTorch nn.Transformer", "marian": "Hugging Face Marian",
 
 
 def plot(results: dict, path: Path) -> None:
-    """Top: every system of the README's tables at their batch size, as bars; bottom:
+    """Top: every system of the speed results' tables at their batch size, as bars; bottom:
     throughput against batch size for the systems measured at several sizes."""
     import matplotlib
 
