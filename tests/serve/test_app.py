@@ -72,6 +72,43 @@ def test_attention_endpoint(client, model):
     assert empty.status_code == 422 and "the sentence is empty" in empty.json()["error"]
 
 
+def test_explain_endpoints_give_the_apis_numbers(client, model):
+    page = client.get("/explain")
+    assert page.status_code == 200 and "static/explain.js" in page.text
+    assert "explainExport" in client.get("/static/explain.js").text
+    got = client.post("/explain", json={"sentence": "seven thousand", "beam": 3}).json()
+    api = model.explain("seven thousand", beam=3)
+    assert got["steps"] == api.steps and got["nbest"] == api.nbest
+    assert (got["layers"], got["heads"]) == (len(api.maps.cross), api.maps.cross[0].shape[0])
+    head = client.post("/explain/head", json={"sentence": "seven thousand", "beam": 3,
+                                              "kind": "decoder", "layer": 0, "head": 1,
+                                              "query": 1}).json()
+    numbers = model.head("seven thousand", "decoder", 0, 1, 1, beam=3)
+    assert head["weights"] == pytest.approx(numbers.weights.tolist(), abs=1e-6)
+    assert head["scores"][2:] == [None] * (len(numbers.key_tokens) - 2)  # masked: later keys
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/explain" in paths and "/explain/head" in paths
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ({"sentence": "seven", "kind": "sideways", "layer": 0, "head": 0, "query": 0}, 422,
+     "kind: Input should be 'encoder', 'decoder' or 'cross'"),
+    ({"sentence": "seven", "kind": "cross", "layer": 99, "head": 0, "query": 0}, 422,
+     "layer must be between 0 and"),
+    ({"sentence": "seven", "kind": "cross", "layer": 0, "head": 0, "query": 500}, 422,
+     "query must be between 0 and"),
+    ({"sentence": "seven", "kind": "cross", "layer": -1, "head": 0, "query": 0}, 422,
+     "layer: Input should be greater than or equal to 0"),
+    ({"sentence": " ", "kind": "cross", "layer": 0, "head": 0, "query": 0}, 422,
+     "the sentence is empty"),
+])
+def test_bad_head_requests_get_a_json_error(client, body, status, message):
+    response = client.post("/explain/head", json=body)
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]
+    assert client.post("/explain", json={"sentence": "five"}).status_code == 200
+
+
 @pytest.mark.parametrize("body, status, message", [
     (b"{not json", 400, "not valid JSON"),
     (b'{"sentences": ["\xff\xfe"]}', 400, "not valid JSON (UTF-8)"),

@@ -24,6 +24,7 @@ COMMANDS = {
     "translate": "translate text with a trained model",
     "attention": "draw what a model attends to when it translates a sentence",
     "serve": "serve a model over HTTP: a JSON API and a web page with attention",
+    "explain": "step through a translation in the browser: the beam, every head, the numbers",
     "evaluate": "score translations with sacreBLEU (BLEU, lowercased BLEU, chrF)",
     "export": "export a model for fast serving (CTranslate2)",
     "forecast": "forecast time series (train, test, backtest, calibrate, blend, predict, plot)",

@@ -20,9 +20,15 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
         "serve", help=summary,
         description="Serve a translation, demo or forecasting run (or a CTranslate2 export): "
-                    "a web page at /, a JSON API (POST /translate, /attention, /forecast; GET "
-                    "/health, /info) described by /openapi.json. Concurrent requests are batched "
-                    "together.")
+                    "a web page at /, the explainer at /explain, a JSON API (POST /translate, "
+                    "/attention, /explain, /explain/head, /forecast; GET /health, /info) "
+                    "described by /openapi.json. Concurrent requests are batched together.")
+    add_options(parser)
+    parser.set_defaults(run=run, page="/")
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options of `serve` (and of `explain`, which serves the same app)."""
     parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT",
                         help="a translation run directory, a checkpoint file, an ensemble "
                              "directory (transduce tune RUN RUN … --output; no attention), or a "
@@ -40,7 +46,6 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
                         help="how long a client may take to send a whole request, headers and "
                              f"body (default {READ_TIMEOUT:g}); a slower one gets 408 and is "
                              "disconnected")
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(model, describe(args.model, model), args.window_ms / 1000)
     host, port = sock.getsockname()[:2]  # --port 0: the one the system chose
     host = f"[{host}]" if ":" in host else host
-    print(f"transduce: serving {args.model} on http://{host}:{port}/ (Ctrl-C stops)",
+    print(f"transduce: serving {args.model} on http://{host}:{port}{args.page} (Ctrl-C stops)",
           flush=True)
     config = uvicorn.Config(app, log_level="warning", http=with_read_timeout(args.read_timeout))
     uvicorn.Server(config).run(sockets=[sock])

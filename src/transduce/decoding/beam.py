@@ -9,6 +9,7 @@ Legend: B sentences, K beams, V vocabulary, t the current step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,36 @@ class Hypothesis:
     tokens: list[int]
     log_prob: float
     score: float
+
+
+@dataclass(frozen=True)
+class BeamStep:
+    """One step of :func:`beam_search`, for the n sentences still decoding (``alive``).
+
+    Attributes:
+        t: the step (0: the first output token).
+        alive: the sentences' indices in the batch.
+        prefixes: (n·K, t + 1) each beam's tokens so far, BOS first.
+        scores: (n, K) each beam's summed log-probability (-inf: an empty slot).
+        log_probs: (n, K, V) each beam's next-token log-probabilities.
+        top_scores, beam, token, is_eos: (n, 2K) the best candidates, best first: their
+            summed log-probability, the beam they extend, their token, whether it is EOS.
+        keep: (n, K) which candidates continue (indices into the 2K): slot j of the next
+            step is candidate keep[j]. An EOS candidate within the first K finishes.
+        penalty: the length penalty of a hypothesis that ends at this step.
+    """
+
+    t: int
+    alive: list[int]
+    prefixes: Tensor
+    scores: Tensor
+    log_probs: Tensor
+    top_scores: Tensor
+    beam: Tensor
+    token: Tensor
+    is_eos: Tensor
+    keep: Tensor
+    penalty: float
 
 
 LENPEN_STYLES = ("wu", "power")
@@ -57,7 +88,8 @@ def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
 def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_id: int,
                 beam_size: int = 5, alpha: float = 0.6, nbest: int = 1,
                 max_len: Tensor | None = None, extra_len: int = 50,
-                lenpen_style: str = "wu", no_repeat_ngram: int = 0) -> list[list[Hypothesis]]:
+                lenpen_style: str = "wu", no_repeat_ngram: int = 0,
+                trace: Callable[[BeamStep], None] | None = None) -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
     A sentence leaves the batch as soon as it is done (its best finished hypotheses cannot be
@@ -74,6 +106,8 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         lenpen_style: "wu" (the paper's) or "power"; see :func:`length_penalty`.
         no_repeat_ngram: N > 0 forbids a hypothesis to contain any N-gram of tokens twice
             (a remedy for outputs that loop on a subword); 0 is off.
+        trace: called after each step with a :class:`BeamStep` (what the beams were, what
+            they could become, which continue, finish or fall out): the explainer's view.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
@@ -104,6 +138,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         candidates = F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32).view(n, K, V)
         if no_repeat_ngram and t + 1 >= no_repeat_ngram:
             _block_repeats(candidates.view(n * K, V), prefixes, no_repeat_ngram)
+        step_log_probs = candidates.clone() if trace is not None else None
         ending = [i for i, b in enumerate(alive) if t + 1 >= limits[b]]
         if ending:  # at the maximum length only EOS may follow
             ending = torch.tensor(ending, device=device)
@@ -116,6 +151,10 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         _finish(finished, alive, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
         # the K best non-EOS candidates continue, in score order
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (n, K)
+        if trace is not None:
+            trace(BeamStep(t, list(alive), prefixes.cpu(), scores.cpu(), step_log_probs.cpu(),
+                           top_scores.cpu(), beam.cpu(), token.cpu(), is_eos.cpu(),
+                           keep.cpu(), float(penalty(t + 1))))
         scores = top_scores.gather(1, keep)
         source_rows = (torch.arange(n, device=device)[:, None] * K
                        + beam.gather(1, keep))  # (n, K)

@@ -65,17 +65,26 @@ class AttentionMaps:
                 "decoder": rounded(self.decoder), "cross": rounded(self.cross)}
 
 
-@torch.no_grad()
-def attention_maps(translator, sentence: str, beam: int = 5) -> AttentionMaps:
-    """Translate ``sentence`` with ``translator`` (a PyTorch
-    :class:`~transduce.decoding.translator.Translator`) and collect its attention weights."""
+def translated_ids(translator, sentence: str, beam: int = 5,
+                   lenpen: float = 0.6) -> tuple[list[int], list[int]]:
+    """(source ids ending in EOS, the best translation's ids without EOS) of ``sentence``."""
     model, tok, device = translator.model, translator.tokenizer, translator.device
     src_ids = encode_sources(tok, [sentence], translator.max_source)[0] + [tok.eos_id]
     src = torch.tensor([src_ids], device=device)  # (1, S)
+    best = beam_search(model, src, padding_mask(src, tok.pad_id), tok.bos_id, tok.eos_id,
+                       max(beam, 1), lenpen, extra_len=EXTRA_OUTPUT)[0][0]
+    return src_ids, [t for t in best.tokens if t != tok.eos_id]
+
+
+@torch.no_grad()
+def attention_maps(translator, sentence: str, beam: int = 5,
+                   lenpen: float = 0.6) -> AttentionMaps:
+    """Translate ``sentence`` with ``translator`` (a PyTorch
+    :class:`~transduce.decoding.translator.Translator`) and collect its attention weights."""
+    model, tok, device = translator.model, translator.tokenizer, translator.device
+    src_ids, out_ids = translated_ids(translator, sentence, beam, lenpen)
+    src = torch.tensor([src_ids], device=device)  # (1, S)
     mask = padding_mask(src, tok.pad_id)
-    best = beam_search(model, src, mask, tok.bos_id, tok.eos_id, max(beam, 1),
-                       extra_len=EXTRA_OUTPUT)[0][0]
-    out_ids = [t for t in best.tokens if t != tok.eos_id]
     translation = tok.decode(out_ids)
     tgt = torch.tensor([[tok.bos_id] + out_ids], device=device)  # (1, T)
     memory, encoder = model.encode_with_weights(src, mask)

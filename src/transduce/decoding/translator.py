@@ -12,6 +12,7 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
 from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
 from transduce.decoding.greedy import greedy_search
+from transduce.decoding.explain import Explanation, HeadNumbers, explain, head_numbers
 from transduce.decoding.inspect import AttentionMaps, attention_maps
 from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, read_sources, sentence_case
 from transduce.device import autocast
@@ -180,6 +181,41 @@ class Translator(TranslateAPI):
             raise UserError("the sentence is empty; give one to translate and see its "
                             "attention")
         return attention_maps(self, sentence, beam)
+
+    @torch.no_grad()
+    def explain(self, sentence: str, beam: int = 5, lenpen: float = 0.6,
+                top_k: int = 5) -> Explanation:
+        """Translate ``sentence`` step by step: the beam at every step (its hypotheses, their
+        ``top_k`` next tokens, which candidates continue, finish or fall out), the n-best,
+        the attention of the translation and the positional encodings of the source, as an
+        :class:`~transduce.decoding.explain.Explanation` (what ``transduce explain`` shows)."""
+        self._one_model_sentence(sentence, "explain")
+        _check_counts(beam=(beam, 1), top_k=(top_k, 1))
+        return explain(self, sentence, beam, lenpen, top_k)
+
+    @torch.no_grad()
+    def head(self, sentence: str, kind: str, layer: int, head: int, query: int,
+             beam: int = 5, lenpen: float = 0.6) -> HeadNumbers:
+        """One head opened up: for the translation of ``sentence``, the attention ``kind``
+        ("encoder", "decoder" or "cross"), ``layer`` and ``head`` (from 0) and the query at
+        position ``query``, the numbers of softmax(q·kᵀ/√d_k)·V, as
+        :class:`~transduce.decoding.explain.HeadNumbers`."""
+        self._one_model_sentence(sentence, "head")
+        _check_counts(beam=(beam, 1))
+        try:
+            return head_numbers(self, sentence, kind, layer, head, query, beam, lenpen)
+        except ValueError as error:
+            raise UserError(str(error)) from None
+
+    def _one_model_sentence(self, sentence, what: str) -> None:
+        if not hasattr(self.model, "encode_with_weights"):
+            raise UserError(f"{what}() shows one model, not an ensemble; load one of its "
+                            "runs")
+        if not isinstance(sentence, str):
+            raise TypeError(f"{what}() takes one sentence, a string, not "
+                            f"{type(sentence).__name__}")
+        if not sentence.strip():
+            raise UserError(f"the sentence is empty; give one to {what}")
 
     def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)

@@ -1,7 +1,8 @@
 """`transduce serve`: a JSON API (its OpenAPI schema at /openapi.json) and a web page.
 
-Endpoints: ``GET /`` the page, ``GET /health``, ``GET /info``, ``POST /translate``,
-``POST /attention`` (translation runs), ``POST /forecast`` (forecasting runs). Errors are
+Endpoints: ``GET /`` the page, ``GET /explain`` the explainer's page, ``GET /health``,
+``GET /info``, ``POST /translate``, ``POST /attention``, ``POST /explain``, ``POST
+/explain/head`` (translation runs), ``POST /forecast`` (forecasting runs). Errors are
 JSON ``{"error": "..."}`` with a 4xx status; the server keeps serving.
 """
 
@@ -11,7 +12,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from fastapi import Depends, FastAPI
@@ -51,6 +52,20 @@ class AttentionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     sentence: Sentence
     beam: int | None = Field(None, ge=1, le=MAX_BEAM)
+
+
+class ExplainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    sentence: Sentence
+    beam: int | None = Field(None, ge=1, le=MAX_BEAM)
+    lenpen: float | None = Field(None, ge=0, le=5, allow_inf_nan=False)
+
+
+class HeadRequest(ExplainRequest):
+    kind: Literal["encoder", "decoder", "cross"]
+    layer: int = Field(ge=0)
+    head: int = Field(ge=0)
+    query: int = Field(ge=0)
 
 
 class ForecastRequest(BaseModel):
@@ -191,6 +206,30 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         beam = body.beam or model.decoding.beam
         maps = await in_worker(model.attention, " ".join(body.sentence.split()), beam)
         return maps.to_dict()
+
+    @app.get("/explain", include_in_schema=False)
+    async def explain_page():
+        return FileResponse(STATIC / "explain.html")
+
+    @app.post("/explain", dependencies=need("translation", "numbers"))
+    async def explain(body: ExplainRequest):
+        """The sentence's decoding step by step (``steps``: the beam's hypotheses, their
+        most probable next tokens and which candidates continue, finish or fall out), the
+        ``nbest``, the attention of the translation (as /attention) and the source's
+        ``positions`` (sinusoidal table and token embeddings)."""
+        d = resolve(model.decoding, body.beam, body.lenpen, None)
+        found = await in_worker(model.explain, " ".join(body.sentence.split()), d.beam,
+                                d.lenpen)
+        return found.to_dict()
+
+    @app.post("/explain/head", dependencies=need("translation", "numbers"))
+    async def explain_head(body: HeadRequest):
+        """One head opened up for one query token: q, the keys and values, q·k/√d_k (null
+        where masked), the softmax and the weighted sum of the values."""
+        d = resolve(model.decoding, body.beam, body.lenpen, None)
+        numbers = await in_worker(model.head, " ".join(body.sentence.split()), body.kind,
+                                  body.layer, body.head, body.query, d.beam, d.lenpen)
+        return numbers.to_dict()
 
     @app.post("/forecast", dependencies=need("forecast"))
     async def forecast(body: ForecastRequest):
