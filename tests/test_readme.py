@@ -80,7 +80,7 @@ def test_readme_command_runs(command, tmp_path, monkeypatch, capsys, request):
             main(argv)
         assert exit_info.value.code == 0
         return
-    if argv[0] == "serve":  # it would serve until stopped: the line must parse
+    if argv[0] in ("serve", "explain"):  # they serve until stopped: the line must parse
         assert build_parser(argv).parse_args(argv).run
         return
     if "runs/demo" in argv:  # a command on the demo's run: a two-update one stands in

@@ -220,3 +220,40 @@ def test_a_six_layer_eight_head_model_and_a_sixty_token_sentence(tmp_path, brows
             Path(out).write_text(json.dumps({"source_tokens": len(source), "layers": 6,
                                              "heads": 8, "median_step_ms": median, "first_step_ms": first,
                                              "steps_ms": times, "when": time.time()}))
+
+
+def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from tests.forecasting.test_cli import write_sine
+    from transduce.api.forecaster import Forecaster
+
+    csv = write_sine(tmp_path / "sine.csv", n=400)
+    model = Forecaster.fit(csv, tmp_path / "run", model="transformer", input_length=48,
+                           horizon=12, d_model=16, d_ff=32, num_heads=2, max_epochs=1,
+                           threads=1)
+    api = model.attention(csv)
+    with serve(tmp_path / "run", "--threads", "1") as url:
+        browser.get(url + "explain")
+        wait(browser, lambda b: b.find_element(By.ID, "series").is_displayed()
+             and b.find_element(By.ID, "rows").get_attribute("value"))
+        rows = browser.find_element(By.ID, "rows")
+        rows.clear()
+        rows.send_keys(open(csv, encoding="utf-8").read())
+        browser.find_element(By.ID, "attend").click()
+        wait(browser, lambda b: css(b, "#series-map rect.series-cell"))
+        cells = css(browser, "#series-map rect.series-cell")
+        assert len(cells) == len(api["rows"]) * len(api["columns"])
+        mean = np.array(api["weights"]).mean(0)
+        for cell in cells[::37]:
+            i, j = int(cell.get_attribute("data-row")), int(cell.get_attribute("data-col"))
+            assert float(cell.get_attribute("data-weight")) == pytest.approx(mean[i, j],
+                                                                              abs=1e-4)
+        labels = [t.text for t in css(browser, "#series-map text")]
+        assert api["columns"][0] in labels and api["forecast_dates"][0] in labels
+        Select(browser.find_element(By.ID, "series-head")).select_by_index(2)
+        first = css(browser, "#series-map rect.series-cell")[0]
+        assert float(first.get_attribute("data-weight")) == pytest.approx(
+            api["weights"][1][0][0], abs=1e-4)
+        shot(browser, "forecast_attention", "#series")

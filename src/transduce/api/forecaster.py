@@ -25,7 +25,7 @@ from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.rundir import evaluate_run, load_model
+from transduce.tasks.forecasting.rundir import evaluate_run, is_blend, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
 
@@ -159,6 +159,72 @@ class Forecaster:
         """The ``horizon`` dates after ``series`` (by its calendar, or the rows that give the
         known covariates' future) and the forecast there, (H, C, 1 + Q) in the original units
         of the forecast columns: the point forecast, then each quantile."""
+        dates, x, x_time, y_time, _ = self._window(series, name)
+        forecast, _ = self.model(x, x_time, y_time)  # (1, H, C, 1 + Q)
+        outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
+        target = self.scaler.head(len(self.targets))
+        return dates, target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+
+    @torch.no_grad()
+    def attention(self, data=None) -> dict:
+        """What the model attends to when it forecasts the ``horizon`` rows after ``data``
+        (a CSV path or DataFrame; by default the run's own CSV), with dates: for the
+        ``transformer``, each decoder position (its known rows, then the forecast steps) over
+        the input steps (``rows``, ``columns``: dates); for ``patch``, each patch over the
+        others, per channel (``columns``: each patch's first and last date); for ``channel``
+        with ``mix_channels``, the channels over each other. ``weights``: [head][row][column]
+        of the last layer (per channel for ``patch``). Other models have no attention: a
+        UserError says so."""
+        series, name = self._history(data)
+        return self.attention_of(series, name)
+
+    @torch.no_grad()
+    def attention_of(self, series, name: str = "<rows>") -> dict:
+        """:meth:`attention` of rows already read by :meth:`read`."""
+        cfg, label = self.cfg, self.cfg.model.name
+        attends = label in ("transformer", "patch") or (
+            label == "channel" and getattr(cfg.model, "mix_channels", False))
+        if is_blend(self.run_dir):
+            raise UserError(f"{self.run_dir}: a blend of runs has no one attention; load one "
+                            "of its runs to see it")
+        if not attends:
+            raise UserError(f"a {label} model has no attention to show; the transformer, patch "
+                            "and channel (mix_channels=true) models have")
+        dates, x, x_time, y_time, history = self._window(series, name)
+        _, weights = self.model(x, x_time, y_time, need_weights=True)
+        if weights is None:
+            raise UserError(f"this {label} model keeps no attention weights (residual "
+                            "attention); retrain without residual_attention to see them")
+        inputs = [series.dates[i] for i in range(history.start, history.stop)]
+        text = list(format_dates(inputs + list(dates), series.date_text))
+        given, ahead = text[:len(inputs)], text[len(inputs):]
+        out = {"model": label, "date_column": cfg.date_column, "input_dates": given,
+               "forecast_dates": ahead}
+        if label == "transformer":
+            known = cfg.model.label_length
+            w = weights[0]  # (heads, K + H, L)
+            return {**out, "layout": "steps", "rows": given[len(given) - known:] + ahead,
+                    "known_rows": known, "columns": given,
+                    "weights": np.round(w.float().numpy(), 5).tolist()}
+        if label == "patch":
+            core = self.model.model if hasattr(self.model, "model") else self.model
+            member = core.members[0] if hasattr(core, "members") else core
+            P, S = member.patch_len, member.stride
+            patches = [f"{given[min(n * S, len(given) - 1)]} – "
+                       f"{given[min(n * S + P - 1, len(given) - 1)]}"
+                       for n in range(member.num_patches)]
+            w = weights[0]  # (C, heads, N, N)
+            return {**out, "layout": "patches", "rows": patches, "columns": patches,
+                    "channels": self.columns[:self.inputs], "patch_len": P, "stride": S,
+                    "weights": np.round(w.float().numpy(), 5).tolist()}
+        w = weights[0]  # (heads, C, C)
+        names = list(self.columns[:self.inputs])
+        return {**out, "layout": "channels", "rows": names, "columns": names,
+                "weights": np.round(w.float().numpy(), 5).tolist()}
+
+    def _window(self, series, name: str):
+        """(the forecast's dates, the model's inputs x, x_time, y_time, the rows it reads)
+        for the ``horizon`` after ``series``'s last observed row."""
         cfg, H = self.cfg, self.cfg.horizon
         scaled = self.scaler.transform(series.values)  # (N, all columns)
         n = _observed(series)
@@ -181,11 +247,8 @@ class Forecaster:
         future_known = known[n:n + H] if self.known else np.zeros((H, 0), np.float32)
         x_time = np.concatenate([calendar_features(series.dates[history]), known[history]], 1)
         y_time = np.concatenate([calendar_features(dates), future_known], 1)
-        forecast, _ = self.model(x, torch.from_numpy(x_time).unsqueeze(0),
-                                 torch.from_numpy(y_time).unsqueeze(0))  # (1, H, C, 1 + Q)
-        outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
-        target = self.scaler.head(len(self.targets))
-        return dates, target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        return (dates, x, torch.from_numpy(x_time).unsqueeze(0),
+                torch.from_numpy(y_time).unsqueeze(0), history)
 
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
         """:meth:`forecast` of rows already read by :meth:`read`."""

@@ -2,7 +2,8 @@
 
 Endpoints: ``GET /`` the page, ``GET /explain`` the explainer's page, ``GET /health``,
 ``GET /info``, ``POST /translate``, ``POST /attention``, ``POST /explain``, ``POST
-/explain/head`` (translation runs), ``POST /forecast`` (forecasting runs). Errors are
+/explain/head`` (translation runs), ``POST /forecast``, ``POST /explain/forecast``
+(forecasting runs). Errors are
 JSON ``{"error": "..."}`` with a 4xx status; the server keeps serving.
 """
 
@@ -230,6 +231,14 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         numbers = await in_worker(model.head, " ".join(body.sentence.split()), body.kind,
                                   body.layer, body.head, body.query, d.beam, d.lenpen)
         return numbers.to_dict()
+
+    @app.post("/explain/forecast", dependencies=need("forecast"))
+    async def explain_forecast(body: ForecastRequest):
+        """What the model attends to when it forecasts after the given CSV rows: the last
+        layer's weights per head, with the dates of the rows and columns (see
+        ``Forecaster.attention``)."""
+        series = model.read(body.csv, "the posted rows")
+        return await in_worker(model.attention_of, series, "the posted rows")
 
     @app.post("/forecast", dependencies=need("forecast"))
     async def forecast(body: ForecastRequest):

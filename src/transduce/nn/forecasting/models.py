@@ -203,12 +203,15 @@ class PatchForecaster(nn.Module):
         patches = cut_patches(x.transpose(1, 2), self.patch_len, self.stride)  # (B, C, N, P)
         patches = patches.reshape(B * C, self.num_patches, self.patch_len)  # (B·C, N, P)
         h = self.dropout(self.embed(patches) + self.position)  # (B·C, N, D)
-        h, _ = self.encoder(h, None)
+        h, weights = self.encoder(h, None, need_weights)
         y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
         if self.future is not None:
             features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
             y = y + self.future(features.flatten(1)).view(B, -1, 1, self.outputs)
-        return finish(ordered(y), self.revin, stats), None
+        last = weights[-1] if need_weights else None  # (B·C, heads, N, N): patches over patches
+        if last is not None:
+            last = last.view(B, C, *last.shape[1:])  # (B, C, heads, N, N)
+        return finish(ordered(y), self.revin, stats), last
 
 
 class SeriesTransformer(nn.Module):

@@ -422,6 +422,67 @@
     });
   }
 
+  // ------------------------------------------------------------------ a forecaster
+  var series = null;
+  function attendSeries() {
+    $("series-error").textContent = "";
+    post("explain/forecast", {csv: $("rows").value}).then(function (d) {
+      series = d;
+      var heads = d.layout === "patches" ? d.weights[0].length : d.weights.length;
+      fillSelect($("series-head"), heads + 1, function (i) {
+        return i === 0 ? "mean of " + heads : "head " + i; }, 0);
+      $("channel-label").hidden = d.layout !== "patches";
+      if (d.layout === "patches")
+        fillSelect($("series-channel"), d.channels.length, function (i) {
+          return d.channels[i]; }, 0);
+      drawSeries();
+    }).catch(function (e) { $("series-error").textContent = e.message; });
+  }
+
+  function drawSeries() {
+    var d = series, choice = +$("series-head").value;
+    var stack = d.layout === "patches" ? d.weights[+$("series-channel").value] : d.weights;
+    var matrix = choice === 0 ? stack[0].map(function (row, i) {
+      return row.map(function (_, j) {
+        var s = 0; stack.forEach(function (h) { s += h[i][j]; }); return s / stack.length; });
+    }) : stack[choice - 1];
+    var R = d.rows.length, C = d.columns.length;
+    var cell = Math.max(2, Math.min(16, Math.floor(720 / C)));
+    var rowH = Math.max(2, Math.min(16, Math.floor(480 / R)));
+    var left = 190, top = 130, width = left + C * cell + 40, height = top + R * rowH + 60;
+    var svg = svgRoot(width, height, $("series-map"));
+    var top1 = 0; matrix.forEach(function (r) { r.forEach(function (w) { top1 = Math.max(top1, w); }); });
+    var every = function (n) { return Math.max(1, Math.ceil(n / 24)); };
+    d.columns.forEach(function (c, j) {
+      if (j % every(C)) return;
+      var x = left + j * cell + cell / 2;
+      text(svg, x, top - 6, c, {transform: "rotate(-60 " + x + " " + (top - 6) + ")",
+                                "font-size": 10});
+    });
+    matrix.forEach(function (row, i) {
+      if (i % every(R) === 0)
+        text(svg, left - 6, top + i * rowH + rowH / 2 + 4, d.rows[i],
+             {"text-anchor": "end", "font-size": 10,
+              fill: d.layout === "steps" && i >= d.known_rows ? "#d9480f" : "#1d2330"});
+      row.forEach(function (w, j) {
+        el("rect", {x: left + j * cell, y: top + i * rowH, width: cell, height: rowH,
+                    fill: shade(w / (top1 || 1)), "class": "series-cell", "data-row": i,
+                    "data-col": j, "data-weight": w}, svg)
+          .appendChild(el("title", {}, null, d.rows[i] + " → " + d.columns[j] + ": " +
+                          w.toFixed(4)));
+      });
+    });
+    if (d.layout === "steps")
+      el("line", {x1: left - 180, x2: left + C * cell, y1: top + d.known_rows * rowH,
+                  y2: top + d.known_rows * rowH, stroke: "#d9480f"}, svg);
+    text(svg, 4, 16, d.model + " model, last layer: " + (d.layout === "steps"
+      ? "rows: known steps, then (orange) the forecast's; columns: the input steps"
+      : d.layout === "patches" ? "patches of " + d.patch_len + " steps every " + d.stride
+      : "channels over channels"), {"font-weight": "bold"});
+    colourScale(svg, left, height - 30, 160, "weight (1 = the largest here, " +
+                top1.toFixed(3) + ")");
+  }
+
   // ------------------------------------------------------------------ wiring
   function esc(s) {
     return String(s).replace(/[&<>]/g, function (c) {
@@ -457,6 +518,9 @@
   }
 
   $("ask").addEventListener("submit", explain);
+  $("attend").onclick = attendSeries;
+  $("series-head").onchange = drawSeries;
+  $("series-channel").onchange = drawSeries;
   $("first").onclick = function () { goTo(0); };
   $("back").onclick = function () { goTo(step - 1); };
   $("forward").onclick = function () { goTo(step + 1); };
@@ -480,6 +544,12 @@
       : "the explainer shows one translation or demo model; this server has " +
         info.description + " (its page is at /)";
     $("ask").hidden = !can;
+    if (info.kind === "forecast") {
+      $("model").textContent = info.description;
+      $("series").hidden = false;
+      $("rows").value = info.example || "";
+      return;
+    }
     if (!can) return;
     $("beam").value = info.decoding.beam;
     var q = new URLSearchParams(location.search).get("sentence");
