@@ -300,10 +300,61 @@ def forecasting_page() -> str:
         saved = load(f"forecasting/blend/{path.name}")
         lines += ["", f"## Blend: {path.stem.removeprefix('blend_').replace('+', ', ')}", "",
                   blend.markdown(saved["results"], saved["command"], saved["seconds"])]
+    lines += m4_section()
     lines += ["", "## Backtests in parallel", "", included("forecasting/backtest_jobs.md", 2),
               "", "## Seeds", "", included("forecasting/seeds.md", 2),
               "", "## On a GPU", "", included("forecasting/gpu_h200.md", 2)]
     return "\n".join(lines)
+
+
+def m4_section() -> list[str]:
+    """The M4 Hourly benchmark's table, from benchmarks/forecasting/m4.json."""
+    if not (BENCH / "forecasting" / "m4.json").is_file():
+        return []
+    data = load("forecasting/m4.json")
+    lines = ["", "## M4 Hourly: many series, one model", "",
+             "414 series of 700 or 960 hours, the next 48 hours of each forecast by one global "
+             "model (`layout=long`), scored as the competition scores: sMAPE, MASE "
+             "(seasonality 24) and OWA against the competition's Naive2, with the ρ0.5 and "
+             "ρ0.9 risks of LogSparse and DeepAR. The peers ran in the same run on the same "
+             f"machine ({data.get('machine', '')}). Validation: the last 48 hours of each "
+             "training series, forecast from the rest; the recipe of best validation OWA is "
+             f"transduce's (**{data.get('chosen', '–')}**); test scored once per row.", "",
+             f"Command: `{data.get('command', 'python benchmarks/forecasting/m4.py --data "
+             f"PATH/TO/m4')}`", "",
+             "| model | test sMAPE | test MASE | test OWA | test ρ0.5 | test ρ0.9 | "
+             "validation OWA | training minutes |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    def cell(row, split, key):
+        value = row.get(split, {}).get(key)
+        return "–" if value is None else f"{value:.3f}"
+    for name, row in data.get("rows", {}).items():
+        label = f"transduce: {row['what']}" if row["kind"] == "transduce" else name
+        if name == data.get("chosen"):
+            label = f"**{label}**"
+        lines.append(f"| {label} | {cell(row, 'test', 'smape')} | {cell(row, 'test', 'mase')} "
+                     f"| {cell(row, 'test', 'owa')} | {cell(row, 'test', 'rho_0.5')} | "
+                     f"{cell(row, 'test', 'rho_0.9')} | {cell(row, 'validation', 'owa')} | "
+                     f"{row.get('training_minutes', '–')} |")
+    lines += ["| ES-RNN (Smyl, the M4 winner; published) | 9.328 | 0.893 | 0.440 | – | – | – | – |",
+              "| FFORMA (second; published) | 11.506 | 0.819 | 0.484 | – | – | – | – |",
+              "| LogSparse Transformer (published, Li et al. 2019) | – | – | – | 0.067 | 0.025 "
+              "| – | – |",
+              "| DeepAR (published in the LogSparse paper) | – | – | – | 0.090 | 0.030 | – | – |"]
+    memory = data.get("memory", {})
+    if memory:
+        lines += ["", "Attention memory of one layer (4 heads, d_model 64, one sequence): the "
+                  "score cells it computes and the growth of the process's peak memory over "
+                  "one forward pass, measured in a fresh process.", "",
+                  "| L | LogSparse cells | full cells | LogSparse peak MB | full peak MB | "
+                  "LogSparse keys per step |", "|---:|---:|---:|---:|---:|---:|"]
+        for L, row in memory.items():
+            lines.append(f"| {L} | {row['logsparse']['score_cells']:,} | "
+                         f"{row['full']['score_cells']:,} | "
+                         f"{row['logsparse']['peak_growth_mb']} | "
+                         f"{row['full']['peak_growth_mb']} | "
+                         f"{row['logsparse']['keys_per_step']} |")
+    return lines
 
 
 def speed_page() -> str:

@@ -42,9 +42,10 @@ FORECAST = console_block("> next_96_hours.csv")
 BLEND = console_block("next_blend.csv")
 BAG = console_block("--equal")
 BACKTEST = console_block("forecast backtest")
-TOUR = console_block("--output attention.html")  # attention pictures, then the study figures
+TOUR = console_block("--output attention.html")
+GLOBAL = console_block("layout=long")  # attention pictures, then the study figures
 COMMANDS = [c for c in COMMANDS
-            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR]
+            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
 
 
@@ -264,3 +265,37 @@ def test_readme_forecasting_table_is_the_results_file():
     [chosen] = [cells for label, cells in table.items() if "chosen on validation" in label]
     assert chosen == [f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–"
                       for d in datasets]
+
+
+def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The forecasting guide's M4 commands on small files in M4's wide format and a tiny
+    model: convert, train one global model, score it as M4 does, predict and plot a series."""
+    import math
+
+    assert [c.split()[1:3] for c in GLOBAL] == [["data", "m4"], ["forecast", "train"],
+                                                ["forecast", "test"], ["forecast", "predict"],
+                                                ["forecast", "plot"]]
+    source = tmp_path / "m4"
+    source.mkdir()
+    lengths = [200, 260, 230]
+    train = ['"V1",' + ",".join(f'"V{i}"' for i in range(2, 262))]
+    test = ['"V1",' + ",".join(f'"V{i}"' for i in range(2, 50))]
+    for s, n in enumerate(lengths):
+        values = [100 + 10 * s + 20 * math.sin(2 * math.pi * t / 24) for t in range(n + 48)]
+        cells = [f'"{v:.2f}"' for v in values[:n]] + [""] * (260 - n)
+        train.append(f'"H{s + 1}",' + ",".join(cells))
+        test.append(f'"H{s + 1}",' + ",".join(f'"{v:.2f}"' for v in values[n:]))
+    (source / "Hourly-train.csv").write_text("\n".join(train) + "\n")
+    (source / "Hourly-test.csv").write_text("\n".join(test) + "\n")
+    monkeypatch.chdir(tmp_path)
+    tiny = ["input_length=48", "d_model=16", "d_ff=32", "num_heads=2", "num_encoder_layers=1",
+            "max_epochs=1", "batch_size=32", "threads=1"]
+    outputs = [run_console(command, capsys, [("../shared/data/m4", str(source))],
+                           tiny if " train " in command else ())
+               for command in GLOBAL]
+    assert "wrote 3 series" in outputs[0]
+    assert outputs[2].startswith("3 series, horizon 48: sMAPE ") and "OWA" in outputs[2]
+    rows = (tmp_path / "next_48_H1.csv").read_text().splitlines()
+    assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and len(rows) == 1 + 48
+    assert rows[1].startswith("H1,201,")
+    assert (tmp_path / "runs" / "m4_logsparse" / "forecast_H1.png").stat().st_size > 10_000

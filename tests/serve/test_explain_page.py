@@ -20,7 +20,8 @@ from tests.serve.test_browser import CHROMIUM, DRIVER, browser  # noqa: F401 (a 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and DRIVER),
     reason="no Chromium here: apt-get install -y chromium chromium-driver (.ci/run does)")
-SENTENCE = "seven hundred forty-two thousand one hundred nine"
+SENTENCE = os.environ.get("TRANSDUCE_EXPLAIN_SENTENCE",
+                          "seven hundred forty-two thousand one hundred nine")
 
 
 def wait(browser, condition, seconds=60):

@@ -19,6 +19,9 @@ from transduce.tasks.forecasting.blend import blend_runs
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.rundir import calibrate_run, evaluate_run, load_run
+from transduce.data.panel import read_panel
+from transduce.tasks.forecasting.panel import (forecast_panel, is_global, panel_rows, test_panel,
+                                               train_panel)
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_channel_attention, plot_cross_attention, plot_forecast
 
@@ -56,6 +59,9 @@ def _add_test(sub: argparse._SubParsersAction) -> None:
     test.add_argument("run_dir", metavar="RUN_DIR",
                       help="a forecasting run directory, or a forecast blend "
                            "--output folder")
+    test.add_argument("--csv", help="a global run (layout=long): the long table of each "
+                                    "series' next horizon to score against (M4's sMAPE, MASE, "
+                                    "OWA and the ρ-risks)")
     test.add_argument("--drop-last", type=positive_int, action="append", default=[], metavar="B",
                       help="also score only the first floor(n/B)*B test windows, as the "
                            "reference implementations do (test loader with drop_last=True and "
@@ -133,6 +139,9 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
                               "--output folder")
     predict.add_argument("--csv", help="recent history with the run's columns (default: the "
                                        "CSV the run was trained on)")
+    predict.add_argument("--series", action="append", metavar="ID",
+                         help="a global run: forecast this series only (repeatable; default: "
+                              "every series of --csv)")
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
 
@@ -154,6 +163,9 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
                       help="plot the forecast after --csv's last row instead of a test window")
     plot.add_argument("--csv", help="with --future: recent history with the run's columns "
                                     "(default: the CSV the run was trained on)")
+    plot.add_argument("--series", metavar="ID",
+                      help="a global run: the series to plot, its history (--csv, default the "
+                           "table it trained on) then its forecast")
     plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png, or "
                                        "RUN_DIR/forecast_future.png)")
     plot.set_defaults(run=run_plot)
@@ -162,6 +174,11 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 def run_train(args: argparse.Namespace) -> int:
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
+    if cfg.layout == "long":
+        metrics = train_panel(cfg, args.run_dir)
+        print(f"best validation mae {metrics['best_val_mae']:.4f} (each window scaled by its "
+              f"input's mean absolute value)")
+        return 0
     metrics = train_forecaster(cfg, args.run_dir)
     print(f"best validation mse {metrics['best_val_mse']:.4f}")
     return 0
@@ -180,6 +197,21 @@ def run_backtest(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
+    if is_global(args.run_dir):
+        if not args.csv:
+            raise UserError("a global run is scored against a long table of each series' next "
+                            "horizon: give --csv TEST.csv (unique_id, ds, y)")
+        result = test_panel(args.run_dir, args.csv)
+        print(f"{result['series']} series, horizon {result['horizon']}: sMAPE "
+              f"{result['smape']:.3f} MASE {result['mase']:.3f} OWA {result['owa']:.3f} "
+              f"(Naive2: sMAPE {result['naive2_smape']:.3f} MASE {result['naive2_mase']:.3f}; "
+              f"seasonality {result['season']})")
+        if result["rho_risk"]:
+            print("  " + " ".join(f"R{rho} {r:.4f}" for rho, r in result["rho_risk"].items()))
+        return 0
+    if args.csv:
+        raise UserError("--csv is for a global run (layout=long); a run of one CSV is scored "
+                        "on its own test split")
     result = evaluate_run(args.run_dir, tuple(args.drop_last))
     print(f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
           f"({result['windows']} windows, horizon {result['horizon']})")
@@ -222,9 +254,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def run_predict(args: argparse.Namespace) -> int:
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
-    model = Forecaster(args.run_dir)
-    _say_history(args, model)
-    text = predict_csv(model, args.csv)
+    if is_global(args.run_dir):
+        text = panel_rows(forecast_panel(args.run_dir, args.csv or _trained_on(args.run_dir),
+                                         args.series))
+    else:
+        if args.series:
+            raise UserError("--series picks series of a global run (layout=long)")
+        model = Forecaster(args.run_dir)
+        _say_history(args, model)
+        text = predict_csv(model, args.csv)
     if args.output:
         write_text(args.output, text)
     else:
@@ -233,6 +271,8 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_plot(args: argparse.Namespace) -> int:
+    if is_global(args.run_dir):
+        return _plot_series(args)
     if args.csv and not args.future:
         raise UserError("--csv goes with --future: give both to plot the forecast after a "
                         "file's last row (a test window is plotted from the run's own CSV)")
@@ -271,6 +311,31 @@ def run_plot(args: argparse.Namespace) -> int:
             plot_cross_attention(weights[0].mean(0).numpy(), cfg.model.label_length, heatmap,
                                  title, heads=weights.shape[1], dates=dates)
         print(f"wrote {heatmap}")
+    return 0
+
+
+def _trained_on(run_dir) -> str:
+    return runs.read_config(run_dir, ForecastConfig).csv
+
+
+def _plot_series(args: argparse.Namespace) -> int:
+    if not args.series:
+        raise UserError("a global run holds many series: name one with --series ID")
+    history = read_panel(args.csv or _trained_on(args.run_dir))
+    found = forecast_panel(args.run_dir, history, [args.series])
+    values = history.values[history.index(args.series)]
+    forecast = found["forecast"][args.series]  # (H, 1 + Q)
+    H = len(forecast)
+    shown = min(len(values), 4 * H)
+    levels = found["quantiles"]
+    out = Path(args.output or Path(args.run_dir) / f"forecast_{args.series}.png")
+    check_output_file(out, "--output")
+    steps = history.steps[history.index(args.series)][-shown:] + found["steps"][args.series]
+    plot_forecast(values[-shown:, None], None, forecast[:, None, 0], [args.series], out,
+                  f"{args.series}: the {H} steps after its last row",
+                  forecast[:, None, 1:] if levels else None, tuple(levels),
+                  steps if history.dated else None)
+    print(f"wrote {out}")
     return 0
 
 

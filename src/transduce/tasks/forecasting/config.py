@@ -17,6 +17,7 @@ from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
 from transduce.training.engine_config import EngineConfig
 
 POINT_LOSSES = ("mse", "mae")
+LAYOUTS = ("wide", "long")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
@@ -46,6 +47,8 @@ class ForecastConfig:
     inputs: str = ""
     known: str = ""
     split: str = "auto"
+    layout: str = "wide"
+    season: int = 0
     input_length: int = 336
     horizon: int = 96
     model: ModelConfig = field(default_factory=PatchModel, metadata={"union": MODELS})
@@ -75,6 +78,11 @@ class ForecastConfig:
         "known": "transformer and patch: comma-separated known-future covariates (e.g. a "
                  "planned price), read over the input and the horizon; predict needs their "
                  "future rows",
+        "layout": "wide (one CSV of aligned columns: one model for them) or long (a table of "
+                  "unique_id, ds, y holding many series of any lengths: one global model "
+                  "trained on windows of them all, validated on each series' last horizon)",
+        "season": "steps of the series' seasonal cycle (24 for hourly): with integer steps "
+                  "(no dates) the models read the phase in that cycle as a feature (0: none)",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
                  "70/10/20), ett_hour, ett_minute, ratio, or rows:A,B,C (train rows [0, A), "
                  "validation [A, B), test [B, C): e.g. a backtest before the test split)",
@@ -110,7 +118,13 @@ class ForecastConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        found = one_of(self, "point_loss", POINT_LOSSES)
+        found = one_of(self, "point_loss", POINT_LOSSES) + one_of(self, "layout", LAYOUTS)
+        found += at_least(self, 0, "season")
+        if self.layout == "long":
+            for key in ("columns", "inputs", "known"):
+                if getattr(self, key):
+                    found.append((key, f"{key} is for the wide layout; a long table's series "
+                                       f"are its unique_ids (leave {key} out)"))
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         found += at_least(self, 1, "input_length", "horizon", "batch_size")

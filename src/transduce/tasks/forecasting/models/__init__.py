@@ -7,6 +7,7 @@ from __future__ import annotations
 from transduce.tasks.forecasting.models.base import ModelConfig, NeuralConfig, NormalisedConfig
 from transduce.tasks.forecasting.models.channel import ChannelModel
 from transduce.tasks.forecasting.models.linear import LinearModel
+from transduce.tasks.forecasting.models.logsparse import LogSparseModel
 from transduce.tasks.forecasting.models.patch import PatchModel
 from transduce.tasks.forecasting.models.repeat import RepeatModel
 from transduce.tasks.forecasting.models.sparse import SparseModel
@@ -22,7 +23,7 @@ def register(model: type[ModelConfig]) -> type[ModelConfig]:
 
 
 for _model in (TransformerModel, PatchModel, ChannelModel, LinearModel, SparseModel,
-               RepeatModel):
+               RepeatModel, LogSparseModel):
     register(_model)
 
 NEURAL = tuple(tag for tag, model in MODELS.items() if issubclass(model, NeuralConfig))

@@ -1,0 +1,211 @@
+"""The M4 Hourly benchmark: global models of transduce against the competition's own Naive2,
+the seasonal naive forecast and StatsForecast's AutoETS and AutoTheta, all measured here, in
+one run, with the competition's scores (sMAPE, MASE with seasonality 24, OWA against
+Naive2) and the ρ0.5 / ρ0.9 risks. Also the attention memory of LogSparse against full
+attention at L = 256, 1024 and 4096.
+
+    python benchmarks/forecasting/m4.py --data ../shared/data/m4 [--minutes 7]
+        [--recipes logsparse_k3,logsparse_k1,full_k3,patch] [--memory-only]
+
+Protocol: every recipe trains on the training file (its last 48 hours of each series held
+out to validate, inside the run); the recipes and peers are then scored on that validation
+(forecasts after the history minus the last 48 hours) and, once, on the test file
+(forecasts after the whole training series). The recipe of best validation OWA is
+transduce's figure; the others are its ablations. Results: benchmarks/forecasting/m4.json
+(the documentation's results page is made from it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from transduce.cli.main import main as transduce  # noqa: E402
+from transduce.data.panel import Panel, read_panel, write_panel  # noqa: E402
+from transduce.evaluation import m4  # noqa: E402
+from transduce.tasks.forecasting.panel import forecast_panel  # noqa: E402
+
+H, SEASON, INPUT = 48, 24, 336
+COMMON = ["layout=long", f"season={SEASON}", f"horizon={H}", f"input_length={INPUT}",
+          "quantiles=0.5,0.9", "point_loss=mae", "batch_size=128", "lr=0.001",
+          "threads=2", "valid_every=200", "patience=0", "max_epochs=0"]
+RECIPES = {  # name → (what it is, its settings)
+    "logsparse_k3": ("LogSparse, kernel 3, LogSparse mask",
+                     ["model=logsparse", "kernel=3", "pattern=logsparse"]),
+    "logsparse_k1": ("LogSparse, kernel 1 (canonical attention), LogSparse mask",
+                     ["model=logsparse", "kernel=1", "pattern=logsparse"]),
+    "full_k3": ("kernel 3, full causal attention (no LogSparse mask)",
+                ["model=logsparse", "kernel=3", "pattern=full"]),
+    "patch": ("the patch Transformer (PatchTST), global",
+              ["model=patch", "patch_len=24", "stride=12"]),
+}
+SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3", "dropout=0.1"]
+PATCH_SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3",
+               "dropout=0.1"]
+
+
+def split_validation(panel: Panel) -> tuple[Panel, dict]:
+    """The history minus each series' last H steps, and those steps."""
+    history = Panel(panel.ids, [s[:-H] for s in panel.steps], [v[:-H] for v in panel.values],
+                    panel.dated)
+    return history, {i: v[-H:] for i, v in zip(panel.ids, panel.values)}
+
+
+def scores(forecasts: dict, truths: dict, histories: dict, upper: dict | None = None,
+           median: dict | None = None) -> dict:
+    out = m4.score(forecasts, truths, histories, SEASON)
+    ids = list(truths)
+    out["rho_0.5"] = m4.rho_risk([(median or forecasts)[i] for i in ids],
+                                 [truths[i] for i in ids], 0.5)
+    if upper is not None:
+        out["rho_0.9"] = m4.rho_risk([upper[i] for i in ids], [truths[i] for i in ids], 0.9)
+    return {k: round(float(v), 4) for k, v in out.items()}
+
+
+def peers(history: Panel, truths: dict) -> dict:
+    """Naive2, seasonal naive, AutoETS and AutoTheta forecasts after ``history``."""
+    import pandas as pd
+    from statsforecast import StatsForecast
+    from statsforecast.models import AutoETS, AutoTheta
+
+    hist = {i: v for i, v in zip(history.ids, history.values)}
+    rows = {"Naive2 (M4's benchmark)": {"point": {i: m4.naive2(v, H, SEASON)
+                                                  for i, v in hist.items()}},
+            "seasonal naive": {"point": {i: m4.seasonal_naive(v, H, SEASON)
+                                         for i, v in hist.items()}}}
+    frame = pd.DataFrame({"unique_id": np.repeat(history.ids, [len(v) for v in history.values]),
+                          "ds": np.concatenate([np.asarray(s) for s in history.steps]),
+                          "y": np.concatenate(history.values).astype(float)})
+    for name, model in (("AutoETS (StatsForecast)", AutoETS(season_length=SEASON)),
+                        ("AutoTheta (StatsForecast)", AutoTheta(season_length=SEASON))):
+        start = time.time()
+        sf = StatsForecast(models=[model], freq=1, n_jobs=2)
+        out = sf.forecast(df=frame, h=H, level=[80])
+        column = [c for c in out.columns if c not in ("unique_id", "ds") and "-" not in c][0]
+        point = {i: g[column].to_numpy() for i, g in out.groupby("unique_id", sort=False)}
+        upper = {i: g[f"{column}-hi-80"].to_numpy() for i, g in out.groupby("unique_id",
+                                                                            sort=False)}
+        rows[name] = {"point": point, "upper": upper, "seconds": round(time.time() - start, 1)}
+    return rows
+
+
+def train(recipe: str, data: Path, runs: Path, minutes: float) -> tuple[Path, float]:
+    run = runs / recipe
+    settings = RECIPES[recipe][1] + (PATCH_SIZES if recipe == "patch" else SIZES)
+    start = time.time()
+    code = transduce(["forecast", "train", f"csv={data / 'm4_hourly_train.csv'}", *COMMON,
+                      *settings, f"max_minutes={minutes}", "--run-dir", str(run)])
+    if code:
+        raise SystemExit(f"{recipe}: training failed ({code})")
+    return run, time.time() - start
+
+
+def model_scores(run: Path, history: Panel, truths: dict, histories: dict) -> dict:
+    found = forecast_panel(run, history, list(truths))
+    point = {i: f[:, 0] for i, f in found["forecast"].items()}
+    median = {i: f[:, 1] for i, f in found["forecast"].items()}
+    upper = {i: f[:, 2] for i, f in found["forecast"].items()}
+    return scores(point, truths, histories, upper, median)
+
+
+def memory(length: int, sparse: bool) -> dict:
+    """Peak resident memory of one attention layer's forward at ``length`` steps, measured in
+    a fresh process (the growth of its peak over its resident memory before the pass, the
+    kernel's peak reset just before), and the score cells computed."""
+    code = f"""
+import torch
+from transduce.nn.forecasting.logsparse import ConvSelfAttention, allowed_keys, pattern_keys
+torch.set_num_threads(1)
+L, sparse = {length}, {sparse}
+layer = ConvSelfAttention(d_model=64, num_heads=4, kernel=3).eval()
+rows = pattern_keys(L, "logsparse") if sparse else None
+keys = allowed_keys(rows) if sparse else None
+mask = torch.ones(1, dtype=torch.bool) if sparse else torch.ones(L, L).tril().bool()
+x = torch.randn(1, L, 64)
+def kb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1])
+open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from here
+before = kb("VmRSS")
+with torch.no_grad():
+    layer(x, mask, keys)
+cells = sum(len(r) for r in rows) if sparse else L * L
+print(kb("VmHWM") - before, cells, keys[0].shape[1] if sparse else L)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+                         check=True).stdout.split()
+    grown_kb, cells, keys = int(out[0]), int(out[1]), int(out[2])
+    return {"peak_growth_mb": round(grown_kb / 1024, 1), "score_cells": cells * 4,  # 4 heads
+            "keys_per_step": keys}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="the folder of M4's Hourly-train.csv and "
+                                                  "Hourly-test.csv")
+    parser.add_argument("--minutes", type=float, default=7.0, help="training minutes a model")
+    parser.add_argument("--recipes", default=",".join(RECIPES))
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench" / "m4")
+    parser.add_argument("--out", type=Path, default=HERE / "m4.json")
+    parser.add_argument("--memory-only", action="store_true")
+    args = parser.parse_args()
+    saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    saved["memory"] = {str(L): {"logsparse": memory(L, True), "full": memory(L, False)}
+                       for L in (256, 1024, 4096)}
+    saved["machine"] = f"{platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores"
+    if args.memory_only:
+        args.out.write_text(json.dumps(saved, indent=1) + "\n")
+        return
+    if args.data is None:
+        parser.error("--data is required to train and score")
+    data = args.runs / "data"
+    assert transduce(["data", "m4", "--from", str(args.data), "--dest", str(data)]) == 0
+    full = read_panel(data / "m4_hourly_train.csv")
+    test = read_panel(data / "m4_hourly_test.csv")
+    val_history, val_truth = split_validation(full)
+    test_truth = {i: v for i, v in zip(test.ids, test.values)}
+    histories = {"validation": {i: v for i, v in zip(val_history.ids, val_history.values)},
+                 "test": {i: v for i, v in zip(full.ids, full.values)}}
+    truths = {"validation": val_truth, "test": test_truth}
+    saved["command"] = "python benchmarks/forecasting/m4.py " + " ".join(sys.argv[1:])
+    saved.setdefault("rows", {})
+    for split, history in (("validation", val_history), ("test", full)):
+        for name, row in peers(history, truths[split]).items():
+            entry = saved["rows"].setdefault(name, {"kind": "peer"})
+            entry[split] = scores(row["point"], truths[split], histories[split],
+                                  row.get("upper"))
+            if "seconds" in row:
+                entry[f"{split}_seconds"] = row["seconds"]
+    for recipe in args.recipes.split(","):
+        run, seconds = train(recipe, data, args.runs, args.minutes)
+        entry = {"kind": "transduce", "what": RECIPES[recipe][0],
+                 "settings": " ".join(COMMON + RECIPES[recipe][1]
+                                      + (PATCH_SIZES if recipe == "patch" else SIZES)),
+                 "training_minutes": round(seconds / 60, 1)}
+        entry["validation"] = model_scores(run, val_history, val_truth,
+                                           histories["validation"])
+        entry["test"] = model_scores(run, full, test_truth, histories["test"])
+        saved["rows"][recipe] = entry
+        args.out.write_text(json.dumps(saved, indent=1) + "\n")
+    mine = {k: v for k, v in saved["rows"].items() if v["kind"] == "transduce"}
+    saved["chosen"] = min(mine, key=lambda k: mine[k]["validation"]["owa"])
+    args.out.write_text(json.dumps(saved, indent=1) + "\n")
+    print(json.dumps({k: (v.get("validation", {}).get("owa"), v.get("test", {}).get("owa"))
+                      for k, v in saved["rows"].items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""The LogSparse Transformer (Li et al., NeurIPS 2019, "Enhancing the Locality and Breaking
+the Memory Bottleneck of Transformer on Time Series Forecasting").
+
+Two ideas, each a piece here:
+
+- **Convolutional self-attention** (§3.2): queries and keys are a causal 1-D convolution of
+  kernel k over the layer's input, so a query at step t compares the *shape* of the k steps
+  ending at t with the shapes ending at each earlier step, not single points. Values stay a
+  position-wise projection. k = 1 is the canonical attention (a test checks it equals
+  :class:`~transduce.nn.multi_head_attention.MultiHeadAttention`).
+- **The LogSparse pattern** (§3.3): step l attends to itself and to the steps at distances
+  1, 2, 4, …, 2^⌊log₂ l⌋ before it: O(log L) cells per step, O(L log L) per layer; with
+  ⌈log₂ L⌉ layers every step still reaches every earlier one, in O(L (log L)²) memory.
+  Two variants of the paper's Figure 3: ``local`` (each step attends densely to the w steps
+  up to it, then at exponentially growing distances beyond that window) and ``restart``
+  (the sequence is cut into subsequences of s steps; within each the pattern restarts from
+  its first step, and each subsequence's first step attends with the LogSparse pattern to
+  the steps before it, so information crosses subsequences). ``full`` is the causal dense
+  mask, for comparison.
+
+The attention is computed on the cells the pattern allows only: each step's allowed keys
+are gathered (at most M of them), so the scores take (B, H, L, M) memory instead of
+(B, H, L, L). With the full pattern it falls back to the dense path.
+
+The forecaster is decoder-only, as the paper's: one token per step of the input window and
+of the horizon; a context token holds the step's value, a horizon token a placeholder (the
+value unknown, a flag set); both hold the calendar and known covariates of their step and a
+sinusoidal position. Causal attention (under the chosen pattern) runs over all L + H tokens
+and a linear head reads the point forecast and the quantiles at each horizon token, all
+steps at once (a direct multi-horizon forecast; the paper rolls its likelihood forward one
+step at a time).
+
+Legend: B batch, L input length, H horizon, T = L + H tokens, C channels, D d_model,
+M most keys a step may attend to, Dh head size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from transduce.nn.attention import masked_softmax
+from transduce.nn.dropout import Dropout
+from transduce.nn.forecasting.models import finish, instance_norm
+from transduce.nn.forecasting.quantiles import ordered
+from transduce.nn.layers import PositionwiseFeedForward
+from transduce.nn.positional import sinusoidal_table
+
+PATTERNS = ("logsparse", "local", "restart", "full")
+
+
+def _exponential(distance_from: int, start: int) -> list[int]:
+    """start, start − 1, start − 2, start − 4, … down to ``distance_from`` (inclusive)."""
+    cells, step = [], 1
+    while start - step >= distance_from:
+        cells.append(start - step)
+        step *= 2
+    return cells
+
+
+def pattern_keys(length: int, pattern: str = "logsparse", window: int = 0,
+                 restart: int = 0) -> list[list[int]]:
+    """Each step's allowed earlier steps under ``pattern`` (see :func:`logsparse_mask`),
+    without building the (L, L) mask: O(L log L) memory for the sparse patterns."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {', '.join(PATTERNS)}, not {pattern!r}")
+    if pattern == "local" and window < 1:
+        raise ValueError(f"the local pattern needs a window of at least 1, not {window}")
+    if pattern == "restart" and restart < 1:
+        raise ValueError(f"the restart pattern needs subsequences of at least 1 step, not "
+                         f"{restart}")
+    rows = []
+    for i in range(length):
+        if pattern == "full":
+            keys = list(range(i + 1))
+        elif pattern == "logsparse":
+            keys = [i] + _exponential(0, i)
+        elif pattern == "local":
+            first = max(0, i - window + 1)
+            keys = list(range(first, i + 1)) + _exponential(0, first)
+        else:
+            start = i - i % restart
+            keys = [i] + _exponential(start, i) + (_exponential(0, i) if i == start else [])
+        rows.append(sorted(keys))
+    return rows
+
+
+def logsparse_mask(length: int, pattern: str = "logsparse", window: int = 0,
+                   restart: int = 0) -> Tensor:
+    """The (L, L) boolean mask of ``pattern`` (True: row step may attend to column step).
+
+    Args:
+        pattern: "logsparse" (itself and 1, 2, 4, … steps back), "local" (the ``window``
+            steps up to itself, then 1, 2, 4, … steps back from the window's first step),
+            "restart" (LogSparse within subsequences of ``restart`` steps; a subsequence's
+            first step also attends LogSparse-wise to the steps before it) or "full"
+            (every earlier step).
+    """
+    mask = torch.zeros(length, length, dtype=torch.bool)
+    for i, keys in enumerate(pattern_keys(length, pattern, window, restart)):
+        mask[i, keys] = True
+    return mask
+
+
+def allowed_keys(mask: Tensor | list[list[int]]) -> tuple[Tensor, Tensor]:
+    """(index (L, M), valid (L, M)): each row's allowed columns (from a mask, or from
+    :func:`pattern_keys`' lists), in increasing order, padded to the longest row's M with
+    column 0 marked invalid."""
+    rows = ([row.nonzero().flatten().tolist() for row in mask] if isinstance(mask, Tensor)
+            else mask)
+    M = max(len(r) for r in rows)
+    index = torch.zeros(len(rows), M, dtype=torch.long)
+    valid = torch.zeros(len(rows), M, dtype=torch.bool)
+    for i, r in enumerate(rows):
+        index[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+        valid[i, :len(r)] = True
+    return index, valid
+
+
+class ConvSelfAttention(nn.Module):
+    """Multi-head causal self-attention whose queries and keys are a causal convolution of
+    kernel ``kernel`` over the input (Li et al. 2019, §3.2), under a sparse pattern.
+
+    Args:
+        d_model: D. num_heads: H (divides D). kernel: k ≥ 1 (1: canonical attention).
+        dropout: on the attention weights in training.
+    """
+
+    def __init__(self, *, d_model: int, num_heads: int, kernel: int = 1,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if kernel < 1:
+            raise ValueError(f"the kernel must be at least 1, not {kernel}")
+        self.num_heads, self.head_size, self.kernel = num_heads, d_model // num_heads, kernel
+        self.q_conv = nn.Conv1d(d_model, d_model, kernel)
+        self.k_conv = nn.Conv1d(d_model, d_model, kernel)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.dropout = Dropout(dropout)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, H, T, Dh)
+
+    def _causal_conv(self, conv: nn.Conv1d, x: Tensor) -> Tensor:
+        padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, D, k − 1 + T)
+        return conv(padded).transpose(1, 2)  # (B, T, D): step t sees steps t − k + 1 … t
+
+    def forward(self, x: Tensor, mask: Tensor, keys: tuple[Tensor, Tensor] | None = None,
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Args: x (B, T, D); mask (T, T) boolean, True: may attend (causal); ``keys``: the
+        mask's :func:`allowed_keys`, to attend on those cells only (sparse).
+        Returns: (B, T, D) and, if asked, the weights (B, H, T, T)."""
+        q = self._heads(self._causal_conv(self.q_conv, x))  # (B, H, T, Dh)
+        k = self._heads(self._causal_conv(self.k_conv, x))
+        v = self._heads(self.v_proj(x))
+        scale = math.sqrt(self.head_size)
+        if keys is None or need_weights:
+            scores = q @ k.transpose(-2, -1) / scale  # (B, H, T, T)
+            weights = self.dropout(masked_softmax(scores, mask=mask))
+            out = weights @ v
+        else:
+            index, valid = keys  # (T, M)
+            k_sel, v_sel = k[:, :, index], v[:, :, index]  # (B, H, T, M, Dh)
+            scores = (q.unsqueeze(-2) * k_sel).sum(-1) / scale  # (B, H, T, M)
+            weights = self.dropout(masked_softmax(scores, mask=valid))
+            out = (weights.unsqueeze(-1) * v_sel).sum(-2)  # (B, H, T, Dh)
+            weights = None
+        B, H, T, Dh = out.shape
+        out = self.out_proj(out.transpose(1, 2).reshape(B, T, H * Dh))
+        return out, (weights if need_weights else None)
+
+
+class LogSparseLayer(nn.Module):
+    """Pre-norm residual blocks: convolutional self-attention, then the feed-forward."""
+
+    def __init__(self, *, d_model: int, num_heads: int, d_ff: int, kernel: int,
+                 dropout: float) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attention = ConvSelfAttention(d_model=d_model, num_heads=num_heads,
+                                           kernel=kernel, dropout=dropout)
+        self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=dropout)
+        self.dropout = Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Tensor, keys, need_weights: bool = False):
+        h, weights = self.attention(self.norm1(x), mask, keys, need_weights)
+        x = x + self.dropout(h)
+        return x + self.dropout(self.ffn(self.norm2(x))), weights
+
+
+class LogSparseForecaster(nn.Module):
+    """The decoder-only LogSparse Transformer as a forecaster of the library's interface:
+    ``forward(x (B, L, C), x_time (B, L, F), y_time (B, H, F))`` → ((B, H, C, 1 + Q), the
+    last layer's weights if asked). Each channel is a series of its own (the weights are
+    shared), inside reversible instance normalisation unless ``revin`` is off (a caller that
+    scales each series itself, as the global task does, turns it off).
+    """
+
+    def __init__(self, *, channels: int, input_length: int, horizon: int, d_model: int,
+                 num_heads: int, d_ff: int, num_layers: int, dropout: float, kernel: int = 1,
+                 pattern: str = "logsparse", window: int = 0, restart: int = 0,
+                 time_features: int = 0, calendar: bool = True,
+                 quantiles: tuple[float, ...] = (),
+                 revin: bool = True, revin_center: str = "mean",
+                 revin_affine: bool = True, sparse: bool = True) -> None:
+        super().__init__()
+        self.input_length, self.horizon = input_length, horizon
+        self.outputs = 1 + len(quantiles)
+        # x_time/y_time hold 4 calendar features, then the known covariates
+        self.time_features, self.first_feature = time_features, 0 if calendar else 4
+        self.revin = instance_norm(channels, revin, revin_center, revin_affine)
+        T = input_length + horizon
+        mask = logsparse_mask(T, pattern, window, restart)
+        self.register_buffer("mask", mask, persistent=False)
+        index, valid = allowed_keys(mask)
+        self.register_buffer("index", index, persistent=False)
+        self.register_buffer("valid", valid, persistent=False)
+        self.sparse = sparse and pattern != "full"
+        self.register_buffer("positions", sinusoidal_table(T, d_model), persistent=False)
+        self.embed = nn.Linear(2 + time_features, d_model)  # value, "unknown" flag, features
+        self.dropout = Dropout(dropout)
+        self.layers = nn.ModuleList(
+            LogSparseLayer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, kernel=kernel,
+                           dropout=dropout) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, self.outputs)
+
+    def forward(self, x, x_time=None, y_time=None, need_weights=False):
+        B, L, C = x.shape
+        H = self.horizon
+        stats = None
+        if self.revin is not None:
+            x, stats = self.revin.normalise(x)
+        series = x.transpose(1, 2).reshape(B * C, L, 1)  # (B·C, L, 1)
+        values = torch.cat([series, series.new_zeros(B * C, H, 1)], 1)  # (B·C, T, 1)
+        unknown = torch.cat([series.new_zeros(B * C, L, 1), series.new_ones(B * C, H, 1)], 1)
+        parts = [values, unknown]
+        if self.time_features:
+            times = torch.cat([x_time, y_time], 1)[..., self.first_feature:]  # (B, T, F)
+            parts.append(times.repeat_interleave(C, 0).to(series.dtype))
+        h = self.embed(torch.cat(parts, -1)) + self.positions.to(series.dtype)  # (B·C, T, D)
+        h = self.dropout(h)
+        keys = (self.index, self.valid) if self.sparse else None
+        weights = None
+        for layer in self.layers:
+            h, weights = layer(h, self.mask, keys, need_weights)
+        y = self.head(self.norm(h[:, L:]))  # (B·C, H, 1 + Q)
+        y = y.view(B, C, H, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
+        if weights is not None:
+            weights = weights.view(B, C, *weights.shape[1:])  # (B, C, heads, T, T)
+        return finish(ordered(y), self.revin, stats), weights

@@ -1,0 +1,248 @@
+"""Many series, one model: a global forecaster trained on windows of every series of a long
+table (``layout=long``; see :mod:`transduce.data.panel`).
+
+- **Windows.** Every (input, horizon) window of every series, the last ``horizon`` steps of
+  each series held out: they validate. A series shorter than a window is padded on the left
+  with its first value.
+- **Scale per series window, as DeepAR does.** Each window is divided by the mean absolute
+  value of its own input steps (DeepAR scales by the mean of its conditioning range), and
+  its forecast multiplied back, so series of any level train one model; a model's own
+  RevIN (per window mean and deviation) may still run inside.
+- **Features.** For dated series, the calendar; for integer steps with ``season`` m, the
+  phase t mod m and the cycle count (t div m) mod 7 (hour of day and day of week for hourly
+  series).
+- **Validation.** Every series' last horizon from the input before it: MAE on the scaled
+  values chooses the best checkpoint, MSE and sMAPE (on the original scale) are logged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from transduce import runs
+from transduce.data.panel import Panel, read_panel, write_panel
+from transduce.data.windows import calendar_features
+from transduce.errors import UserError
+from transduce.evaluation import m4
+from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
+from transduce.tasks.forecasting.rundir import load_checkpoint_model
+from transduce.tasks.forecasting.task import ForecastTask
+from transduce.training.distributed import Session
+from transduce.training.train import train_task
+
+
+def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
+    """(T, 4) features of each step, in [-0.5, 0.5]: the calendar of dates, or the phase in
+    the ``season`` and the cycle count mod 7 of integer steps (zeros without a season)."""
+    if dated:
+        return calendar_features(steps)
+    t = np.asarray(steps, np.int64)
+    features = np.zeros((len(t), 4), np.float32)
+    if season > 1:
+        features[:, 0] = (t % season) / (season - 1) - 0.5
+        features[:, 1] = ((t // season) % 7) / 6 - 0.5
+    return features
+
+
+def next_steps(steps: list, dated: bool, horizon: int) -> list:
+    """The ``horizon`` steps after a series' last: one step on (its last step's spacing)."""
+    last = steps[-1]
+    gap = steps[-1] - steps[-2] if len(steps) > 1 else (1 if not dated else None)
+    if gap is None:
+        raise UserError("a dated series of one row has no spacing to forecast by")
+    return [last + gap * (k + 1) for k in range(horizon)]
+
+
+class PanelWindows:
+    """Windows of a panel, scaled per window: ``self[i]`` is (x (L, 1), y (H, 1), x_time
+    (L, 4), y_time (H, 4)) as tensors; ``scale(i)`` what that window was divided by."""
+
+    def __init__(self, panel: Panel, cfg: ForecastConfig, starts: list[tuple[int, int]]):
+        self.panel, self.cfg, self.starts = panel, cfg, starts
+        self.features = [step_features(s, panel.dated, cfg.season) for s in panel.steps]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def window(self, i: int):
+        s, start = self.starts[i]
+        L, H = self.cfg.input_length, self.cfg.horizon
+        values, feats = self.panel.values[s], self.features[s]
+        idx = np.clip(np.arange(start, start + L + H), 0, len(values) - 1)
+        v, f = values[idx], feats[idx]
+        scale = float(np.abs(v[:L]).mean()) or 1.0
+        return v / scale, f, scale
+
+    def scale(self, i: int) -> float:
+        return self.window(i)[2]
+
+    def __getitem__(self, i: int):
+        v, f, _ = self.window(i)
+        L = self.cfg.input_length
+        return (torch.from_numpy(v[:L, None].copy()), torch.from_numpy(v[L:, None].copy()),
+                torch.from_numpy(f[:L].copy()), torch.from_numpy(f[L:].copy()))
+
+
+def training_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
+    """Every window whose horizon ends before each series' last ``H`` steps (left-padded
+    windows included from the series' first step as the first target)."""
+    starts = []
+    for s, values in enumerate(panel.values):
+        usable = len(values) - H  # the last H validate
+        for start in range(1 - L, usable - L - H + 1):
+            starts.append((s, start))
+    return starts
+
+
+def validation_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
+    return [(s, len(v) - H - L) for s, v in enumerate(panel.values)]
+
+
+class PanelTask(ForecastTask):
+    """:class:`ForecastTask`'s loss and optimiser over the windows of every series; the
+    best checkpoint is the one of lowest validation MAE on the scaled values."""
+
+    kind, metric, higher_is_better, unit = "forecast", "val_mae", False, "values"
+
+    def __init__(self, cfg: ForecastConfig, panel: Panel, session: Session) -> None:
+        self.cfg, self.panel, self.session = cfg, panel, session
+        L, H = cfg.input_length, cfg.horizon
+        short = [i for i, v in zip(panel.ids, panel.values) if len(v) < H + 2]
+        if short:
+            raise UserError(f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
+                            f"horizon + 2 = {H + 2} steps; a global run validates on each "
+                            "series' last horizon")
+        self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H))
+        self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H))
+
+    def build_model(self):
+        return build_forecaster(self.cfg, 1)
+
+    @torch.no_grad()
+    def validate(self, model) -> dict:
+        model.eval()
+        device = next(model.parameters()).device
+        errors, smape = [], []
+        for chunk in np.array_split(np.arange(len(self.valid)), max(1, len(self.valid) // 256)):
+            x, y, xt, yt = (torch.stack(t) for t in zip(*(self.valid[int(i)] for i in chunk)))
+            forecast, _ = model(x.to(device), xt.to(device), yt.to(device))
+            point = forecast[..., 0, 0].float().cpu().numpy()  # (B, H)
+            truth = y[..., 0].numpy()
+            errors.append(point - truth)
+            scales = np.array([self.valid.scale(int(i)) for i in chunk])[:, None]
+            smape.append(smape_values(point * scales, truth * scales))
+        error = np.concatenate(errors)
+        return {"val_mae": round(float(np.abs(error).mean()), 6),
+                "val_mse": round(float((error ** 2).mean()), 6),
+                "val_smape": round(float(np.concatenate(smape).mean()), 4)}
+
+    def record(self) -> dict:
+        return {"model_config": dataclasses.asdict(self.cfg),
+                "data": self.panel.fingerprint(),
+                "extra": {"scaler": {"mean": torch.zeros(1), "std": torch.ones(1),
+                                     "columns": ["y"]},
+                          "panel": {"series": len(self.panel.ids), "dated": self.panel.dated}}}
+
+
+def smape_values(forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """200·|y − ŷ| / (|y| + |ŷ|) per value (0 where both are 0)."""
+    denominator = np.abs(truth) + np.abs(forecast)
+    return np.where(denominator > 0, 200 * np.abs(truth - forecast) /
+                    np.where(denominator > 0, denominator, 1), 0.0)
+
+
+def train_panel(cfg: ForecastConfig, run_dir: str | Path) -> dict:
+    """Train (or resume) a global run on the long table ``cfg.csv``."""
+    cfg.validate("forecast config")
+    panel = read_panel(cfg.csv)  # bad input fails here, before anything is written
+    engine, metrics = train_task(lambda session, log: PanelTask(cfg, panel, session), cfg,
+                                 run_dir, EXTENDABLE)
+    return {**metrics, "best_val_mae": engine.best}
+
+
+def is_global(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a global run (``layout: long``)."""
+    path = Path(run_dir) / runs.CONFIG
+    if not path.is_file():
+        return False
+    try:
+        return runs.read_config(run_dir, ForecastConfig).layout == "long"
+    except UserError:
+        return False
+
+
+@torch.no_grad()
+def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
+                   ids: list[str] | None = None) -> dict:
+    """Each series' next ``horizon`` steps after its last row in ``history`` (a long table
+    or its path; by default every series, else those of ``ids``): ``{"steps": {id: [...]},
+    "forecast": {id: (H, 1 + Q) array}, "quantiles": levels}`` in the series' own units."""
+    cfg, model, _, _, _ = load_checkpoint_model(run_dir)
+    if cfg.layout != "long":
+        raise UserError(f"{run_dir}: not a global run (layout: {cfg.layout}); predict it with "
+                        "forecast predict --csv")
+    panel = history if isinstance(history, Panel) else read_panel(history)
+    chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
+    L, H = cfg.input_length, cfg.horizon
+    windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen])
+    steps, out = {}, {}
+    for part in np.array_split(np.arange(len(chosen)), max(1, math.ceil(len(chosen) / 256))):
+        rows = [int(i) for i in part]
+        x, _, xt, _ = (torch.stack(t) for t in zip(*(windows[i] for i in rows)))
+        future = []
+        for i in rows:
+            s = chosen[i]
+            later = next_steps(panel.steps[s], panel.dated, H)
+            steps[panel.ids[s]] = later
+            future.append(torch.from_numpy(step_features(later, panel.dated, cfg.season)))
+        forecast, _ = model(x, xt, torch.stack(future))  # (B, H, 1, 1 + Q)
+        values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
+        for i, v in zip(rows, values):
+            out[panel.ids[chosen[i]]] = v * windows.scale(i)
+    return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles),
+            "dated": panel.dated}
+
+
+def panel_rows(found: dict) -> str:
+    """:func:`forecast_panel`'s forecasts as a long table: unique_id, ds, y (the point
+    forecast) and a column per quantile (``y_q0.5``, …)."""
+    ids = list(found["forecast"])
+    levels = found["quantiles"]
+    columns = {f"y_q{level:g}": [found["forecast"][i][:, 1 + k] for i in ids]
+               for k, level in enumerate(levels)}
+    return write_panel(None, ids, [found["steps"][i] for i in ids],
+                       [found["forecast"][i][:, 0] for i in ids], columns)
+
+
+def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None = None
+               ) -> dict:
+    """The M4 scores of a global run's forecasts after ``history`` (by default the table it
+    trained on) against the long table ``test`` (each series' next horizon): sMAPE, MASE
+    and OWA against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of
+    each quantile; written to RUN/test_results.json."""
+    cfg = load_checkpoint_model(run_dir)[0]
+    past = read_panel(history or cfg.csv)
+    truth = read_panel(test)
+    found = forecast_panel(run_dir, past, truth.ids)
+    H = cfg.horizon
+    short = [i for i, v in zip(truth.ids, truth.values) if len(v) < H]
+    if short:
+        raise UserError(f"{test}: series {', '.join(short[:3])} have fewer than horizon = {H} "
+                        "rows to score")
+    truths = {i: v[:H] for i, v in zip(truth.ids, truth.values)}
+    histories = {i: past.values[past.index(i)] for i in truth.ids}
+    season = max(cfg.season, 1)
+    result = {"model": cfg.model.name, "series": len(truths), "horizon": H,
+              "season": season, **m4.score({i: found["forecast"][i][:, 0] for i in truths},
+                                          truths, histories, season)}
+    result["rho_risk"] = {f"{level:g}": m4.rho_risk([found["forecast"][i][:, 1 + k]
+                                                     for i in truths], list(truths.values()),
+                                                    level)
+                          for k, level in enumerate(found["quantiles"])}
+    runs.write_json(run_dir, runs.TEST_RESULTS, result)
+    return result
