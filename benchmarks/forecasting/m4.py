@@ -36,9 +36,9 @@ from transduce.data.panel import Panel, read_panel, write_panel  # noqa: E402
 from transduce.evaluation import m4  # noqa: E402
 from transduce.tasks.forecasting.panel import forecast_panel  # noqa: E402
 
-H, SEASON, INPUT = 48, 24, 336
+H, SEASON, INPUT = 48, 24, 168
 COMMON = ["layout=long", f"season={SEASON}", f"horizon={H}", f"input_length={INPUT}",
-          "quantiles=0.5,0.9", "point_loss=mae", "batch_size=128", "lr=0.001",
+          "quantiles=0.5,0.9", "point_loss=mae", "batch_size=64", "lr=0.001",
           "threads=2", "valid_every=200", "patience=0", "max_epochs=0"]
 RECIPES = {  # name → (what it is, its settings)
     "logsparse_k3": ("LogSparse, kernel 3, LogSparse mask",
@@ -189,6 +189,7 @@ def main() -> None:
                                   row.get("upper"))
             if "seconds" in row:
                 entry[f"{split}_seconds"] = row["seconds"]
+    args.out.write_text(json.dumps(saved, indent=1) + "\n")
     for recipe in args.recipes.split(","):
         run, seconds = train(recipe, data, args.runs, args.minutes)
         entry = {"kind": "transduce", "what": RECIPES[recipe][0],

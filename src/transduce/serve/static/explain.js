@@ -41,6 +41,11 @@
     var a = Math.round(255 * (1 - Math.abs(t)));
     return t < 0 ? "rgb(" + a + "," + a + ",255)" : "rgb(255," + a + "," + a + ")";
   }
+  function topOf(matrix) {  // the weight the colour scale ends at for a map of K keys
+    var top = 0, K = matrix[0].length;
+    matrix.forEach(function (r) { r.forEach(function (w) { top = Math.max(top, w); }); });
+    return Math.max(Math.min(top, 1), Math.min(1, 5 / K));
+  }
   function rows(kind) {  // [query labels, key labels] as the model's weights index them
     if (kind === "cross") return [data.target, data.source];
     if (kind === "encoder") return [data.source, data.source];
@@ -208,7 +213,7 @@
     var kind = $("kind").value, layer = +$("layer").value, labels = rows(kind);
     var q = queryRow(kind), W = weights(kind)[layer], n = Math.max(labels[0].length,
                                                                    labels[1].length);
-    var rowH = 18, width = 520, height = 30 + n * rowH, lx = 150, rx = 370;
+    var rowH = 18, width = 520, height = 44 + n * rowH, lx = 150, rx = 370;
     var svg = svgRoot(width, height, $("head-view"));
     text(svg, lx, 14, kind === "encoder" ? "query (source)" : "query (output)",
          {"text-anchor": "end", fill: "#7a8294"});
@@ -221,16 +226,20 @@
         encoderQuery = i; drawHeadView(); drawModelView(); });
     });
     labels[1].forEach(function (t, j) { text(svg, rx + 6, 30 + j * rowH + 4, t); });
+    var top = Math.max.apply(null, W.map(function (m) { return topOf([m[q]]); }));
     for (var h = 0; h < data.heads; h++) {
       if (hidden[h] || (only !== null && only !== h)) continue;
       W[h][q].forEach(function (w, j) {
         if (w < 0.005) return;
+        var s = Math.min(1, w / top);
         el("line", {x1: lx, y1: 30 + q * rowH, x2: rx, y2: 30 + j * rowH,
-                    stroke: headColour(h, data.heads), "stroke-opacity": Math.min(1, w),
-                    "stroke-width": 1 + 4 * w, "class": "attn-line", "data-head": h,
+                    stroke: headColour(h, data.heads), "stroke-opacity": 0.15 + 0.85 * s,
+                    "stroke-width": 1 + 4 * s, "class": "attn-line", "data-head": h,
                     "data-key": j, "data-weight": w}, svg);
       });
     }
+    text(svg, 4, height - 4, "line strength: weight / " + top.toFixed(2) +
+         " (the strongest here, or 5 × an even split)", {"font-size": 10, fill: "#7a8294"});
   }
 
   function drawModelView() {
@@ -238,7 +247,8 @@
     var labels = rows(kind), Q = labels[0].length, K = labels[1].length;
     var cell = Math.max(1, Math.min(6, Math.floor(84 / Math.max(Q, K))));
     var tw = K * cell, th = Q * cell, pad = 14, left = 60;
-    var width = left + data.heads * (tw + pad), height = 20 + data.layers * (th + pad) + 40;
+    var width = Math.max(left + data.heads * (tw + pad), 560);
+    var height = 20 + data.layers * (th + pad) + 40;
     var svg = svgRoot(width, height, $("model-view"));
     for (var h = 0; h < data.heads; h++)
       text(svg, left + h * (tw + pad), 12, "head " + (h + 1), {"font-size": 10});
@@ -256,7 +266,8 @@
         g.addEventListener("click", function () { openHead(kind, l, h); });
       })(l, h);
     }
-    colourScale(svg, left, height - 28, 160, "attention weight");
+    colourScale(svg, left, height - 28, 160, "weight, each map from 0 to its own strongest " +
+                "(at least 5 × an even split)", "0", "top");
   }
 
   var thumbs = {};  // kind/layer/head → its heatmap as a PNG data URL: drawn once a sentence
@@ -265,10 +276,10 @@
     if (!thumbs[key]) {
       var canvas = document.createElement("canvas");
       canvas.width = matrix[0].length * cell; canvas.height = matrix.length * cell;
-      var ctx = canvas.getContext("2d");
+      var ctx = canvas.getContext("2d"), top = topOf(matrix);
       matrix.forEach(function (row, i) {
         row.forEach(function (w, j) {
-          ctx.fillStyle = shade(w); ctx.fillRect(j * cell, i * cell, cell, cell);
+          ctx.fillStyle = shade(w / top); ctx.fillRect(j * cell, i * cell, cell, cell);
         });
       });
       thumbs[key] = canvas.toDataURL();
@@ -276,12 +287,12 @@
     return thumbs[key];
   }
 
-  function colourScale(svg, x, y, w, label) {
+  function colourScale(svg, x, y, w, label, low, high) {
     for (var i = 0; i < 20; i++)
       el("rect", {x: x + i * w / 20, y: y, width: w / 20 + 0.5, height: 10,
                   fill: shade(i / 19)}, svg);
-    text(svg, x, y + 22, "0", {"font-size": 10});
-    text(svg, x + w, y + 22, "1", {"font-size": 10, "text-anchor": "end"});
+    text(svg, x, y + 22, low || "0", {"font-size": 10});
+    text(svg, x + w, y + 22, high || "1", {"font-size": 10, "text-anchor": "end"});
     text(svg, x + w + 10, y + 9, label, {"font-size": 10});
   }
 
@@ -308,6 +319,7 @@
   function drawHead() {
     var kind = $("kind").value, layer = +$("head-layer").value, head = +$("head-head").value;
     var query = +$("head-query").value, labels = rows(kind), W = weights(kind)[layer][head];
+    var peak = topOf(W);
     var cell = Math.max(6, Math.min(18, Math.floor(480 / labels[1].length)));
     var left = 120, top = 90, width = left + labels[1].length * cell + 40;
     var height = top + labels[0].length * cell + 50;
@@ -324,14 +336,14 @@
            {"text-anchor": "end", "font-size": 10, fill: i === query ? "#d9480f" : "#1d2330"});
       row.forEach(function (w, j) {
         el("rect", {x: left + j * cell, y: top + i * cell, width: cell, height: cell,
-                    fill: shade(w), stroke: "#f4f5f8"}, svg)
+                    fill: shade(w / peak), stroke: "#f4f5f8"}, svg)
           .appendChild(el("title", {}, null, labels[0][i] + " → " + labels[1][j] + ": " +
                           w.toFixed(4)));
       });
     });
     el("rect", {x: left, y: top + query * cell, width: labels[1].length * cell, height: cell,
                 fill: "none", stroke: "#d9480f", "stroke-width": 2}, svg);
-    colourScale(svg, left, height - 30, 160, "attention weight");
+    colourScale(svg, left, height - 30, 160, "attention weight", "0", peak.toFixed(2));
     return post("explain/head", {sentence: data.sentence, beam: data.beam, lenpen: data.lenpen,
                                  kind: kind, layer: layer, head: head, query: query})
       .then(drawNumbers).catch(showError);
@@ -354,6 +366,9 @@
     var svg = svgRoot(width, height, $("head-numbers"));
     var all = [].concat(n.q, [].concat.apply([], n.k), [].concat.apply([], n.v));
     var scale = Math.max.apply(null, all.map(Math.abs)) || 1;
+    var wmax = Math.max.apply(null, n.weights) || 1;
+    var wv = n.v.map(function (row, j) { return row.map(function (x) { return x * n.weights[j]; }); });
+    var wvScale = Math.max.apply(null, [].concat.apply([], wv).concat(n.output).map(Math.abs)) || 1;
     text(svg, 4, 16, "query " + (n.query + 1) + ": " + n.query_token + " · d_k = " + dk +
          " · √d_k = " + Math.sqrt(dk).toFixed(3), {"font-weight": "bold"});
     text(svg, 4, 42, "q"); strip(svg, left, 32, n.q, cell, scale, "q");
@@ -372,18 +387,19 @@
             "text-decoration": masked ? "line-through" : "none"});
       text(svg, colMask, y + 10, masked ? "−∞ (masked)" : "kept",
            {fill: masked ? "#a40000" : "#1b6e20", "font-size": 11});
-      el("rect", {x: colW, y: y + 1, width: Math.max(0.5, 60 * n.weights[j]), height: 10,
+      el("rect", {x: colW, y: y + 1, width: Math.max(0.5, 60 * n.weights[j] / wmax), height: 10,
                   fill: "#4b7bd8"}, svg);
       text(svg, colW + 64, y + 10, n.weights[j].toFixed(4),
            {"class": "weight", "data-key": j, "data-weight": n.weights[j], "font-size": 11});
-      strip(svg, colV, y, n.v[j].map(function (v) { return v * n.weights[j]; }), cell, scale,
-            "weight × v");
+      strip(svg, colV, y, wv[j], cell, wvScale, "weight × v");
     });
     var yEnd = y0 + n.key_tokens.length * rowH + 16;
     text(svg, 4, yEnd + 10, "Σ weight·v", {"font-weight": "bold"});
-    strip(svg, colV, yEnd, n.output, cell, scale, "output");
-    text(svg, 4, yEnd + 40, "colours: blue negative, red positive (scale ±" + scale.toFixed(2) +
-         "); hover a cell for its number", {"font-size": 10, fill: "#7a8294"});
+    strip(svg, colV, yEnd, n.output, cell, wvScale, "output");
+    text(svg, 4, yEnd + 40, "colours: blue negative, white 0, red positive; q, k: ±" +
+         scale.toFixed(2) + "; weight × v and their sum: ±" + wvScale.toFixed(2) +
+         ". Softmax bars: weight / " + wmax.toFixed(3) + ". Hover a cell for its number.",
+         {"font-size": 10, fill: "#7a8294"});
   }
 
   // ------------------------------------------------------------------ 4 · positions
@@ -418,7 +434,9 @@
       }).join(" ");
       var colour = headColour(i, dims.length);
       el("polyline", {points: pts, fill: "none", stroke: colour, "stroke-width": 2}, svg2);
-      text(svg2, l2 + cw + 10, t2 + 14 + i * 16, "dimension " + d, {fill: colour});
+      el("line", {x1: l2 + cw + 10, x2: l2 + cw + 26, y1: t2 + 10 + i * 16, y2: t2 + 10 + i * 16,
+                  stroke: colour, "stroke-width": 3}, svg2);
+      text(svg2, l2 + cw + 30, t2 + 14 + i * 16, "dimension " + d);
     });
   }
 
