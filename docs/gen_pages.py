@@ -307,6 +307,9 @@ def forecasting_page() -> str:
     return "\n".join(lines)
 
 
+DEFAULT_M4 = "python benchmarks/forecasting/m4.py --data PATH/TO/m4"
+
+
 def m4_section() -> list[str]:
     """The M4 Hourly benchmark's table, from benchmarks/forecasting/m4.json."""
     if not (BENCH / "forecasting" / "m4.json").is_file():
@@ -320,14 +323,14 @@ def m4_section() -> list[str]:
              f"machine ({data.get('machine', '')}). Validation: the last 48 hours of each "
              "training series, forecast from the rest; the recipe of best validation OWA is "
              f"transduce's (**{data.get('chosen', '–')}**); test scored once per row.", "",
-             f"Command: `{data.get('command', 'python benchmarks/forecasting/m4.py --data "
-             f"PATH/TO/m4')}`", "",
+             f"Command: `{data.get('command', DEFAULT_M4)}`", "",
              "| model | test sMAPE | test MASE | test OWA | test ρ0.5 | test ρ0.9 | "
              "validation OWA | training minutes |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     def cell(row, split, key):
         value = row.get(split, {}).get(key)
         return "–" if value is None else f"{value:.3f}"
+
     for name, row in data.get("rows", {}).items():
         label = f"transduce: {row['what']}" if row["kind"] == "transduce" else name
         if name == data.get("chosen"):

@@ -11,13 +11,17 @@ import io
 from pathlib import Path
 
 from transduce import runs
-from transduce.api.forecaster import Forecaster
+from transduce.api.forecaster import Forecaster, GlobalForecaster
 from transduce.decoding.translator import Translator
 
 
 def describe(path: str, model) -> dict:
     """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
     and an example input for the page."""
+    if isinstance(model, GlobalForecaster):
+        return {"kind": "global", "run": Path(model.run_dir).name,
+                "description": model.describe(), "series": model.ids,
+                "scores": runs.scores(model.run_dir), "example": model.ids[0]}
     if isinstance(model, Forecaster):
         return {"kind": "forecast", "run": Path(model.run_dir).name,
                 "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),

@@ -18,6 +18,7 @@ from transduce.config import apply_mapping
 from transduce.config_files import load_config
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
+from transduce.data.panel import read_panel
 from transduce.data.timeseries import parse_series
 from transduce.data.windows import calendar_features
 from transduce.errors import UserError
@@ -25,6 +26,7 @@ from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.panel import forecast_panel
 from transduce.tasks.forecasting.rundir import evaluate_run, is_blend, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
@@ -361,3 +363,43 @@ def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerows([list(rows[0]), *([row[k] for k in row] for row in rows)])
     return out.getvalue()
+
+
+class GlobalForecaster:
+    """A global run (``layout=long``): one model for every series of a long table
+    (``transduce.load(RUN)`` gives one). ``ids`` are the series of the table it trained on;
+    :meth:`forecast` gives one series' history and next ``horizon`` steps.
+
+    Args:
+        run_dir: the run directory.
+        history: the long table the forecasts follow (default: the one it trained on).
+    """
+
+    def __init__(self, run_dir: str | Path, history: str | Path | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.cfg = runs.read_config(run_dir, ForecastConfig)
+        self.history = read_panel(history or self.cfg.csv)
+        self.ids = list(self.history.ids)
+
+    def describe(self) -> str:
+        return (f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "
+                f"{self.cfg.horizon}, input {self.cfg.input_length}")
+
+    def forecast(self, series_id: str, shown: int | None = None) -> dict:
+        """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
+        one series: its last ``shown`` observed steps (default 4 × horizon) and its next
+        horizon."""
+        found = forecast_panel(self.run_dir, self.history, [series_id])
+        s = self.history.index(series_id)
+        shown = shown or 4 * self.cfg.horizon
+        steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]
+
+        def text(step):
+            return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
+        levels = found["quantiles"]
+        ahead = [{"ds": text(step), "y": float(f"{row[0]:.6g}"),
+                  **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}")
+                     for k, level in enumerate(levels)}}
+                 for step, row in zip(found["steps"][series_id], found["forecast"][series_id])]
+        return {"date_column": "ds", "series": series_id, "forecast": ahead,
+                "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)]}

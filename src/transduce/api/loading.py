@@ -20,13 +20,14 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from transduce.api.forecaster import Forecaster
+from transduce.api.forecaster import Forecaster, GlobalForecaster
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision
 from transduce.errors import UserError
 from transduce.export.ctranslate2 import CTranslate2Translator
 from transduce.runs import checkpoint_kind, ensemble_members
+from transduce.tasks.forecasting.panel import is_global
 from transduce.tasks.forecasting.rundir import is_blend
 from transduce.tasks.translation.loading import load_ensemble, load_translation
 
@@ -83,7 +84,7 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
         if ignored:
             raise UserError(f"{path}: a forecaster runs on the CPU in float32 (its models are "
                             f"small); leave out {' and '.join(ignored)}")
-        return Forecaster(path)
+        return GlobalForecaster(path) if is_global(path) else Forecaster(path)
     loaded = load_translation(path, verbose)
     translator = Translator(model=loaded.model, tokenizer=loaded.tokenizer, device=dev,
                             precision=resolve_precision(precision, dev))

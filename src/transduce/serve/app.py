@@ -69,6 +69,11 @@ class HeadRequest(ExplainRequest):
     query: int = Field(ge=0)
 
 
+class SeriesRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    series: Annotated[str, StringConstraints(max_length=200)]
+
+
 class ForecastRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     csv: Annotated[str, StringConstraints(max_length=MAX_ROWS_CHARS)]
@@ -119,10 +124,11 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     kind = info["kind"]
     worker = concurrent.futures.ThreadPoolExecutor(1, "transduce-model")
     batcher = Batcher(search=getattr(model, "search", None), window=window, worker=worker)
+    forecasting = kind in ("forecast", "global")
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        if kind != "forecast":
+        if not forecasting:
             batcher.start()
         yield
         await batcher.stop()
@@ -231,6 +237,12 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         numbers = await in_worker(model.head, " ".join(body.sentence.split()), body.kind,
                                   body.layer, body.head, body.query, d.beam, d.lenpen)
         return numbers.to_dict()
+
+    @app.post("/forecast/series", dependencies=need("global"))
+    async def forecast_series(body: SeriesRequest):
+        """A global run's forecast of one series (by its unique_id): its recent history and
+        its next horizon, with the quantiles."""
+        return await in_worker(model.forecast, body.series)
 
     @app.post("/explain/forecast", dependencies=need("forecast"))
     async def explain_forecast(body: ForecastRequest):

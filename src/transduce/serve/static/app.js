@@ -116,14 +116,27 @@
 
   function predict() {
     $("forecast-error").textContent = "";
-    post("forecast", {csv: $("rows").value})
+    var global = !$("series-pick").hidden;  // a global run: one series of many, by id
+    (global ? post("forecast/series", {series: $("series-id").value})
+            : post("forecast", {csv: $("rows").value}))
       .then(function (data) { chart(data.history, data.forecast, data.date_column); })
       .catch(function (e) { $("forecast-error").textContent = e.message; });
   }
 
   fetch("info").then(function (r) { return r.json(); }).then(function (info) {
     $("model").textContent = info.description;
-    if (info.kind === "forecast") {
+    if (info.kind === "global") {
+      $("forecast").hidden = false;
+      $("rows").hidden = true;
+      $("series-pick").hidden = false;
+      $("rows-hint").textContent = "Pick a series: the page shows its recent history and " +
+        "the model's forecast of its next steps.";
+      info.series.forEach(function (id) {
+        var o = document.createElement("option"); o.value = o.textContent = id;
+        $("series-id").appendChild(o);
+      });
+      $("series-id").onchange = predict;
+    } else if (info.kind === "forecast") {
       $("forecast").hidden = false;
       $("rows").value = info.example || "";
       if (info.rows_hint) { $("rows-hint").textContent = info.rows_hint; }

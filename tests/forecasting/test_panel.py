@@ -1,0 +1,129 @@
+"""Many series, one model: the long table, M4's wide files, a global run, its forecasts and
+scores, and what serve shows of it."""
+
+import math
+
+import numpy as np
+import pytest
+
+import transduce
+from transduce.cli.main import main
+from transduce.data.panel import m4_wide, read_panel, write_panel
+from transduce.errors import UserError
+from transduce.tasks.forecasting.panel import forecast_panel, is_global
+
+TINY = ["layout=long", "season=24", "horizon=24", "input_length=72", "d_model=16", "d_ff=32",
+        "num_heads=2", "num_encoder_layers=1", "max_epochs=1", "batch_size=64",
+        "quantiles=0.5,0.9", "threads=1"]
+
+
+def table(path, lengths=(150, 200, 260), level=50.0):
+    ids, steps, values = [], [], []
+    noise = np.random.default_rng(0)
+    for s, n in enumerate(lengths):
+        t = np.arange(1, n + 1)
+        ids.append(f"S{s}")
+        steps.append(list(t))
+        values.append(level + 10 * s + 10 * np.sin(2 * np.pi * t / 24)
+                      + noise.normal(0, 1, n))
+    path.write_text(write_panel(None, ids, steps, values), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def global_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("panel")
+    csv = table(root / "train.csv")
+    assert main(["forecast", "train", f"csv={csv}", "model=logsparse", "kernel=3", *TINY,
+                 "--run-dir", str(root / "run")]) == 0
+    return root / "run", csv
+
+
+@pytest.mark.parametrize("text, message", [
+    ("id,ds,y\nA,1,2\n", "no column unique_id"),
+    ("unique_id,ds,y,price\nA,1,2,3\n", "covariate columns are not read"),
+    ("unique_id,ds,y\nA,1,2\nA,1,3\n", ":3: series 'A' has ds 1 after 1"),
+    ("unique_id,ds,y\nA,1,nan\n", ":2: y 'nan' is not a finite number"),
+    ("unique_id,ds,y\nA,1,x\n", ":2: y 'x' is not a number"),
+    ("unique_id,ds,y\nA,2020-01-01,1\nA,3,2\n", ":3: ds '3' is a step where earlier rows "
+                                               "have dates"),
+    ("unique_id,ds,y\n", "no rows under the header"),
+])
+def test_bad_long_tables_are_named_by_line(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace("'", "'")):
+        read_panel(path)
+
+
+def test_m4_wide_files_become_long_tables(tmp_path):
+    (tmp_path / "Hourly-train.csv").write_text('"V1","V2","V3","V4"\n"H1","1","2",""\n'
+                                               '"H2","5","6","7"\n')
+    (tmp_path / "Hourly-test.csv").write_text('"V1","V2"\n"H1","3"\n"H2","8"\n')
+    assert main(["data", "m4", "--from", str(tmp_path), "--dest", str(tmp_path / "out")]) == 0
+    train = read_panel(tmp_path / "out" / "m4_hourly_train.csv")
+    test = read_panel(tmp_path / "out" / "m4_hourly_test.csv")
+    assert train.ids == ["H1", "H2"] and train.steps == [[1, 2], [1, 2, 3]]
+    assert test.steps == [[3], [4]] and [v.tolist() for v in test.values] == [[3], [8]]
+    assert m4_wide(tmp_path / "Hourly-test.csv")[0] == ["H1", "H2"]
+
+
+def test_a_global_run_forecasts_every_series_and_follows_its_scale(global_run, tmp_path):
+    run, csv = global_run
+    assert is_global(run)
+    found = forecast_panel(run, csv)
+    assert list(found["forecast"]) == ["S0", "S1", "S2"]
+    assert found["steps"]["S0"] == list(range(151, 175))
+    assert found["forecast"]["S1"].shape == (24, 3)  # point, q0.5, q0.9
+    assert (found["forecast"]["S1"][:, 1] <= found["forecast"]["S1"][:, 2]).all()
+    # each window is scaled by its own input: a series ten times larger, forecast ten times
+    panel = read_panel(csv)
+    panel.values = [v * 10 for v in panel.values]
+    again = forecast_panel(run, panel)
+    np.testing.assert_allclose(again["forecast"]["S2"], 10 * found["forecast"]["S2"],
+                               rtol=1e-4)
+
+
+def test_predict_test_and_plot_on_the_command_line(global_run, tmp_path, capsys):
+    run, csv = global_run
+    test = tmp_path / "test.csv"
+    ids, steps, values = [], [], []
+    for s, n in enumerate((150, 200, 260)):
+        t = np.arange(n + 1, n + 25)
+        ids.append(f"S{s}"), steps.append(list(t))
+        values.append(50 + 10 * s + 10 * np.sin(2 * np.pi * t / 24))
+    test.write_text(write_panel(None, ids, steps, values))
+    assert main(["forecast", "test", str(run), "--csv", str(test)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 series, horizon 24: sMAPE ") and "R0.9" in out
+    assert main(["forecast", "predict", str(run), "--series", "S2"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and rows[1].startswith("S2,261,")
+    assert len(rows) == 25
+    assert main(["forecast", "plot", str(run), "--series", "S1", "--output",
+                 str(tmp_path / "s1.png")]) == 0
+    assert (tmp_path / "s1.png").stat().st_size > 10_000
+    assert main(["forecast", "plot", str(run)]) == 2
+    assert "name one with --series ID" in capsys.readouterr().err
+    assert main(["forecast", "predict", str(run), "--series", "nope"]) == 2
+    assert "no series 'nope'" in capsys.readouterr().err
+
+
+def test_serve_shows_a_series_of_a_global_run(global_run):
+    from fastapi.testclient import TestClient
+
+    from transduce.api.describe import describe
+    from transduce.serve.app import create_app
+
+    run, _ = global_run
+    model = transduce.load(run)
+    with TestClient(create_app(model, describe(str(run), model))) as client:
+        info = client.get("/info").json()
+        assert info["kind"] == "global" and info["series"] == ["S0", "S1", "S2"]
+        got = client.post("/forecast/series", json={"series": "S1"}).json()
+        assert len(got["forecast"]) == 24 and got["forecast"][0]["ds"] == "201"
+        assert len(got["history"]) == 96 and got["history"][-1]["ds"] == "200"
+        assert math.isfinite(got["forecast"][0]["y_q0.9"])
+        bad = client.post("/forecast/series", json={"series": "nope"})
+        assert bad.status_code in (400, 404, 422) and "no series 'nope'" in bad.json()["error"]
+        assert client.post("/translate", json={"sentences": ["x"]}).status_code == 404
