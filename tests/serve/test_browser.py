@@ -149,3 +149,33 @@ def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser
         assert browser.find_element(By.ID, "forecast-error").text == ""
         assert browser.find_element(By.ID, "rows-hint").text.startswith(
             "Paste at least 48 recent rows as CSV")  # the server's, for this model
+
+
+def test_the_page_of_a_global_run_picks_a_series_by_id(tmp_path, browser):
+    """A global run (layout=long): the page lists its series; picking one draws its
+    history and forecast, with the band of its quantiles."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from tests.forecasting.test_panel import TINY, table
+    from transduce.cli.main import main
+
+    csv = table(tmp_path / "train.csv")
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "model=patch", "patch_len=12",
+                 "stride=6", *TINY, "--run-dir", str(run)]) == 0
+    with serve(run) as url:
+        wait = WebDriverWait(browser, 60)
+        browser.get(url)
+        wait.until(ready.visibility_of_element_located((By.ID, "series-id")))
+        assert not browser.find_element(By.ID, "rows").is_displayed()
+        pick = Select(browser.find_element(By.ID, "series-id"))
+        assert [o.text for o in pick.options] == ["S0", "S1", "S2"]
+        pick.select_by_visible_text("S2")
+        wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "svg.forecast")) == 1)
+        chart = browser.find_element(By.CSS_SELECTOR, "svg.forecast")
+        assert chart.find_elements(By.CSS_SELECTOR, "polygon.band")
+        labels = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text")]
+        assert "284" in labels  # the last forecast step of S2 (260 + 24)
+        assert browser.find_element(By.ID, "forecast-error").text == ""

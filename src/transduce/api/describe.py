@@ -11,7 +11,8 @@ import io
 from pathlib import Path
 
 from transduce import runs
-from transduce.api.forecaster import Forecaster, GlobalForecaster
+from transduce.api.forecaster import Forecaster
+from transduce.api.panel import GlobalForecaster
 from transduce.decoding.translator import Translator
 
 

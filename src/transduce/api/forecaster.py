@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# size: the Forecaster's public methods (fit, predict, plot, test, forecast, attention, read)
+# and the helpers that turn a DataFrame or CSV into the rows it reads
+
 import contextlib
 import csv
 import io
@@ -14,11 +17,11 @@ import numpy as np
 import torch
 
 from transduce import runs
+from transduce.api.forecast_attention import attention_of
 from transduce.config import apply_mapping
 from transduce.config_files import load_config
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
-from transduce.data.panel import read_panel
 from transduce.data.timeseries import parse_series
 from transduce.data.windows import calendar_features
 from transduce.errors import UserError
@@ -26,7 +29,6 @@ from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.panel import forecast_panel
 from transduce.tasks.forecasting.rundir import evaluate_run, is_blend, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
@@ -180,49 +182,9 @@ class Forecaster:
         series, name = self._history(data)
         return self.attention_of(series, name)
 
-    @torch.no_grad()
     def attention_of(self, series, name: str = "<rows>") -> dict:
         """:meth:`attention` of rows already read by :meth:`read`."""
-        cfg, label = self.cfg, self.cfg.model.name
-        attends = label in ("transformer", "patch") or (
-            label == "channel" and getattr(cfg.model, "mix_channels", False))
-        if is_blend(self.run_dir):
-            raise UserError(f"{self.run_dir}: a blend of runs has no one attention; load one "
-                            "of its runs to see it")
-        if not attends:
-            raise UserError(f"a {label} model has no attention to show; the transformer, patch "
-                            "and channel (mix_channels=true) models have")
-        dates, x, x_time, y_time, history = self._window(series, name)
-        _, weights = self.model(x, x_time, y_time, need_weights=True)
-        if weights is None:
-            raise UserError(f"this {label} model keeps no attention weights (residual "
-                            "attention); retrain without residual_attention to see them")
-        inputs = [series.dates[i] for i in range(history.start, history.stop)]
-        text = list(format_dates(inputs + list(dates), series.date_text))
-        given, ahead = text[:len(inputs)], text[len(inputs):]
-        out = {"model": label, "date_column": cfg.date_column, "input_dates": given,
-               "forecast_dates": ahead}
-        if label == "transformer":
-            known = cfg.model.label_length
-            w = weights[0]  # (heads, K + H, L)
-            return {**out, "layout": "steps", "rows": given[len(given) - known:] + ahead,
-                    "known_rows": known, "columns": given,
-                    "weights": np.round(w.float().numpy(), 5).tolist()}
-        if label == "patch":
-            core = self.model.model if hasattr(self.model, "model") else self.model
-            member = core.members[0] if hasattr(core, "members") else core
-            P, S = member.patch_len, member.stride
-            patches = [f"{given[min(n * S, len(given) - 1)]} – "
-                       f"{given[min(n * S + P - 1, len(given) - 1)]}"
-                       for n in range(member.num_patches)]
-            w = weights[0]  # (C, heads, N, N)
-            return {**out, "layout": "patches", "rows": patches, "columns": patches,
-                    "channels": self.columns[:self.inputs], "patch_len": P, "stride": S,
-                    "weights": np.round(w.float().numpy(), 5).tolist()}
-        w = weights[0]  # (heads, C, C)
-        names = list(self.columns[:self.inputs])
-        return {**out, "layout": "channels", "rows": names, "columns": names,
-                "weights": np.round(w.float().numpy(), 5).tolist()}
+        return attention_of(self, series, name)
 
     def _window(self, series, name: str):
         """(the forecast's dates, the model's inputs x, x_time, y_time, the rows it reads)
@@ -364,42 +326,3 @@ def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = 
     writer.writerows([list(rows[0]), *([row[k] for k in row] for row in rows)])
     return out.getvalue()
 
-
-class GlobalForecaster:
-    """A global run (``layout=long``): one model for every series of a long table
-    (``transduce.load(RUN)`` gives one). ``ids`` are the series of the table it trained on;
-    :meth:`forecast` gives one series' history and next ``horizon`` steps.
-
-    Args:
-        run_dir: the run directory.
-        history: the long table the forecasts follow (default: the one it trained on).
-    """
-
-    def __init__(self, run_dir: str | Path, history: str | Path | None = None) -> None:
-        self.run_dir = Path(run_dir)
-        self.cfg = runs.read_config(run_dir, ForecastConfig)
-        self.history = read_panel(history or self.cfg.csv)
-        self.ids = list(self.history.ids)
-
-    def describe(self) -> str:
-        return (f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "
-                f"{self.cfg.horizon}, input {self.cfg.input_length}")
-
-    def forecast(self, series_id: str, shown: int | None = None) -> dict:
-        """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
-        one series: its last ``shown`` observed steps (default 4 × horizon) and its next
-        horizon."""
-        found = forecast_panel(self.run_dir, self.history, [series_id])
-        s = self.history.index(series_id)
-        shown = shown or 4 * self.cfg.horizon
-        steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]
-
-        def text(step):
-            return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
-        levels = found["quantiles"]
-        ahead = [{"ds": text(step), "y": float(f"{row[0]:.6g}"),
-                  **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}")
-                     for k, level in enumerate(levels)}}
-                 for step, row in zip(found["steps"][series_id], found["forecast"][series_id])]
-        return {"date_column": "ds", "series": series_id, "forecast": ahead,
-                "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)]}

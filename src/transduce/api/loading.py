@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from transduce.api.forecaster import Forecaster, GlobalForecaster
+from transduce.api.forecaster import Forecaster
+from transduce.api.panel import GlobalForecaster
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import pick_device, resolve_precision

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# size: one module per command, and forecast has seven subcommands (train, test, backtest,
+# calibrate, blend, predict, plot), each a parser and a short runner; global runs add two
+# branches
+
 import argparse
 import sys
 from pathlib import Path

@@ -1,0 +1,51 @@
+"""A global forecasting run (``layout=long``) from Python and for the server: one model,
+many series, picked by id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transduce import runs
+from transduce.data.panel import read_panel
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.panel import forecast_panel
+
+
+class GlobalForecaster:
+    """A global run (``layout=long``): one model for every series of a long table
+    (``transduce.load(RUN)`` gives one). ``ids`` are the series of the table it trained on;
+    :meth:`forecast` gives one series' history and next ``horizon`` steps.
+
+    Args:
+        run_dir: the run directory.
+        history: the long table the forecasts follow (default: the one it trained on).
+    """
+
+    def __init__(self, run_dir: str | Path, history: str | Path | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.cfg = runs.read_config(run_dir, ForecastConfig)
+        self.history = read_panel(history or self.cfg.csv)
+        self.ids = list(self.history.ids)
+
+    def describe(self) -> str:
+        return (f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "
+                f"{self.cfg.horizon}, input {self.cfg.input_length}")
+
+    def forecast(self, series_id: str, shown: int | None = None) -> dict:
+        """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
+        one series: its last ``shown`` observed steps (default 4 × horizon) and its next
+        horizon."""
+        found = forecast_panel(self.run_dir, self.history, [series_id])
+        s = self.history.index(series_id)
+        shown = shown or 4 * self.cfg.horizon
+        steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]
+
+        def text(step):
+            return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
+        levels = found["quantiles"]
+        ahead = [{"ds": text(step), "y": float(f"{row[0]:.6g}"),
+                  **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}")
+                     for k, level in enumerate(levels)}}
+                 for step, row in zip(found["steps"][series_id], found["forecast"][series_id])]
+        return {"date_column": "ds", "series": series_id, "forecast": ahead,
+                "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)]}
