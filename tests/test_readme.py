@@ -256,6 +256,21 @@ def test_readme_translation_table_is_the_results_file():
     assert shown == {label: bleu[label] for label in shown}
 
 
+def test_readme_m4_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/forecasting/m4.json").read_text())
+    chosen = data["rows"][data["chosen"]]
+    line = README[README.index("**Many series, one model**"):].split("\n\n")[0]
+    test = chosen["test"]
+    for figure in (f"OWA {test['owa']:.3f}", f"sMAPE {test['smape']:.2f}",
+                   f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
+                   f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
+                   f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
+                   f"trained {chosen['training_minutes']} minutes"):
+        assert figure in " ".join(line.split()), figure
+
+
 def test_readme_forecasting_table_is_the_results_file():
     means = _pages_generator().forecasting_means()
     table = _table("**Forecasting**")
