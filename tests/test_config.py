@@ -64,7 +64,7 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
     (["quantiles=0,0.5"], "quantiles must be increasing levels between 0 and 1"),
     (["quantiles=0.5,0.5"], "quantiles must be increasing levels between 0 and 1"),
     (["model=linear", "quantiles=0.1,0.9"],
-     "quantiles is a setting of the transformer, patch and channel"),
+     "quantiles is a setting of the transformer, patch, channel and logsparse"),
     (["model=linear", "input_length=24", "trend_kernel=25"],
      "trend_kernel must be at least 0 and at most 24"),
     (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),

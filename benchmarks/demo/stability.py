@@ -1,6 +1,6 @@
 """Train `transduce demo` for several seeds in fp32 and bf16 and check that each run learns
-steadily (the rule in benchmarks/demo/README.md): its validation curve, and held-out exact match of the
-checkpoint validation chose and of the last one.
+steadily (the rule in benchmarks/demo/README.md): its validation curve, and held-out exact
+match of the checkpoint validation chose and of the last one.
 
     python benchmarks/demo/stability.py [key=value ...] [--seeds 1 2 3 4 5]
         [--precisions fp32 bf16] [--jobs 2] [--work runs/demo_stability]

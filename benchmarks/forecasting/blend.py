@@ -37,7 +37,8 @@ def row_run(row: dict, runs: Path) -> Path:
 
 
 def blend_dir(runs: Path, dataset: str, models: list[str], horizon: int) -> Path:
-    """Where the blend of ``models``' runs at ``horizon`` goes (the bag script of the searches read it there)."""
+    """Where the blend of ``models``' runs at ``horizon`` goes (the searches' bag script read
+    it there)."""
     return runs / "blend" / f"{dataset}_{'+'.join(models)}_{horizon}"
 
 

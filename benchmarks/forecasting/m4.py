@@ -165,7 +165,8 @@ def main() -> None:
     saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
     saved["memory"] = {str(L): {"logsparse": memory(L, True), "full": memory(L, False)}
                        for L in (256, 1024, 4096)}
-    saved["machine"] = f"{platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores"
+    cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    saved["machine"] = f"{platform.machine()}, {cores} cores"
     if args.memory_only:
         args.out.write_text(json.dumps(saved, indent=1) + "\n")
         return

@@ -58,7 +58,8 @@ def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
                for length in input_lengths or [None] for size in members or [None]}
     best = min(trained, key=lambda choice: trained[choice][1])
     run_dir = trained[best][0]
-    return {"dataset": dataset, "model": model, "horizon": horizon, "run": recorded_path(run_dir, ROOT),
+    return {"dataset": dataset, "model": model, "horizon": horizon,
+            "run": recorded_path(run_dir, ROOT),
             **score(run_dir, dataset), "epochs": trained[best][2],
             "val_mse": round(trained[best][1], 4),
             **({"val_mse_by_input_length": {n: round(v[1], 4) for (n, _), v in trained.items()}}

@@ -40,5 +40,6 @@ def test_its_settings_are_its_own(registered, tmp_path, capsys, settings, messag
 
 
 def test_unregistered_it_is_no_choice(tmp_path, capsys):
-    assert "model must be one of transformer, patch, channel, linear, sparse, repeat, not " \
+    assert "model must be one of transformer, patch, channel, linear, sparse, repeat, " \
+        "logsparse, not " \
            "'drift'" in refused(tmp_path, capsys, ["model=drift"])

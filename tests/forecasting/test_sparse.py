@@ -104,9 +104,9 @@ def test_instance_normalisation_makes_it_follow_an_affine_change_per_channel():
     (["model=sparse", "period=-1"], "period must be at least 1"),
     (["model=sparse", "period=49"], "period must be at least 1 and at most 48, not 49"),
     (["model=sparse", "period=24", "quantiles=0.1,0.9"],
-     "quantiles is a setting of the transformer, patch and channel"),
+     "quantiles is a setting of the transformer, patch, channel and logsparse"),
     (["model=sparse", "period=24", "members=2"],
-     "members is a setting of the transformer, patch and channel"),
+     "members is a setting of the transformer, patch, channel and logsparse"),
     (["model=linear", "period=24"], "period is a setting of the sparse model, not linear"),
 ])
 def test_bad_settings_get_one_line(tmp_path, capsys, settings, message):

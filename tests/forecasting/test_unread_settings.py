@@ -15,14 +15,14 @@ from transduce.tasks.forecasting.config import ForecastConfig
     (["model=linear", "patch_len=8"], "command line patch_len=8: patch_len is a setting of "
                                       "the patch model, not linear; leave it out"),
     (["model=sparse", "period=24", "d_model=8"],
-     "command line d_model=8: d_model is a setting of the transformer, patch and channel "
-     "models, not sparse"),
+     "command line d_model=8: d_model is a setting of the transformer, patch, channel and "
+     "logsparse models, not sparse"),
     (["model=patch", "experts=2"], "experts is a setting of the channel model, not patch"),
     (["model=patch", "label_length=4"], "label_length is a setting of the transformer model"),
-    (["model=linear", "calendar=false"], "calendar is a setting of the transformer and patch "
-                                         "models, not linear"),
+    (["model=linear", "calendar=false"], "calendar is a setting of the transformer, patch and "
+                                         "logsparse models, not linear"),
     (["model=repeat", "revin=false"], "revin is a setting of the transformer, patch, channel, "
-                                      "linear and sparse models, not repeat"),
+                                      "linear, sparse and logsparse models, not repeat"),
     (["model=patch", "half_life=0"], "half_life is a setting of the repeat model, not patch"),
     (["model=channel", "residual_attention=false"], "residual_attention is a setting of the "
                                                    "patch model, not channel"),
@@ -47,7 +47,7 @@ def test_the_model_switches_first_and_keeps_the_settings_the_two_share():
     assert linear.model.name == "linear" and linear.model.revin is False
     assert linear.quantiles == ()  # a baseline forecasts no quantiles
     with pytest.raises(UserError, match="model must be one of transformer, patch, channel, "
-                                        "linear, sparse, repeat, not 'lstm'"):
+                                        "linear, sparse, repeat, logsparse, not 'lstm'"):
         apply_overrides(cfg, ["model=lstm"])
 
 

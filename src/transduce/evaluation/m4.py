@@ -10,7 +10,8 @@ and DeepAR.
   1.645·√((1 + 2 Σ_{k<m} ACF_k²) / n), with n ≥ 3m), divide it by the seasonal indices of a
   classical multiplicative decomposition, repeat its last value and multiply back; else
   repeat the last value.
-- R_ρ = 2 · Σ D_ρ(y, ŷ_ρ) / Σ |y| over every series and step, D_ρ = (ρ − 1{y ≤ ŷ_ρ})(y − ŷ_ρ).
+- R_ρ = 2 · Σ D_ρ(y, ŷ_ρ) / Σ |y| over every series and step,
+  D_ρ = (ρ − 1{y ≤ ŷ_ρ})(y − ŷ_ρ).
 """
 
 from __future__ import annotations
