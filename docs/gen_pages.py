@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib.util
 import io
 import json
@@ -106,27 +105,15 @@ def cli_page() -> str:
 
 def config_rows(config) -> list[tuple[str, str, str]]:
     """(key, default, meaning) of every setting of ``config``, its union members' too."""
-    from transduce.cli.settings_help import setting_meanings
+    from transduce.cli.settings_help import other_members, setting_meanings
     from transduce.config import flatten
 
     meanings = setting_meanings(config)
     rows = [(key, value, meanings[key] or "") for key, value in flatten(config).items()
             if not (meanings[key] or "").startswith("unused")]
-    shown = {key for key, _, _ in rows}
-    others: dict[str, list] = {}
-    for field in dataclasses.fields(config):
-        for tag, member in (field.metadata.get("union") or {}).items():
-            instance = member()
-            member_meanings = setting_meanings(instance)
-            for key, value in flatten(instance).items():
-                path = f"{field.name}.{key}"
-                meaning = member_meanings[key] or ""
-                if path in shown or meaning.startswith("unused"):
-                    continue
-                others.setdefault(path, [value, [], meaning])[1].append(tag)
-    rows += [(path, value, f"({', '.join(tags)} only) {meaning}")
-             for path, (value, tags, meaning) in others.items()]
-    return rows
+    others = other_members(config, {key for key, _, _ in rows})
+    return rows + [(path, value, f"({', '.join(tags)} only) {meaning}")
+                   for path, (value, tags, meaning) in others.items()]
 
 
 def _cell(text) -> str:

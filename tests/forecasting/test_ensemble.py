@@ -69,8 +69,8 @@ def test_each_member_learns_from_its_own_error(tmp_path):
 def test_members_is_checked():
     with pytest.raises(UserError, match="members must be at least 1"):
         apply_overrides(ForecastConfig.of(csv="x.csv"), ["members=0"]).validate("run.yaml")
-    with pytest.raises(UserError, match="members is a setting of the transformer, patch "
-                                        "and channel models"):
+    with pytest.raises(UserError, match="members is a setting of the transformer, patch, "
+                                        "channel and logsparse models"):
         apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=linear", "members=2"]
                         ).validate("run.yaml")
 

@@ -43,10 +43,11 @@ def settings_epilog(config: Any) -> str:
             "bare: d_model for model.d_model), with their defaults:\n" + "\n".join(lines))
 
 
-def _other_members(config: Any, shown: set[str]) -> list[tuple[str, str]]:
-    """Rows for the settings of a union's other members (another ``model:``), each with the
-    members that have it."""
-    rows: dict[str, tuple[str, list[str], str]] = {}
+def other_members(config: Any, shown: set[str]) -> dict[str, tuple[Any, list[str], str]]:
+    """The settings of a union's other members (another ``model:``) not in ``shown``: dotted
+    key → (default, the members that have it, meaning). For --help and the documentation's
+    configuration page."""
+    rows: dict[str, tuple[Any, list[str], str]] = {}
     for f in dataclasses.fields(config):
         for tag, member in (f.metadata.get("union") or {}).items():
             instance = member()
@@ -55,9 +56,15 @@ def _other_members(config: Any, shown: set[str]) -> list[tuple[str, str]]:
                 path = f"{f.name}.{key}"
                 if path in shown or (meanings[key] or "").startswith("unused"):
                     continue
-                rows.setdefault(path, (f"{path}={value}", [], meanings[key] or ""))[1].append(tag)
-    return [(left, f"{' and '.join(tags)} {'models' if len(tags) > 1 else 'model'}: "
-                   f"{meaning}") for left, tags, meaning in rows.values()]
+                rows.setdefault(path, (value, [], meanings[key] or ""))[1].append(tag)
+    return rows
+
+
+def _other_members(config: Any, shown: set[str]) -> list[tuple[str, str]]:
+    """Rows for the settings of a union's other members, each with the members that have it."""
+    return [(f"{path}={value}", f"{' and '.join(tags)} {'models' if len(tags) > 1 else 'model'}"
+                                f": {meaning}")
+            for path, (value, tags, meaning) in other_members(config, shown).items()]
 
 
 class SettingsHelpFormatter(argparse.HelpFormatter):
