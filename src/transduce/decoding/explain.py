@@ -123,7 +123,8 @@ def explain(translator, sentence: str, beam: int = 5, lenpen: float = 0.6,
     traced: list[BeamStep] = []
     found = beam_search(model, src, mask, tok.bos_id, tok.eos_id, max(beam, 1), lenpen,
                         nbest=max(beam, 1), extra_len=EXTRA_OUTPUT, trace=traced.append)[0]
-    maps = attention_maps(translator, sentence, beam, lenpen)
+    best = [t for t in found[0].tokens if t != tok.eos_id]  # the search above: not run again
+    maps = attention_maps(translator, sentence, ids=(src_ids, best))
     nbest = [{"tokens": tok.pieces(h.tokens), "text": tok.decode(h.tokens),
               "log_prob": round(h.log_prob, 4), "score": round(h.score, 4)} for h in found]
     steps = [_step(s, tok, top_k) for s in traced]
@@ -179,7 +180,8 @@ def head_numbers(translator, sentence: str, kind: str, layer: int, head: int, qu
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     model, tok, device = translator.model, translator.tokenizer, translator.device
-    maps = attention_maps(translator, sentence, beam, lenpen)
+    src_ids, out_ids = translated_ids(translator, sentence, beam, lenpen)
+    maps = attention_maps(translator, sentence, ids=(src_ids, out_ids))
     layers = model.encoder.layers if kind == "encoder" else model.decoder.layers
     if not 0 <= layer < len(layers):
         raise ValueError(f"layer must be between 0 and {len(layers) - 1}, not {layer}")
@@ -189,7 +191,6 @@ def head_numbers(translator, sentence: str, kind: str, layer: int, head: int, qu
     rows, columns = maps.labels(kind)
     if not 0 <= query < len(rows):
         raise ValueError(f"query must be between 0 and {len(rows) - 1}, not {query}")
-    src_ids, out_ids = translated_ids(translator, sentence, beam, lenpen)
     src = torch.tensor([src_ids], device=device)
     mask = padding_mask(src, tok.pad_id)
     tgt = torch.tensor([[tok.bos_id] + out_ids], device=device)

@@ -77,12 +77,13 @@ def translated_ids(translator, sentence: str, beam: int = 5,
 
 
 @torch.no_grad()
-def attention_maps(translator, sentence: str, beam: int = 5,
-                   lenpen: float = 0.6) -> AttentionMaps:
+def attention_maps(translator, sentence: str, beam: int = 5, lenpen: float = 0.6,
+                   ids: tuple[list[int], list[int]] | None = None) -> AttentionMaps:
     """Translate ``sentence`` with ``translator`` (a PyTorch
-    :class:`~transduce.decoding.translator.Translator`) and collect its attention weights."""
+    :class:`~transduce.decoding.translator.Translator`) and collect its attention weights;
+    ``ids``: the (source, translation) ids of :func:`translated_ids`, when already found."""
     model, tok, device = translator.model, translator.tokenizer, translator.device
-    src_ids, out_ids = translated_ids(translator, sentence, beam, lenpen)
+    src_ids, out_ids = ids or translated_ids(translator, sentence, beam, lenpen)
     src = torch.tensor([src_ids], device=device)  # (1, S)
     mask = padding_mask(src, tok.pad_id)
     translation = tok.decode(out_ids)
