@@ -21,13 +21,17 @@ import numpy as np
 Z_90 = 1.645  # the test's critical value (90%, one-sided)
 
 
-def smape(forecast, truth) -> float:
-    """sMAPE of one series (%)."""
+def smape_terms(forecast, truth) -> np.ndarray:
+    """200·|y − ŷ| / (|y| + |ŷ|) per value (0 where both are 0)."""
     forecast, truth = np.asarray(forecast, np.float64), np.asarray(truth, np.float64)
     denominator = np.abs(truth) + np.abs(forecast)
-    terms = np.where(denominator > 0, 200 * np.abs(truth - forecast) /
-                     np.where(denominator > 0, denominator, 1), 0.0)
-    return float(terms.mean())
+    return np.where(denominator > 0, 200 * np.abs(truth - forecast) /
+                    np.where(denominator > 0, denominator, 1), 0.0)
+
+
+def smape(forecast, truth) -> float:
+    """sMAPE of one series (%)."""
+    return float(smape_terms(forecast, truth).mean())
 
 
 def mase_scale(history, season: int) -> float:

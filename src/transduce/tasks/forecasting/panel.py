@@ -78,8 +78,14 @@ class PanelWindows:
         scale = float(np.abs(v[:L]).mean()) or 1.0
         return v / scale, f, scale
 
-    def scale(self, i: int) -> float:
-        return self.window(i)[2]
+    def batch(self, indices) -> tuple:
+        """(x, y, x_time, y_time) of the windows ``indices``, stacked, and (B,) the scale each
+        was divided by."""
+        cut = [self.window(int(i)) for i in indices]
+        L = self.cfg.input_length
+        v = torch.from_numpy(np.stack([c[0] for c in cut]))[..., None]  # (B, L + H, 1)
+        f = torch.from_numpy(np.stack([c[1] for c in cut]))  # (B, L + H, 4)
+        return v[:, :L], v[:, L:], f[:, :L], f[:, L:], np.array([c[2] for c in cut])
 
     def __getitem__(self, i: int):
         v, f, _ = self.window(i)
@@ -129,13 +135,12 @@ class PanelTask(ForecastTask):
         device = next(model.parameters()).device
         errors, smape = [], []
         for chunk in np.array_split(np.arange(len(self.valid)), max(1, len(self.valid) // 256)):
-            x, y, xt, yt = (torch.stack(t) for t in zip(*(self.valid[int(i)] for i in chunk)))
+            x, y, xt, yt, scales = self.valid.batch(chunk)
             forecast, _ = model(x.to(device), xt.to(device), yt.to(device))
             point = forecast[..., 0, 0].float().cpu().numpy()  # (B, H)
             truth = y[..., 0].numpy()
             errors.append(point - truth)
-            scales = np.array([self.valid.scale(int(i)) for i in chunk])[:, None]
-            smape.append(smape_values(point * scales, truth * scales))
+            smape.append(m4.smape_terms(point * scales[:, None], truth * scales[:, None]))
         error = np.concatenate(errors)
         return {"val_mae": round(float(np.abs(error).mean()), 6),
                 "val_mse": round(float((error ** 2).mean()), 6),
@@ -147,13 +152,6 @@ class PanelTask(ForecastTask):
                 "extra": {"scaler": {"mean": torch.zeros(1), "std": torch.ones(1),
                                      "columns": ["y"]},
                           "panel": {"series": len(self.panel.ids), "dated": self.panel.dated}}}
-
-
-def smape_values(forecast: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """200·|y − ŷ| / (|y| + |ŷ|) per value (0 where both are 0)."""
-    denominator = np.abs(truth) + np.abs(forecast)
-    return np.where(denominator > 0, 200 * np.abs(truth - forecast) /
-                    np.where(denominator > 0, denominator, 1), 0.0)
 
 
 def train_panel(cfg: ForecastConfig, run_dir: str | Path) -> dict:
@@ -193,7 +191,7 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
     steps, out = {}, {}
     for part in np.array_split(np.arange(len(chosen)), max(1, math.ceil(len(chosen) / 256))):
         rows = [int(i) for i in part]
-        x, _, xt, _ = (torch.stack(t) for t in zip(*(windows[i] for i in rows)))
+        x, _, xt, _, scales = windows.batch(rows)
         future = []
         for i in rows:
             s = chosen[i]
@@ -202,8 +200,8 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
             future.append(torch.from_numpy(step_features(later, panel.dated, cfg.season)))
         forecast, _ = model(x, xt, torch.stack(future))  # (B, H, 1, 1 + Q)
         values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
-        for i, v in zip(rows, values):
-            out[panel.ids[chosen[i]]] = v * windows.scale(i)
+        for i, v, scale in zip(rows, values, scales):
+            out[panel.ids[chosen[i]]] = v * scale
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles),
             "dated": panel.dated}
 
