@@ -127,3 +127,32 @@ def test_serve_shows_a_series_of_a_global_run(global_run):
         bad = client.post("/forecast/series", json={"series": "nope"})
         assert bad.status_code in (400, 404, 422) and "no series 'nope'" in bad.json()["error"]
         assert client.post("/translate", json={"sentences": ["x"]}).status_code == 404
+
+
+def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_values(tmp_path):
+    from transduce.tasks.forecasting.config import ForecastConfig
+    from transduce.tasks.forecasting.panel import PanelWindows, check_scaling, training_starts
+
+    csv = table(tmp_path / "train.csv")
+    panel = read_panel(csv)
+    cfg = ForecastConfig.of(csv=str(csv), layout="long", scaling="log", input_length=72,
+                            horizon=24)
+    windows = PanelWindows(panel, cfg, training_starts(panel, 72, 24)[:50])
+    x, y, _, _, levels = windows.batch(range(50))
+    assert np.allclose(x[..., 0].mean(1).numpy(), 0, atol=1e-5)  # log less the input's mean
+    truth = np.stack([panel.values[s][np.clip(np.arange(st + 72, st + 96), 0, None)]
+                      for s, st in windows.starts])
+    np.testing.assert_allclose(windows.restore(y[..., 0].numpy(), levels[:, None]), truth,
+                               rtol=1e-5)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "model=patch", "patch_len=12", "stride=12",
+                 "scaling=log", *TINY, "--run-dir", str(run)]) == 0
+    found = forecast_panel(run, csv)
+    panel.values = [v * 10 for v in panel.values]
+    np.testing.assert_allclose(forecast_panel(run, panel)["forecast"]["S2"],
+                               10 * found["forecast"]["S2"], rtol=1e-4)
+    panel.values[1][5] = 0.0
+    with pytest.raises(UserError, match="series S1 has a value 0 <= 0, and scaling=log"):
+        check_scaling(panel, cfg, csv)
+    with pytest.raises(UserError, match="scaling is for the long layout"):
+        ForecastConfig.of(csv=str(csv), scaling="log").validate("settings")

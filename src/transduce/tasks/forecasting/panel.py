@@ -4,10 +4,13 @@ table (``layout=long``; see :mod:`transduce.data.panel`).
 - **Windows.** Every (input, horizon) window of every series, the last ``horizon`` steps of
   each series held out: they validate. A series shorter than a window is padded on the left
   with its first value.
-- **Scale per series window, as DeepAR does.** Each window is divided by the mean absolute
-  value of its own input steps (DeepAR scales by the mean of its conditioning range), and
-  its forecast multiplied back, so series of any level train one model; a model's own
-  RevIN (per window mean and deviation) may still run inside.
+- **Scale per series window, as DeepAR does.** With ``scaling=mean`` each window is divided
+  by the mean absolute value of its own input steps (DeepAR scales by the mean of its
+  conditioning range), and its forecast multiplied back, so series of any level train one
+  model; with ``scaling=log`` (positive series) it becomes log y less the mean log y of its
+  input steps, and the forecast is exp'd back: an error then weighs by its ratio to the
+  level, as sMAPE and MASE weigh it, and a quantile of log y is exp'd to the same quantile
+  of y. A model's own RevIN (per window mean and deviation) may still run inside.
 - **Features.** For dated series, the calendar; for integer steps with ``season`` m, the
   phase t mod m and the cycle count (t div m) mod 7 (hour of day and day of week for hourly
   series).
@@ -60,7 +63,7 @@ def next_steps(steps: list, dated: bool, horizon: int) -> list:
 
 class PanelWindows:
     """Windows of a panel, scaled per window: ``self[i]`` is (x (L, 1), y (H, 1), x_time
-    (L, 4), y_time (H, 4)) as tensors; ``scale(i)`` what that window was divided by."""
+    (L, 4), y_time (H, 4)) as tensors; :meth:`restore` puts forecasts back in units."""
 
     def __init__(self, panel: Panel, cfg: ForecastConfig, starts: list[tuple[int, int]]):
         self.panel, self.cfg, self.starts = panel, cfg, starts
@@ -75,12 +78,23 @@ class PanelWindows:
         values, feats = self.panel.values[s], self.features[s]
         idx = np.clip(np.arange(start, start + L + H), 0, len(values) - 1)
         v, f = values[idx], feats[idx]
+        if self.cfg.scaling == "log":
+            logged = np.log(v)
+            level = float(logged[:L].mean())
+            return logged - level, f, level
         scale = float(np.abs(v[:L]).mean()) or 1.0
         return v / scale, f, scale
 
+    def restore(self, values: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """``values`` on the windows' common scale back in their series' units: ``scales``
+        are what :meth:`batch` gave, shaped to broadcast against ``values``."""
+        if self.cfg.scaling == "log":
+            return np.exp(values + scales)
+        return values * scales
+
     def batch(self, indices) -> tuple:
-        """(x, y, x_time, y_time) of the windows ``indices``, stacked, and (B,) the scale each
-        was divided by."""
+        """(x, y, x_time, y_time) of the windows ``indices``, stacked, and (B,) each one's
+        scale (what it was divided by, or for ``scaling=log`` the mean log subtracted)."""
         cut = [self.window(int(i)) for i in indices]
         L = self.cfg.input_length
         v = torch.from_numpy(np.stack([c[0] for c in cut]))[..., None]  # (B, L + H, 1)
@@ -92,6 +106,16 @@ class PanelWindows:
         L = self.cfg.input_length
         return (torch.from_numpy(v[:L, None].copy()), torch.from_numpy(v[L:, None].copy()),
                 torch.from_numpy(f[:L].copy()), torch.from_numpy(f[L:].copy()))
+
+
+def check_scaling(panel: Panel, cfg: ForecastConfig, source) -> None:
+    """Raise a UserError where ``scaling=log`` meets a value that is not positive."""
+    if cfg.scaling != "log":
+        return
+    for name, values in zip(panel.ids, panel.values):
+        if len(values) and values.min() <= 0:
+            raise UserError(f"{source}: series {name} has a value {values.min():g} <= 0, and "
+                            "scaling=log takes the log of every value; use scaling=mean")
 
 
 def training_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
@@ -123,6 +147,7 @@ class PanelTask(ForecastTask):
             raise UserError(f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
                             f"horizon + 2 = {H + 2} steps; a global run validates on each "
                             "series' last horizon")
+        check_scaling(panel, cfg, cfg.csv)
         self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H))
         self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H))
 
@@ -140,7 +165,8 @@ class PanelTask(ForecastTask):
             point = forecast[..., 0, 0].float().cpu().numpy()  # (B, H)
             truth = y[..., 0].numpy()
             errors.append(point - truth)
-            smape.append(m4.smape_terms(point * scales[:, None], truth * scales[:, None]))
+            smape.append(m4.smape_terms(self.valid.restore(point, scales[:, None]),
+                                        self.valid.restore(truth, scales[:, None])))
         error = np.concatenate(errors)
         return {"val_mae": round(float(np.abs(error).mean()), 6),
                 "val_mse": round(float((error ** 2).mean()), 6),
@@ -186,6 +212,7 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
                         "forecast predict --csv")
     panel = history if isinstance(history, Panel) else read_panel(history)
     chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
+    check_scaling(panel, cfg, "the history" if isinstance(history, Panel) else history)
     L, H = cfg.input_length, cfg.horizon
     windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen])
     steps, out = {}, {}
@@ -201,7 +228,7 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
         forecast, _ = model(x, xt, torch.stack(future))  # (B, H, 1, 1 + Q)
         values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
         for i, v, scale in zip(rows, values, scales):
-            out[panel.ids[chosen[i]]] = v * scale
+            out[panel.ids[chosen[i]]] = windows.restore(v, scale)
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles),
             "dated": panel.dated}
 
