@@ -313,4 +313,4 @@ def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     rows = (tmp_path / "next_48_H1.csv").read_text().splitlines()
     assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and len(rows) == 1 + 48
     assert rows[1].startswith("H1,201,")
-    assert (tmp_path / "runs" / "m4_logsparse" / "forecast_H1.png").stat().st_size > 10_000
+    assert (tmp_path / "runs" / "m4" / "forecast_H1.png").stat().st_size > 10_000

@@ -45,33 +45,47 @@ from transduce.data.panel import Panel, read_panel, write_panel  # noqa: E402
 from transduce.evaluation import m4  # noqa: E402
 from transduce.tasks.forecasting.panel import forecast_panel  # noqa: E402
 
-H, SEASON, INPUT = 48, 24, 168
-COMMON = ["layout=long", f"season={SEASON}", f"horizon={H}", f"input_length={INPUT}",
-          "quantiles=0.5,0.9", "point_loss=mae", "batch_size=64", "lr=0.001",
-          "threads=2", "valid_every=200", "patience=0", "max_epochs=0"]
-RECIPES = {  # name → (what it is, its settings)
-    "logsparse_k3": ("LogSparse, kernel 3, LogSparse mask",
-                     ["model=logsparse", "kernel=3", "pattern=logsparse"]),
-    "logsparse_k1": ("LogSparse, kernel 1 (canonical attention), LogSparse mask",
-                     ["model=logsparse", "kernel=1", "pattern=logsparse"]),
-    "full_k3": ("kernel 3, full causal attention (no LogSparse mask)",
-                ["model=logsparse", "kernel=3", "pattern=full"]),
-    "patch": ("the patch Transformer (PatchTST), global",
-              ["model=patch", "patch_len=24", "stride=12"]),
-    "patch_log": ("the patch Transformer, global, log scaling",
-                  ["model=patch", "patch_len=24", "stride=12", "scaling=log"]),
-    "patch_m3": ("the patch Transformer, global, 3 members",
-                 ["model=patch", "patch_len=24", "stride=12", "members=3"]),
-    "patch_log_m3": ("the patch Transformer, global, log scaling, 3 members",
-                     ["model=patch", "patch_len=24", "stride=12", "scaling=log",
-                      "members=3"]),
-    "logsparse_k3_log": ("LogSparse, kernel 3, LogSparse mask, log scaling",
-                         ["model=logsparse", "kernel=3", "pattern=logsparse",
-                          "scaling=log"]),
-}
+# M4's horizon and the seasonality its MASE and Naive2 use, by frequency
+FREQUENCIES = {"Yearly": (6, 1), "Quarterly": (8, 4), "Monthly": (18, 12), "Weekly": (13, 1),
+               "Daily": (14, 1), "Hourly": (48, 24)}
+H, SEASON = FREQUENCIES["Hourly"]  # main() sets them from --frequency
 SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3", "dropout=0.1"]
-PATCH_SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3",
-               "dropout=0.1"]
+PATCH_SIZES = SIZES
+
+
+def common() -> list[str]:
+    """Every recipe's settings, from the horizon and season alone: an input of 3.5 horizons
+    (168 hours for Hourly; N-BEATS's look-backs span 2 to 7 horizons)."""
+    return ["layout=long", f"season={SEASON}", f"horizon={H}",
+            f"input_length={round(3.5 * H)}", "quantiles=0.5,0.9", "point_loss=mae",
+            "batch_size=64", "lr=0.001", "threads=2", "valid_every=200", "patience=0",
+            "max_epochs=0"]
+
+
+def recipes() -> dict[str, tuple[str, list[str]]]:
+    """name → (what it is, its settings). Patches span half a horizon (24 hours for Hourly)
+    and overlap by half."""
+    patch_len = max(2, H // 2)
+    patch = ["model=patch", f"patch_len={patch_len}", f"stride={max(1, patch_len // 2)}"]
+    return {
+        "logsparse_k3": ("LogSparse, kernel 3, LogSparse mask",
+                         ["model=logsparse", "kernel=3", "pattern=logsparse"]),
+        "logsparse_k1": ("LogSparse, kernel 1 (canonical attention), LogSparse mask",
+                         ["model=logsparse", "kernel=1", "pattern=logsparse"]),
+        "full_k3": ("kernel 3, full causal attention (no LogSparse mask)",
+                    ["model=logsparse", "kernel=3", "pattern=full"]),
+        "patch": ("the patch Transformer (PatchTST), global", patch),
+        "patch_log": ("the patch Transformer, global, log scaling", patch + ["scaling=log"]),
+        "patch_m3": ("the patch Transformer, global, 3 members", patch + ["members=3"]),
+        "patch_log_m3": ("the patch Transformer, global, log scaling, 3 members",
+                         patch + ["scaling=log", "members=3"]),
+        "logsparse_k3_log": ("LogSparse, kernel 3, LogSparse mask, log scaling",
+                             ["model=logsparse", "kernel=3", "pattern=logsparse",
+                              "scaling=log"]),
+    }
+
+
+RECIPES = recipes()
 
 
 def split_validation(panel: Panel) -> tuple[Panel, dict]:
@@ -123,11 +137,11 @@ def sizes(recipe: str) -> list[str]:
     return PATCH_SIZES if recipe.startswith("patch") else SIZES
 
 
-def train(recipe: str, data: Path, runs: Path, minutes: float) -> tuple[Path, float]:
+def train(recipe: str, csv: Path, runs: Path, minutes: float) -> tuple[Path, float]:
     run = runs / recipe
     settings = RECIPES[recipe][1] + sizes(recipe)
     start = time.time()
-    code = transduce(["forecast", "train", f"csv={data / 'm4_hourly_train.csv'}", *COMMON,
+    code = transduce(["forecast", "train", f"csv={csv}", *common(),
                       *settings, f"max_minutes={minutes}", "--run-dir", str(run)])
     if code:
         raise SystemExit(f"{recipe}: training failed ({code})")
@@ -176,15 +190,27 @@ print(kb("VmHWM") - before, cells, keys[0].shape[1] if sparse else L)
 
 
 def main() -> None:
+    global H, SEASON, RECIPES
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="the folder of M4's Hourly-train.csv and "
-                                                  "Hourly-test.csv")
+    parser.add_argument("--data", type=Path, help="the folder of M4's FREQUENCY-train.csv and "
+                                                  "FREQUENCY-test.csv")
+    parser.add_argument("--frequency", default="Hourly", choices=list(FREQUENCIES),
+                        help="which M4 frequency (its horizon and seasonality set the "
+                             "recipes'; default Hourly)")
     parser.add_argument("--minutes", type=float, default=7.0, help="training minutes a model")
     parser.add_argument("--recipes", default=",".join(RECIPES))
-    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench" / "m4")
-    parser.add_argument("--out", type=Path, default=HERE / "m4.json")
+    parser.add_argument("--runs", type=Path, help="where the runs go (default runs/bench/m4 "
+                                                  "for Hourly, runs/bench/m4_FREQUENCY else)")
+    parser.add_argument("--out", type=Path, help="results file (default "
+                                                 "benchmarks/forecasting/m4.json for Hourly, "
+                                                 "m4_FREQUENCY.json else)")
     parser.add_argument("--memory-only", action="store_true")
     args = parser.parse_args()
+    H, SEASON = FREQUENCIES[args.frequency]
+    RECIPES = recipes()
+    suffix = "" if args.frequency == "Hourly" else f"_{args.frequency.lower()}"
+    args.runs = args.runs or ROOT / "runs" / "bench" / f"m4{suffix}"
+    args.out = args.out or HERE / f"m4{suffix}.json"
     wanted = []
     for given in args.recipes.split(","):
         recipe, _, minutes = given.partition(":")
@@ -202,15 +228,19 @@ def main() -> None:
     if args.data is None:
         parser.error("--data is required to train and score")
     data = args.runs / "data"
-    assert transduce(["data", "m4", "--from", str(args.data), "--dest", str(data)]) == 0
-    full = read_panel(data / "m4_hourly_train.csv")
-    test = read_panel(data / "m4_hourly_test.csv")
+    if transduce(["data", "m4", "--from", str(args.data), "--dest", str(data),
+                  "--frequency", args.frequency]):
+        raise SystemExit(f"{args.data}: could not convert M4's {args.frequency} files")
+    stem = f"m4_{args.frequency.lower()}"
+    full = read_panel(data / f"{stem}_train.csv")
+    test = read_panel(data / f"{stem}_test.csv")
     val_history, val_truth = split_validation(full)
     test_truth = {i: v for i, v in zip(test.ids, test.values)}
     histories = {"validation": {i: v for i, v in zip(val_history.ids, val_history.values)},
                  "test": {i: v for i, v in zip(full.ids, full.values)}}
     truths = {"validation": val_truth, "test": test_truth}
     saved["command"] = "python benchmarks/forecasting/m4.py " + " ".join(sys.argv[1:])
+    saved["frequency"], saved["horizon"], saved["season"] = args.frequency, H, SEASON
     saved.setdefault("rows", {})
     for split, history in (("validation", val_history), ("test", full)):
         for name, row in peers(history, truths[split]).items():
@@ -221,9 +251,9 @@ def main() -> None:
                 entry[f"{split}_seconds"] = row["seconds"]
     args.out.write_text(json.dumps(saved, indent=1) + "\n")
     for recipe, minutes in wanted:
-        run, seconds = train(recipe, data, args.runs, minutes)
+        run, seconds = train(recipe, data / f"{stem}_train.csv", args.runs, minutes)
         entry = {"kind": "transduce", "what": RECIPES[recipe][0],
-                 "settings": " ".join(COMMON + RECIPES[recipe][1] + sizes(recipe)),
+                 "settings": " ".join(common() + RECIPES[recipe][1] + sizes(recipe)),
                  "training_minutes": round(seconds / 60, 1), "command": saved["command"]}
         entry["validation"] = model_scores(run, val_history, val_truth,
                                            histories["validation"])

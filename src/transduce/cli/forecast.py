@@ -180,8 +180,9 @@ def run_train(args: argparse.Namespace) -> int:
     cfg.validate(source)
     if cfg.layout == "long":
         metrics = train_panel(cfg, args.run_dir)
-        print(f"best validation mae {metrics['best_val_mae']:.4f} (each window scaled by its "
-              f"input's mean absolute value)")
+        scaled = ("log y less its input's mean log y" if cfg.scaling == "log" else
+                  "scaled by its input's mean absolute value")
+        print(f"best validation mae {metrics['best_val_mae']:.4f} (each window {scaled})")
         return 0
     metrics = train_forecaster(cfg, args.run_dir)
     print(f"best validation mse {metrics['best_val_mse']:.4f}")
