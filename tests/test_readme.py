@@ -264,6 +264,7 @@ def test_readme_m4_figures_are_the_results_file():
     line = README[README.index("**Many series, one model**"):].split("\n\n")[0]
     test = chosen["test"]
     for figure in (f"OWA {test['owa']:.3f}", f"sMAPE {test['smape']:.2f}",
+                   f"MASE {test['mase']:.3f}",
                    f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
                    f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
                    f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
