@@ -65,7 +65,7 @@ class PanelWindows:
     """Windows of a panel, scaled per window: ``self[i]`` is (x (L, 1), y (H, 1), x_time
     (L, 4), y_time (H, 4)) as tensors; :meth:`restore` puts forecasts back in units."""
 
-    def __init__(self, panel: Panel, cfg: ForecastConfig, starts: list[tuple[int, int]]):
+    def __init__(self, panel: Panel, cfg: ForecastConfig, starts):
         self.panel, self.cfg, self.starts = panel, cfg, starts
         self.features = [step_features(s, panel.dated, cfg.season) for s in panel.steps]
 
@@ -73,7 +73,7 @@ class PanelWindows:
         return len(self.starts)
 
     def window(self, i: int):
-        s, start = self.starts[i]
+        s, start = (int(n) for n in self.starts[i])
         L, H = self.cfg.input_length, self.cfg.horizon
         values, feats = self.panel.values[s], self.features[s]
         idx = np.clip(np.arange(start, start + L + H), 0, len(values) - 1)
@@ -118,15 +118,16 @@ def check_scaling(panel: Panel, cfg: ForecastConfig, source) -> None:
                             "scaling=log takes the log of every value; use scaling=mean")
 
 
-def training_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
-    """Every window whose horizon ends before each series' last ``H`` steps (left-padded
-    windows included from the series' first step as the first target)."""
-    starts = []
+def training_starts(panel: Panel, L: int, H: int) -> np.ndarray:
+    """(N, 2) rows of (series, start): every window whose horizon ends before each series'
+    last ``H`` steps (left-padded windows included from the series' first step as the first
+    target). An array, not a list of tuples: M4's Monthly and Daily hold some 10 million."""
+    parts = []
     for s, values in enumerate(panel.values):
         usable = len(values) - H  # the last H validate
-        for start in range(1 - L, usable - L - H + 1):
-            starts.append((s, start))
-    return starts
+        starts = np.arange(1 - L, usable - L - H + 1, dtype=np.int64)
+        parts.append(np.stack([np.full_like(starts, s), starts], 1))
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
 def validation_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
