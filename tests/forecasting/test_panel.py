@@ -154,5 +154,7 @@ def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_valu
     panel.values[1][5] = 0.0
     with pytest.raises(UserError, match="series S1 has a value 0 <= 0, and scaling=log"):
         check_scaling(panel, cfg, csv)
+    with pytest.raises(UserError, match="trained with scaling=log: give a history of pos"):
+        forecast_panel(run, panel)
     with pytest.raises(UserError, match="scaling is for the long layout"):
         ForecastConfig.of(csv=str(csv), scaling="log").validate("settings")

@@ -108,14 +108,15 @@ class PanelWindows:
                 torch.from_numpy(f[:L].copy()), torch.from_numpy(f[L:].copy()))
 
 
-def check_scaling(panel: Panel, cfg: ForecastConfig, source) -> None:
+def check_scaling(panel: Panel, cfg: ForecastConfig, source,
+                  remedy: str = "train with scaling=mean") -> None:
     """Raise a UserError where ``scaling=log`` meets a value that is not positive."""
     if cfg.scaling != "log":
         return
     for name, values in zip(panel.ids, panel.values):
         if len(values) and values.min() <= 0:
             raise UserError(f"{source}: series {name} has a value {values.min():g} <= 0, and "
-                            "scaling=log takes the log of every value; use scaling=mean")
+                            f"scaling=log takes the log of every value; {remedy}")
 
 
 def training_starts(panel: Panel, L: int, H: int) -> np.ndarray:
@@ -213,7 +214,8 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
                         "forecast predict --csv")
     panel = history if isinstance(history, Panel) else read_panel(history)
     chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
-    check_scaling(panel, cfg, "the history" if isinstance(history, Panel) else history)
+    check_scaling(panel, cfg, "the history" if isinstance(history, Panel) else history,
+                  f"{run_dir} was trained with scaling=log: give a history of positive values")
     L, H = cfg.input_length, cfg.horizon
     windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen])
     steps, out = {}, {}
