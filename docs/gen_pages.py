@@ -327,7 +327,9 @@ def m4_section() -> list[str]:
              "ρ0.9 risks of LogSparse and DeepAR. The peers ran in the same run on the same "
              f"machine ({data.get('machine', '')}). Validation: the last 48 hours of each "
              "training series, forecast from the rest; the recipe of best validation OWA is "
-             f"transduce's (**{data.get('chosen', '–')}**); test scored once per row.", "",
+             f"transduce's (**{data.get('chosen', '–')}**); test scored once per row. The "
+             "rows after the first four are a second round whose plan, written before its "
+             "runs, opens `benchmarks/forecasting/m4.py`.", "",
              *m4_commands(data), "",
              "| model | test sMAPE | test MASE | test OWA | test ρ0.5 | test ρ0.9 | "
              "validation OWA | training minutes |",

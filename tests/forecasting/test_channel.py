@@ -188,7 +188,7 @@ def test_experts_started_at_the_mean_embed_a_window_as_its_mean(trend_kernel):
     (["inputs=a", "mix_channels=false"], "set mix_channels=true or inputs="),
     (["learned_mask=true", "mix_channels=false"], "learned_mask is for the channel model "
                                                   "with mix_channels=true"),
-    (["known=b"], "known-future covariates are for the transformer and patch"),
+    (["known=b"], "known-future covariates are for the transformer, patch and logsparse"),
     (["experts=0"], "experts"),
     (["expert_init=zeros"], "expert_init"),
     (["experts=2", "top_k=3"], "top_k must be at least 0 and at most 2"),

@@ -91,7 +91,7 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
 
 @pytest.mark.parametrize("items, message", [
     (["model=patch", "inputs=a"], "past-observed covariates (inputs) are for the transformer"),
-    (["model=linear", "known=k"], "known-future covariates are for the transformer and patch"),
+    (["model=linear", "known=k"], "known-future covariates are for the transformer, patch and logsparse"),
     (["model=transformer", "columns=y", "inputs=y"], "a column is named twice"),
     (["model=transformer", "patch_calendar=true"], "patch_calendar is a setting of the patch model"),
     (["model=patch", "calendar=false", "patch_calendar=true"], "with calendar=true"),

@@ -41,7 +41,7 @@ def global_run(tmp_path_factory):
 
 @pytest.mark.parametrize("text, message", [
     ("id,ds,y\nA,1,2\n", "no column unique_id"),
-    ("unique_id,ds,y,price\nA,1,2,3\n", "covariate columns are not read"),
+    ("unique_id,ds,y,price\nA,1,2,3\n", "columns price are not read: name them known=price"),
     ("unique_id,ds,y\nA,1,2\nA,1,3\n", ":3: series 'A' has ds 1 after 1"),
     ("unique_id,ds,y\nA,1,nan\n", ":2: y 'nan' is not a finite number"),
     ("unique_id,ds,y\nA,1,x\n", ":2: y 'x' is not a number"),
@@ -158,3 +158,46 @@ def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_valu
         forecast_panel(run, panel)
     with pytest.raises(UserError, match="scaling is for the long layout"):
         ForecastConfig.of(csv=str(csv), scaling="log").validate("settings")
+
+
+def promo_table(path, lengths=(300, 360, 420), future=0, seed=0):
+    """Series of 50 + 10 s + 30 · promo, a known-future flag on about one step in four; with
+    ``future`` the table of each series' next ``future`` steps (its flag, no y)."""
+    rng = np.random.default_rng(seed)
+    lines = ["unique_id,ds,y,promo"] if not future else ["unique_id,ds,promo"]
+    for s, n in enumerate(lengths):
+        for t in range(n + 1, n + future + 1) if future else range(1, n + 1):
+            promo = int(rng.random() < 0.25)
+            y = 50 + 10 * s + 30 * promo + rng.normal(0, 1)
+            lines.append(f"S{s},{t},{promo}" if future else f"S{s},{t},{y:.3f},{promo}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_global_run_reads_known_future_covariates(tmp_path, capsys):
+    csv = promo_table(tmp_path / "train.csv")
+    panel = read_panel(csv, known=("promo",))
+    assert panel.known["promo"][1].shape == (360,) and set(panel.known["promo"][0]) == {0, 1}
+    with pytest.raises(UserError, match="columns promo are not read: name them known=promo"):
+        read_panel(csv)
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={csv}", "known=promo", "model=patch",
+                 "patch_len=12", "stride=12", *TINY[:-3], "max_epochs=20", "lr=0.003",
+                 "batch_size=64", "quantiles=0.5,0.9", "threads=1", "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    future = promo_table(tmp_path / "future.csv", future=24)
+    found = forecast_panel(run, csv, future=future)
+    ahead = read_panel(future, known=("promo",), target=False)
+    for s in range(3):  # the forecast follows the flag it was given for each step
+        flag, point = ahead.known["promo"][s], found["forecast"][f"S{s}"][:, 0]
+        assert point[flag == 1].mean() - point[flag == 0].mean() > 15, s
+    assert main(["forecast", "predict", str(run), "--known", str(future), "--series", "S1"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and rows[1].startswith("S1,361,")
+    assert main(["forecast", "predict", str(run)]) == 2
+    assert "reads the known covariates promo: give their values" in capsys.readouterr().err
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(future.read_text().splitlines()[:30]) + "\n")
+    assert main(["forecast", "predict", str(run), "--known", str(short)]) == 2
+    assert "series 'S1' needs a row at each of its next 24 steps, 361 to 384, with promo" \
+        in capsys.readouterr().err

@@ -19,12 +19,17 @@ class GlobalForecaster:
     Args:
         run_dir: the run directory.
         history: the long table the forecasts follow (default: the one it trained on).
+        known: for a run that reads known covariates, a long table of their values at each
+            series' next horizon steps (without it, such a run cannot forecast).
     """
 
-    def __init__(self, run_dir: str | Path, history: str | Path | None = None) -> None:
+    def __init__(self, run_dir: str | Path, history: str | Path | None = None,
+                 known: str | Path | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.cfg = runs.read_config(run_dir, ForecastConfig)
-        self.history = read_panel(history or self.cfg.csv)
+        names = tuple(self.cfg.known_list())
+        self.history = read_panel(history or self.cfg.csv, known=names)
+        self.known = read_panel(known, known=names, target=False) if known else None
         self.ids = list(self.history.ids)
 
     def describe(self) -> str:
@@ -35,7 +40,7 @@ class GlobalForecaster:
         """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
         one series: its last ``shown`` observed steps (default 4 × horizon) and its next
         horizon."""
-        found = forecast_panel(self.run_dir, self.history, [series_id])
+        found = forecast_panel(self.run_dir, self.history, [series_id], self.known)
         s = self.history.index(series_id)
         shown = shown or 4 * self.cfg.horizon
         steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]

@@ -134,6 +134,10 @@ def _add_blend(sub: argparse._SubParsersAction) -> None:
                        metavar="B", help="as for forecast test")
     blend.set_defaults(run=run_blend)
 
+KNOWN_HELP = ("a global run that reads known covariates: a long table of unique_id, ds and "
+              "those columns at each series' next horizon steps")
+
+
 def _add_predict(sub: argparse._SubParsersAction) -> None:
     predict = sub.add_parser("predict", help="forecast the rows after a CSV's last row",
                              description="Forecast the horizon after the last row of --csv, "
@@ -146,6 +150,7 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     predict.add_argument("--series", action="append", metavar="ID",
                          help="a global run: forecast this series only (repeatable; default: "
                               "every series of --csv)")
+    predict.add_argument("--known", metavar="FILE", help=KNOWN_HELP)
     predict.add_argument("--output", help="CSV file to write (default: standard output)")
     predict.set_defaults(run=run_predict)
 
@@ -170,6 +175,7 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
     plot.add_argument("--series", metavar="ID",
                       help="a global run: the series to plot, its history (--csv, default the "
                            "table it trained on) then its forecast")
+    plot.add_argument("--known", metavar="FILE", help=KNOWN_HELP)
     plot.add_argument("--output", help="PNG path (default RUN_DIR/forecast_WINDOW.png, or "
                                        "RUN_DIR/forecast_future.png)")
     plot.set_defaults(run=run_plot)
@@ -261,10 +267,11 @@ def run_predict(args: argparse.Namespace) -> int:
         check_output_file(args.output, "--output")
     if is_global(args.run_dir):
         text = panel_rows(forecast_panel(args.run_dir, args.csv or _trained_on(args.run_dir),
-                                         args.series))
+                                         args.series, args.known))
     else:
-        if args.series:
-            raise UserError("--series picks series of a global run (layout=long)")
+        if args.series or args.known:
+            raise UserError(f"{'--series' if args.series else '--known'} is for a global run "
+                            "(layout=long)")
         model = Forecaster(args.run_dir)
         _say_history(args, model)
         text = predict_csv(model, args.csv)
@@ -278,6 +285,8 @@ def run_predict(args: argparse.Namespace) -> int:
 def run_plot(args: argparse.Namespace) -> int:
     if is_global(args.run_dir):
         return _plot_series(args)
+    if args.known:
+        raise UserError("--known is for a global run (layout=long)")
     if args.csv and not args.future:
         raise UserError("--csv goes with --future: give both to plot the forecast after a "
                         "file's last row (a test window is plotted from the run's own CSV)")
@@ -326,8 +335,9 @@ def _trained_on(run_dir) -> str:
 def _plot_series(args: argparse.Namespace) -> int:
     if not args.series:
         raise UserError("a global run holds many series: name one with --series ID")
-    history = read_panel(args.csv or _trained_on(args.run_dir))
-    found = forecast_panel(args.run_dir, history, [args.series])
+    cfg = runs.read_config(args.run_dir, ForecastConfig)
+    history = read_panel(args.csv or cfg.csv, known=tuple(cfg.known_list()))
+    found = forecast_panel(args.run_dir, history, [args.series], args.known)
     values = history.values[history.index(args.series)]
     forecast = found["forecast"][args.series]  # (H, 1 + Q)
     H = len(forecast)

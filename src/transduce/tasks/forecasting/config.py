@@ -77,9 +77,9 @@ class ForecastConfig:
                    "numeric column not in inputs or known)",
         "inputs": "transformer and channel: comma-separated past-observed covariates, read "
                   "but not forecast",
-        "known": "transformer and patch: comma-separated known-future covariates (e.g. a "
-                 "planned price), read over the input and the horizon; predict needs their "
-                 "future rows",
+        "known": "transformer, patch and logsparse: comma-separated known-future covariates "
+                 "(e.g. a planned price), read over the input and the horizon; predict needs "
+                 "their future rows (in a long table: its covariate columns)",
         "layout": "wide (one CSV of aligned columns: one model for them) or long (a table of "
                   "unique_id, ds, y holding many series of any lengths: one global model "
                   "trained on windows of them all, validated on each series' last horizon)",
@@ -129,10 +129,11 @@ class ForecastConfig:
         found += one_of(self, "scaling", SCALINGS)
         found += at_least(self, 0, "season")
         if self.layout == "long":
-            for key in ("columns", "inputs", "known"):
+            for key in ("columns", "inputs"):
                 if getattr(self, key):
                     found.append((key, f"{key} is for the wide layout; a long table's series "
-                                       f"are its unique_ids (leave {key} out)"))
+                                       f"are its unique_ids (leave {key} out; its known-"
+                                       "future covariate columns go in known)"))
         if self.layout != "long" and self.scaling != "mean":
             found.append(("scaling", "scaling is for the long layout (a wide run scales each "
                                      "column by its training mean and deviation); leave it out "
@@ -165,8 +166,8 @@ class ForecastConfig:
                                     "others read each channel on its own); set "
                                     "model=transformer or model=channel"))
         if self.known and not self.model.READS_KNOWN:
-            found.append(("known", f"known-future covariates are for the transformer and "
-                                   f"patch models, not {name}"))
+            found.append(("known", f"known-future covariates are for the transformer, patch "
+                                   f"and logsparse models, not {name}"))
         return found
 
     def validate(self, origin: Origin | str) -> None:

@@ -13,12 +13,17 @@ table (``layout=long``; see :mod:`transduce.data.panel`).
   of y. A model's own RevIN (per window mean and deviation) may still run inside.
 - **Features.** For dated series, the calendar; for integer steps with ``season`` m, the
   phase t mod m and the cycle count (t div m) mod 7 (hour of day and day of week for hourly
-  series).
+  series). Then the ``known`` covariate columns, z-scored by their training mean and
+  deviation (stored with the checkpoint); forecasting wants their next ``horizon`` rows.
 - **Validation.** Every series' last horizon from the input before it: MAE on the scaled
   values chooses the best checkpoint, MSE and sMAPE (on the original scale) are logged.
 """
 
 from __future__ import annotations
+
+# size: a global run end to end (its windows and their scaling, the task that trains on them,
+# and forecasting and scoring through the same windows), so that the scaling and the known
+# covariates are put on and taken off in one place
 
 import dataclasses
 import math
@@ -29,7 +34,7 @@ import torch
 
 from transduce import runs
 from transduce.data.panel import Panel, read_panel, write_panel
-from transduce.data.windows import calendar_features
+from transduce.data.windows import Scaler, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
 from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
@@ -52,6 +57,25 @@ def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
     return features
 
 
+def features(panel: Panel, s: int, cfg: ForecastConfig, known: Scaler | None) -> np.ndarray:
+    """(T, 4 + K) features of series ``s``'s steps: :func:`step_features`, then its
+    ``known`` covariates z-scored by ``known`` (their training mean and deviation)."""
+    steps = step_features(panel.steps[s], panel.dated, cfg.season)
+    names = cfg.known_list()
+    if not names:
+        return steps
+    columns = np.stack([panel.known[c][s] for c in names], 1)
+    return np.concatenate([steps, known.transform(columns)], 1)
+
+
+def known_scaler(panel: Panel, cfg: ForecastConfig) -> Scaler | None:
+    """The known covariates' mean and deviation over every row of ``panel``."""
+    names = cfg.known_list()
+    if not names:
+        return None
+    return Scaler.fit(np.stack([np.concatenate(panel.known[c]) for c in names], 1))
+
+
 def next_steps(steps: list, dated: bool, horizon: int) -> list:
     """The ``horizon`` steps after a series' last: one step on (its last step's spacing)."""
     last = steps[-1]
@@ -65,9 +89,10 @@ class PanelWindows:
     """Windows of a panel, scaled per window: ``self[i]`` is (x (L, 1), y (H, 1), x_time
     (L, 4), y_time (H, 4)) as tensors; :meth:`restore` puts forecasts back in units."""
 
-    def __init__(self, panel: Panel, cfg: ForecastConfig, starts):
+    def __init__(self, panel: Panel, cfg: ForecastConfig, starts, known: Scaler | None = None):
         self.panel, self.cfg, self.starts = panel, cfg, starts
-        self.features = [step_features(s, panel.dated, cfg.season) for s in panel.steps]
+        self.known = known
+        self.features = [features(panel, s, cfg, known) for s in range(len(panel.ids))]
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -150,11 +175,12 @@ class PanelTask(ForecastTask):
                             f"horizon + 2 = {H + 2} steps; a global run validates on each "
                             "series' last horizon")
         check_scaling(panel, cfg, cfg.csv)
-        self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H))
-        self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H))
+        self.known = known_scaler(panel, cfg)
+        self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H), self.known)
+        self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H), self.known)
 
     def build_model(self):
-        return build_forecaster(self.cfg, 1)
+        return build_forecaster(self.cfg, 1 + len(self.cfg.known_list()))
 
     @torch.no_grad()
     def validate(self, model) -> dict:
@@ -174,18 +200,26 @@ class PanelTask(ForecastTask):
                 "val_mse": round(float((error ** 2).mean()), 6),
                 "val_smape": round(float(np.concatenate(smape).mean()), 4)}
 
+    def _scaler(self) -> dict:
+        """The checkpoint's scaler: y is scaled per window (mean 0, std 1 here), the known
+        covariates by their training mean and deviation."""
+        names = self.cfg.known_list()
+        mean = [0.0, *(self.known.mean if names else ())]
+        std = [1.0, *(self.known.std if names else ())]
+        return {"mean": torch.tensor(mean, dtype=torch.float64),
+                "std": torch.tensor(std, dtype=torch.float64), "columns": ["y", *names]}
+
     def record(self) -> dict:
         return {"model_config": dataclasses.asdict(self.cfg),
                 "data": self.panel.fingerprint(),
-                "extra": {"scaler": {"mean": torch.zeros(1), "std": torch.ones(1),
-                                     "columns": ["y"]},
+                "extra": {"scaler": self._scaler(),
                           "panel": {"series": len(self.panel.ids), "dated": self.panel.dated}}}
 
 
 def train_panel(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     """Train (or resume) a global run on the long table ``cfg.csv``."""
     cfg.validate("forecast config")
-    panel = read_panel(cfg.csv)  # bad input fails here, before anything is written
+    panel = read_panel(cfg.csv, known=tuple(cfg.known_list()))  # bad input fails here
     engine, metrics = train_task(lambda session, log: PanelTask(cfg, panel, session), cfg,
                                  run_dir, EXTENDABLE)
     return {**metrics, "best_val_mae": engine.best}
@@ -204,36 +238,66 @@ def is_global(run_dir: str | Path) -> bool:
 
 @torch.no_grad()
 def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
-                   ids: list[str] | None = None) -> dict:
+                   ids: list[str] | None = None, future: Panel | str | Path | None = None
+                   ) -> dict:
     """Each series' next ``horizon`` steps after its last row in ``history`` (a long table
     or its path; by default every series, else those of ``ids``): ``{"steps": {id: [...]},
-    "forecast": {id: (H, 1 + Q) array}, "quantiles": levels}`` in the series' own units."""
-    cfg, model, _, _, _ = load_checkpoint_model(run_dir)
+    "forecast": {id: (H, 1 + Q) array}, "quantiles": levels}`` in the series' own units.
+    A run that reads ``known`` covariates takes their values at those steps from ``future``
+    (a long table, ``y`` optional)."""
+    cfg, model, scaler, _, _ = load_checkpoint_model(run_dir)
     if cfg.layout != "long":
         raise UserError(f"{run_dir}: not a global run (layout: {cfg.layout}); predict it with "
                         "forecast predict --csv")
-    panel = history if isinstance(history, Panel) else read_panel(history)
+    names = tuple(cfg.known_list())
+    panel = history if isinstance(history, Panel) else read_panel(history, known=names)
     chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
     check_scaling(panel, cfg, "the history" if isinstance(history, Panel) else history,
                   f"{run_dir} was trained with scaling=log: give a history of positive values")
+    known = Scaler(scaler.mean[1:], scaler.std[1:]) if names else None
+    if names and future is None:
+        raise UserError(f"{run_dir} reads the known covariates {', '.join(names)}: give their "
+                        f"values at each series' next {cfg.horizon} steps (forecast predict "
+                        "--known FILE)")
+    if names and not isinstance(future, Panel):
+        future = read_panel(future, known=names, target=False)
     L, H = cfg.input_length, cfg.horizon
-    windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen])
+    windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen], known)
     steps, out = {}, {}
     for part in np.array_split(np.arange(len(chosen)), max(1, math.ceil(len(chosen) / 256))):
         rows = [int(i) for i in part]
         x, _, xt, _, scales = windows.batch(rows)
-        future = []
+        ahead = []
         for i in rows:
             s = chosen[i]
             later = next_steps(panel.steps[s], panel.dated, H)
             steps[panel.ids[s]] = later
-            future.append(torch.from_numpy(step_features(later, panel.dated, cfg.season)))
-        forecast, _ = model(x, xt, torch.stack(future))  # (B, H, 1, 1 + Q)
+            feats = step_features(later, panel.dated, cfg.season)
+            if names:
+                feats = np.concatenate([feats, known.transform(
+                    known_ahead(future, panel.ids[s], later, names))], 1)
+            ahead.append(torch.from_numpy(feats))
+        forecast, _ = model(x, xt, torch.stack(ahead))  # (B, H, 1, 1 + Q)
         values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
         for i, v, scale in zip(rows, values, scales):
             out[panel.ids[chosen[i]]] = windows.restore(v, scale)
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles),
             "dated": panel.dated}
+
+
+def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...]) -> np.ndarray:
+    """(H, K) known covariates of ``series`` at the steps ``later`` from ``future``."""
+    H, source = len(later), "the future rows"
+    if series not in future.ids:
+        raise UserError(f"{source}: no rows of series {series!r}; forecasting it needs "
+                        f"{', '.join(names)} at its next {H} steps")
+    s = future.index(series)
+    found = future.steps[s]
+    at = found.index(later[0]) if later[0] in found else -1
+    if at < 0 or found[at:at + H] != later:
+        raise UserError(f"{source}: series {series!r} needs a row at each of its next {H} "
+                        f"steps, {later[0]} to {later[-1]}, with {', '.join(names)}")
+    return np.stack([future.known[c][s][at:at + H] for c in names], 1)
 
 
 def panel_rows(found: dict) -> str:
@@ -254,9 +318,10 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
     and OWA against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of
     each quantile; written to RUN/test_results.json."""
     cfg = load_checkpoint_model(run_dir)[0]
-    past = read_panel(history or cfg.csv)
-    truth = read_panel(test)
-    found = forecast_panel(run_dir, past, truth.ids)
+    names = tuple(cfg.known_list())
+    past = read_panel(history or cfg.csv, known=names)
+    truth = read_panel(test, known=names)
+    found = forecast_panel(run_dir, past, truth.ids, truth)
     H = cfg.horizon
     short = [i for i, v in zip(truth.ids, truth.values) if len(v) < H]
     if short:
