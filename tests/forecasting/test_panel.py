@@ -194,8 +194,22 @@ def test_a_global_run_reads_known_future_covariates(tmp_path, capsys):
     assert main(["forecast", "predict", str(run), "--known", str(future), "--series", "S1"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and rows[1].startswith("S1,361,")
+    assert main(["forecast", "plot", str(run), "--series", "S0", "--known", str(future),
+                 "--output", str(tmp_path / "s0.png")]) == 0
+    assert (tmp_path / "s0.png").stat().st_size > 10_000
     assert main(["forecast", "predict", str(run)]) == 2
     assert "reads the known covariates promo: give their values" in capsys.readouterr().err
+    from fastapi.testclient import TestClient
+
+    from transduce.api.describe import describe
+    from transduce.serve.app import create_app
+
+    model = transduce.load(run)  # no --known: the page says what it needs, and keeps serving
+    with TestClient(create_app(model, describe(str(run), model))) as client:
+        bad = client.post("/forecast/series", json={"series": "S1"})
+        assert bad.status_code == 422 and "reads the known covariates promo" in \
+            bad.json()["error"]
+        assert client.get("/info").json()["series"] == ["S0", "S1", "S2"]
     short = tmp_path / "short.csv"
     short.write_text("\n".join(future.read_text().splitlines()[:30]) + "\n")
     assert main(["forecast", "predict", str(run), "--known", str(short)]) == 2
