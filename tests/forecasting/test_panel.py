@@ -210,6 +210,10 @@ def test_a_global_run_reads_known_future_covariates(tmp_path, capsys):
         assert bad.status_code == 422 and "reads the known covariates promo" in \
             bad.json()["error"]
         assert client.get("/info").json()["series"] == ["S0", "S1", "S2"]
+        model.read_known(future)  # what serve --known FILE does
+        got = client.post("/forecast/series", json={"series": "S1"}).json()
+        assert [row["y"] for row in got["forecast"]] == pytest.approx(
+            found["forecast"]["S1"][:, 0].tolist(), rel=1e-5)
     short = tmp_path / "short.csv"
     short.write_text("\n".join(future.read_text().splitlines()[:30]) + "\n")
     assert main(["forecast", "predict", str(run), "--known", str(short)]) == 2

@@ -29,8 +29,14 @@ class GlobalForecaster:
         self.cfg = runs.read_config(run_dir, ForecastConfig)
         names = tuple(self.cfg.known_list())
         self.history = read_panel(history or self.cfg.csv, known=names)
-        self.known = read_panel(known, known=names, target=False) if known else None
+        self.known = None
+        if known:
+            self.read_known(known)
         self.ids = list(self.history.ids)
+
+    def read_known(self, path: str | Path) -> None:
+        """Forecast with the known covariates' next values in the long table ``path``."""
+        self.known = read_panel(path, known=tuple(self.cfg.known_list()), target=False)
 
     def describe(self) -> str:
         return (f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "

@@ -10,6 +10,7 @@ import uvicorn
 
 from transduce.api.describe import describe
 from transduce.api.loading import load
+from transduce.api.panel import GlobalForecaster
 from transduce.cli.args import positive_float, positive_int
 from transduce.errors import UserError
 from transduce.serve.app import create_app
@@ -39,6 +40,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="port (default 8000; 0: a free one, printed at start)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
+    parser.add_argument("--known", metavar="FILE",
+                        help="a global forecasting run that reads known covariates: a long "
+                             "table of unique_id, ds and those columns at each series' next "
+                             "horizon steps")
     parser.add_argument("--window-ms", type=positive_int, default=10,
                         help="how long a request waits for others to batch with (default 10)")
     parser.add_argument("--read-timeout", type=positive_float, default=READ_TIMEOUT,
@@ -57,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     sock = _listen(args.host, args.port)  # before the model loads: a taken port fails fast
     model = load(args.model, args.device)
+    if args.known:
+        if not isinstance(model, GlobalForecaster):
+            raise UserError(f"--known is for a global forecasting run (layout=long); "
+                            f"{args.model} is not one")
+        model.read_known(args.known)
     app = create_app(model, describe(args.model, model), args.window_ms / 1000)
     host, port = sock.getsockname()[:2]  # --port 0: the one the system chose
     host = f"[{host}]" if ":" in host else host

@@ -258,7 +258,7 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
     if names and future is None:
         raise UserError(f"{run_dir} reads the known covariates {', '.join(names)}: give their "
                         f"values at each series' next {cfg.horizon} steps (forecast predict "
-                        "--known FILE)")
+                        "or serve --known FILE)")
     if names and not isinstance(future, Panel):
         future = read_panel(future, known=names, target=False)
     L, H = cfg.input_length, cfg.horizon
