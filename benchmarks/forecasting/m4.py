@@ -41,7 +41,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.data.panel import Panel, read_panel, write_panel  # noqa: E402
+from transduce.data.panel import Panel, read_panel  # noqa: E402
 from transduce.evaluation import m4  # noqa: E402
 from transduce.tasks.forecasting.panel import forecast_panel  # noqa: E402
 
@@ -50,7 +50,6 @@ FREQUENCIES = {"Yearly": (6, 1), "Quarterly": (8, 4), "Monthly": (18, 12), "Week
                "Daily": (14, 1), "Hourly": (48, 24)}
 H, SEASON = FREQUENCIES["Hourly"]  # main() sets them from --frequency
 SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3", "dropout=0.1"]
-PATCH_SIZES = SIZES
 
 
 def common() -> list[str]:
@@ -133,16 +132,16 @@ def peers(history: Panel, truths: dict) -> dict:
     return rows
 
 
-def sizes(recipe: str) -> list[str]:
-    return PATCH_SIZES if recipe.startswith("patch") else SIZES
+def settings(recipe: str) -> list[str]:
+    """Every setting a recipe trains with (the results file records them)."""
+    return common() + RECIPES[recipe][1] + SIZES
 
 
 def train(recipe: str, csv: Path, runs: Path, minutes: float) -> tuple[Path, float]:
     run = runs / recipe
-    settings = RECIPES[recipe][1] + sizes(recipe)
     start = time.time()
-    code = transduce(["forecast", "train", f"csv={csv}", *common(),
-                      *settings, f"max_minutes={minutes}", "--run-dir", str(run)])
+    code = transduce(["forecast", "train", f"csv={csv}", *settings(recipe),
+                      f"max_minutes={minutes}", "--run-dir", str(run)])
     if code:
         raise SystemExit(f"{recipe}: training failed ({code})")
     return run, time.time() - start
@@ -253,7 +252,7 @@ def main() -> None:
     for recipe, minutes in wanted:
         run, seconds = train(recipe, data / f"{stem}_train.csv", args.runs, minutes)
         entry = {"kind": "transduce", "what": RECIPES[recipe][0],
-                 "settings": " ".join(common() + RECIPES[recipe][1] + sizes(recipe)),
+                 "settings": " ".join(settings(recipe)),
                  "training_minutes": round(seconds / 60, 1), "command": saved["command"]}
         entry["validation"] = model_scores(run, val_history, val_truth,
                                            histories["validation"])
