@@ -317,7 +317,7 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
     trained on) against the long table ``test`` (each series' next horizon): sMAPE, MASE
     and OWA against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of
     each quantile; written to RUN/test_results.json."""
-    cfg = load_checkpoint_model(run_dir)[0]
+    cfg = runs.read_config(run_dir, ForecastConfig)  # forecast_panel loads the model
     names = tuple(cfg.known_list())
     past = read_panel(history or cfg.csv, known=names)
     truth = read_panel(test, known=names)
