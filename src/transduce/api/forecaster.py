@@ -176,7 +176,7 @@ class Forecaster:
         ``transformer``, each decoder position (its known rows, then the forecast steps) over
         the input steps (``rows``, ``columns``: dates); for ``patch``, each patch over the
         others, per channel (``columns``: each patch's first and last date); for ``channel``
-        with ``mix_channels``, the channels over each other. ``weights``: [head][row][column]
+        with ``mix_channels``, the channels over each other. ``weights``: indexed ``[head][row][column]``
         of the last layer (per channel for ``patch``). Other models have no attention: a
         UserError says so."""
         series, name = self._history(data)

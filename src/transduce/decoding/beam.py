@@ -97,9 +97,12 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
 
     Args:
         model: a :class:`Seq2Seq` in eval mode.
-        src: (B, S) source ids; src_mask: (B, 1, S).
-        bos_id, eos_id: special ids.
-        beam_size: K. alpha: length-penalty exponent (0 = raw log-probability).
+        src: (B, S) source ids.
+        src_mask: (B, 1, S).
+        bos_id: the start-of-sentence id.
+        eos_id: the end-of-sentence id.
+        beam_size: K.
+        alpha: length-penalty exponent (0 = raw log-probability).
         nbest: how many hypotheses to return per sentence (≤ K).
         max_len: (B,) most output tokens per sentence, EOS included; by default the source
             length + ``extra_len``.

@@ -39,8 +39,11 @@ def greedy_search(
 
     Args:
         model: a :class:`Seq2Seq` model (in eval mode).
-        src: (B, S) source ids. src_mask: (B, 1, S).
-        bos_id, eos_id, pad_id: special ids.
+        src: (B, S) source ids.
+        src_mask: (B, 1, S).
+        bos_id: the start-of-sentence id.
+        eos_id: the end-of-sentence id.
+        pad_id: the padding id.
         max_len: most tokens to generate per sentence (EOS included): one number, or (B,)
             limits, one per sentence, so that a sentence's output never depends on the
             other sentences of its batch.

@@ -125,7 +125,8 @@ class Translator(TranslateAPI):
         model: the Transformer, or an :class:`~transduce.decoding.ensemble.Ensemble` of
             them (moved to ``device`` and put in eval mode here).
         tokenizer: the joint subword tokenizer it was trained with.
-        device, precision: where and how to run ("bf16" autocast or "fp32").
+        device: where to run.
+        precision: how to run: "bf16" (autocast) or "fp32".
     """
 
     def __init__(self, *, model: Transformer, tokenizer: SubwordTokenizer,

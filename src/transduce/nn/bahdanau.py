@@ -75,8 +75,11 @@ class BahdanauSeq2Seq(nn.Module):
     """GRU encoder; GRU decoder whose input is [attention context; previous embedding].
 
     Args:
-        src_vocab_size, tgt_vocab_size: vocabulary sizes.
-        embed_size: E. num_hiddens: Hd. num_layers: GRU layers on each side.
+        src_vocab_size: the source vocabulary's size.
+        tgt_vocab_size: the target vocabulary's size.
+        embed_size: E.
+        num_hiddens: Hd.
+        num_layers: GRU layers on each side.
         dropout: between GRU layers and on the attention weights.
         pad_id: padding id.
         bidirectional: read the source both ways, as Bahdanau et al. do (False: forwards).

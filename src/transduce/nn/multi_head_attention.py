@@ -76,9 +76,10 @@ class MultiHeadAttention(nn.Module):
 
         Args:
             query: (B, Q, D), not yet projected.
-            keys, values: (B / g, H, K, Dh), from :meth:`project_kv`. With g > 1 each row
-                of keys serves g consecutive query rows (the beams of one sentence), and the
-                mask must be (B / g, 1, K): one key mask per row of keys.
+            keys: (B / g, H, K, Dh), from :meth:`project_kv`. With g > 1 each row of keys
+                serves g consecutive query rows (the beams of one sentence), and the mask
+                must be (B / g, 1, K): one key mask per row of keys.
+            values: (B / g, H, K, Dh), from :meth:`project_kv`, row for row with ``keys``.
             mask: boolean (B, Q|1, K) or (B, H|1, Q|1, K); True keeps a key. A
                 floating-point mask holds gates that weigh the keys (see
                 :func:`~transduce.nn.attention.masked_softmax`) and takes the explicit path,
