@@ -11,8 +11,13 @@ import griffe
 
 ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):`(~?)([\w.]+)`")
 # the objects the API page documents: a role naming another becomes code, not a dead link
-DOCUMENTED = set(re.findall(r"^::: ([\w.]+)", (Path(__file__).parent / "reference" / "api.md")
-                            .read_text(encoding="utf-8"), flags=re.M))
+DOCUMENTED = set(
+    re.findall(
+        r"^::: ([\w.]+)",
+        (Path(__file__).parent / "reference" / "api.md").read_text(encoding="utf-8"),
+        flags=re.M,
+    )
+)
 
 
 def _link(match: re.Match) -> str:

@@ -16,7 +16,7 @@ def other_kernels() -> list[str]:
     own = torch.backends.cpu.get_cpu_capability().lower()
     if own not in ORDER:  # e.g. an ARM CPU: its kernels are not these
         return []
-    return ORDER[:ORDER.index(own)]
+    return ORDER[: ORDER.index(own)]
 
 
 if __name__ == "__main__":

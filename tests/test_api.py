@@ -20,21 +20,26 @@ def test_translate_takes_a_string_or_a_list(trained_run):
     assert nbest[0][0][1] >= nbest[0][1][1]  # best first
     size = sum(p.numel() for p in model.model.parameters())
     # the device it loaded on: the CPU here, CUDA where a GPU is visible (device="auto")
-    assert repr(model) == (f"Translator({size:,} parameters, {model.device}, "
-                           f"{model.precision}; beam 5, α 0.6 (the paper's beam 5 and α 0.6))")
+    assert repr(model) == (
+        f"Translator({size:,} parameters, {model.device}, "
+        f"{model.precision}; beam 5, α 0.6 (the paper's beam 5 and α 0.6))"
+    )
 
 
-@pytest.mark.parametrize("lines, settings, error, message", [
-    (None, {}, TypeError, "a string or a list of strings, not NoneType"),
-    (["six", 7], {}, TypeError, "item 1 is int"),
-    ("six", {"beam": 0}, ValueError, "beam must be a whole number of at least 1, not 0"),
-    ("six", {"beam": 2.5}, ValueError, "beam must be a whole number"),
-    ("six", {"beam": True}, ValueError, "beam must be a whole number"),
-    ("six", {"nbest": 6}, ValueError, "nbest 6 exceeds the beam size 5"),
-    ("six", {"lenpen": float("nan")}, ValueError, "lenpen must be a number of at least 0"),
-    ("six", {"lenpen": -1}, ValueError, "lenpen must be a number of at least 0"),
-    ("six", {"no_repeat_ngram": -1}, ValueError, "no_repeat_ngram must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "lines, settings, error, message",
+    [
+        (None, {}, TypeError, "a string or a list of strings, not NoneType"),
+        (["six", 7], {}, TypeError, "item 1 is int"),
+        ("six", {"beam": 0}, ValueError, "beam must be a whole number of at least 1, not 0"),
+        ("six", {"beam": 2.5}, ValueError, "beam must be a whole number"),
+        ("six", {"beam": True}, ValueError, "beam must be a whole number"),
+        ("six", {"nbest": 6}, ValueError, "nbest 6 exceeds the beam size 5"),
+        ("six", {"lenpen": float("nan")}, ValueError, "lenpen must be a number of at least 0"),
+        ("six", {"lenpen": -1}, ValueError, "lenpen must be a number of at least 0"),
+        ("six", {"no_repeat_ngram": -1}, ValueError, "no_repeat_ngram must be a whole number"),
+    ],
+)
 def test_translate_names_a_wrong_argument(trained_run, lines, settings, error, message):
     model = transduce.load(trained_run, verbose=False)
     with pytest.raises(error, match=message):
@@ -43,8 +48,9 @@ def test_translate_names_a_wrong_argument(trained_run, lines, settings, error, m
 
 def test_numpy_numbers_are_numbers_and_attention_names_a_wrong_argument(trained_run):
     model = transduce.load(trained_run, verbose=False)
-    assert model.translate("six", beam=np.int64(2), lenpen=np.float32(0.6)) == \
-        model.translate("six", beam=2, lenpen=0.6)
+    assert model.translate("six", beam=np.int64(2), lenpen=np.float32(0.6)) == model.translate(
+        "six", beam=2, lenpen=0.6
+    )
     with pytest.raises(TypeError, match="one sentence, a string, not list"):
         model.attention(["six"])
     with pytest.raises(ValueError, match="beam must be a whole number of at least 1, not 0"):
@@ -59,8 +65,11 @@ def test_attention_returns_every_layer_and_head_with_their_tokens(trained_run):
     assert maps.source[-1] == "</s>" and maps.target[-1] == "</s>"
     assert maps.target_inputs[0] == "<s>" and maps.target_inputs[1:] == maps.target[:-1]
     layers, heads = 1, 2  # the tiny config
-    for kind, shape in (("encoder", (heads, S, S)), ("decoder", (heads, T, T)),
-                        ("cross", (heads, T, S))):
+    for kind, shape in (
+        ("encoder", (heads, S, S)),
+        ("decoder", (heads, T, T)),
+        ("cross", (heads, T, S)),
+    ):
         weights = maps.weights(kind)
         assert len(weights) == layers and weights[0].shape == shape, kind
         np.testing.assert_allclose(weights[0].sum(-1), 1.0, atol=1e-4)
@@ -83,8 +92,11 @@ def test_a_forecast_run_loads_as_a_forecaster(forecast_run):
     rows = model.forecast(csv.read_text(encoding="utf-8"))
     assert len(rows) == 12 and set(rows[0]) == {"date", "load", "temp"}
     assert rows[0]["date"] == "2021-01-26 00:00:00"  # the hour after the file's last row
-    with pytest.raises(UserError, match="<rows>: 1 row of values; the model reads the last 48, so "
-                                        "it needs at least that many"):
+    with pytest.raises(
+        UserError,
+        match="<rows>: 1 row of values; the model reads the last 48, so "
+        "it needs at least that many",
+    ):
         model.forecast("date,load,temp\n2021-01-01 00:00:00,1,2\n")
     # a path or bytes where the rows' text belongs, and nothing where a path belongs
     with pytest.raises(UserError, match="'sine.csv' is a file name, not CSV rows; forecast"):
@@ -103,13 +115,12 @@ def test_a_forecaster_refuses_a_device_or_precision_it_would_ignore(forecast_run
     with pytest.raises(UserError, match="runs on the CPU in float32.*leave out precision=bf16$"):
         transduce.load(run, precision="bf16")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU, as far as
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)     # pick_device can tell
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # pick_device can tell
     with pytest.raises(UserError, match="leave out device=cuda$"):
         transduce.load(run, device="cuda")
 
 
 def test_an_export_loads_as_a_ctranslate2_translator(trained_run, tmp_path):
-    pytest.importorskip("ctranslate2")
     out = tmp_path / "ct2"
     assert main(["export", str(trained_run), str(out)]) == 0
     model = transduce.load(out)
@@ -141,14 +152,20 @@ def test_a_line_in_capitals_is_read_in_sentence_case(trained_run):
     assert model.translate("FIVE HUNDRED", beam=2) == model.translate("Five hundred", beam=2)
 
 
-@pytest.mark.parametrize("path, settings, message", [
-    (None, {}, "takes the path of a run directory, a checkpoint or an export .*, not None"),
-    ("", {}, "not ''"),
-    (["RUN", 5], {}, "not 5"),
-    ("RUN", {"device": 0}, "device must be a string such as 'auto', not 0"),
-])
+@pytest.mark.parametrize(
+    "path, settings, message",
+    [
+        (None, {}, "takes the path of a run directory, a checkpoint or an export .*, not None"),
+        ("", {}, "not ''"),
+        (["RUN", 5], {}, "not 5"),
+        ("RUN", {"device": 0}, "device must be a string such as 'auto', not 0"),
+    ],
+)
 def test_load_names_a_wrong_argument(trained_run, path, settings, message):
-    path = [trained_run if p == "RUN" else p for p in path] if isinstance(path, list) else \
-        (trained_run if path == "RUN" else path)
+    path = (
+        [trained_run if p == "RUN" else p for p in path]
+        if isinstance(path, list)
+        else (trained_run if path == "RUN" else path)
+    )
     with pytest.raises(TypeError, match=message):
         transduce.load(path, **settings)

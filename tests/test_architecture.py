@@ -13,15 +13,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
-pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed "
-                                "(make install puts it in .venv)")
-
 
 def lint(source: Path) -> subprocess.CompletedProcess:
     """lint-imports over the package found in ``source``, with the project's contract."""
-    return subprocess.run([str(LINT), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
-                          cwd=ROOT, env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(LINT), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_import_contract_is_kept():
@@ -30,14 +32,20 @@ def test_the_import_contract_is_kept():
     assert "3 kept, 0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("module, line, broken", [
-    ("runs/state.py", "import transduce.tasks.translation.task", "layers import downwards"),
-    ("nn/masks.py", "from transduce.errors import UserError", "nn imports only torch"),
-    ("decoding/beam.py", "import transduce.decoding.translator", "no cycles"),
-])
+@pytest.mark.parametrize(
+    "module, line, broken",
+    [
+        ("runs/state.py", "import transduce.tasks.translation.task", "layers import downwards"),
+        ("nn/masks.py", "from transduce.errors import UserError", "nn imports only torch"),
+        ("decoding/beam.py", "import transduce.decoding.translator", "no cycles"),
+    ],
+)
 def test_the_contract_fails_on_an_upward_import_or_a_cycle(tmp_path, module, line, broken):
-    shutil.copytree(ROOT / "src" / "transduce", tmp_path / "transduce",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "src" / "transduce",
+        tmp_path / "transduce",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     target = tmp_path / "transduce" / module
     target.write_text(line + "\n" + target.read_text(encoding="utf-8"), encoding="utf-8")
     result = lint(tmp_path)
@@ -46,7 +54,9 @@ def test_the_contract_fails_on_an_upward_import_or_a_cycle(tmp_path, module, lin
 
 
 SRC = ROOT / "src" / "transduce"
-MAX_FILE, MAX_FUNCTION, MAX_LOCAL_IMPORTS = 300, 60, 10
+# In lines as ruff format lays them out: its one-argument-per-line wrapping made the same code
+# 20-30% longer than the hand-wrapped style these limits were first set in (300 and 60).
+MAX_FILE, MAX_FUNCTION, MAX_LOCAL_IMPORTS = 400, 75, 10
 
 
 def _modules():
@@ -65,9 +75,13 @@ def test_imports_of_our_own_modules_sit_at_the_top_save_a_few_with_their_reason(
         lines = text.splitlines()
         for function in _functions(tree):
             for node in ast.walk(function):
-                names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                         else [a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [])
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
                 if any(name == "transduce" or name.startswith("transduce.") for name in names):
                     local.append((f"{path}:{node.lineno}", "#" in lines[node.lineno - 1]))
     assert len(local) <= MAX_LOCAL_IMPORTS, local
@@ -96,15 +110,20 @@ def test_modules_and_configs_with_more_than_three_parameters_take_keywords_only(
     for path, _, tree in _modules():
         for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
             bases = {ast.unparse(b) for b in cls.bases}
-            init = next((s for s in cls.body if isinstance(s, ast.FunctionDef)
-                         and s.name == "__init__"), None)
+            init = next(
+                (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+                None,
+            )
             if init is not None and ({"nn.Module", "Module"} & bases or "Config" in cls.name):
                 if len(init.args.args) - 1 > 3:
                     positional.append(f"{path}: {cls.name}")
-            decorator = next((d for d in cls.decorator_list if "dataclass" in ast.unparse(d)),
-                             None)
+            decorator = next((d for d in cls.decorator_list if "dataclass" in ast.unparse(d)), None)
             fields = [s for s in cls.body if isinstance(s, ast.AnnAssign)]
-            if (decorator is not None and cls.name.endswith("Config") and len(fields) > 3
-                    and "kw_only=True" not in ast.unparse(decorator)):
+            if (
+                decorator is not None
+                and cls.name.endswith("Config")
+                and len(fields) > 3
+                and "kw_only=True" not in ast.unparse(decorator)
+            ):
                 positional.append(f"{path}: {cls.name}")
     assert positional == []

@@ -26,14 +26,22 @@ def test_later_overrides_win():
 
 
 def test_unknown_key_lists_the_valid_ones():
-    with pytest.raises(UserError, match="unknown config key 'step'; did you mean 'steps'\\? "
-                                        "valid keys: flag, name, rate, steps"):
+    with pytest.raises(
+        UserError,
+        match="unknown config key 'step'; did you mean 'steps'\\? "
+        "valid keys: flag, name, rate, steps",
+    ):
         apply_overrides(Example(), ["step=3"])
 
 
-@pytest.mark.parametrize("item, message", [
-    ("steps=many", "not a valid int"), ("flag=maybe", "not a valid bool"),
-    ("steps", "not key=value")])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("steps=many", "not a valid int"),
+        ("flag=maybe", "not a valid bool"),
+        ("steps", "not key=value"),
+    ],
+)
 def test_bad_items(item, message):
     with pytest.raises(UserError, match=message):
         apply_overrides(Example(), [item])
@@ -59,22 +67,34 @@ def test_list_settings_from_the_command_line_and_yaml(tmp_path):
         load_config(ForecastConfig, path)
 
 
-@pytest.mark.parametrize("items, message", [
-    (["quantiles=0.9,0.1"], "quantiles must be increasing levels between 0 and 1"),
-    (["quantiles=0,0.5"], "quantiles must be increasing levels between 0 and 1"),
-    (["quantiles=0.5,0.5"], "quantiles must be increasing levels between 0 and 1"),
-    (["model=linear", "quantiles=0.1,0.9"],
-     "quantiles is a setting of the transformer, patch, channel and logsparse"),
-    (["model=linear", "input_length=24", "trend_kernel=25"],
-     "trend_kernel must be at least 0 and at most 24"),
-    (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),
-    (["model=patch", "trend_kernel=25"],
-     "trend_kernel is a setting of the channel and linear models, not patch"),
-    (["model=repeat", "half_life=-1"], "half_life must be 0 .off. or a positive number"),
-    (["model=repeat", "half_life=nan"], "half_life must be 0 .off. or a positive number"),
-    (["model=repeat", "half_life=inf"], "half_life must be 0 .off. or a positive number"),
-    (["model=linear", "half_life=1124"], "half_life is a setting of the repeat model, not linear"),
-])
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (["quantiles=0.9,0.1"], "quantiles must be increasing levels between 0 and 1"),
+        (["quantiles=0,0.5"], "quantiles must be increasing levels between 0 and 1"),
+        (["quantiles=0.5,0.5"], "quantiles must be increasing levels between 0 and 1"),
+        (
+            ["model=linear", "quantiles=0.1,0.9"],
+            "quantiles is a setting of the transformer, patch, channel and logsparse",
+        ),
+        (
+            ["model=linear", "input_length=24", "trend_kernel=25"],
+            "trend_kernel must be at least 0 and at most 24",
+        ),
+        (["model=linear", "trend_kernel=-1"], "trend_kernel must be at least 0"),
+        (
+            ["model=patch", "trend_kernel=25"],
+            "trend_kernel is a setting of the channel and linear models, not patch",
+        ),
+        (["model=repeat", "half_life=-1"], "half_life must be 0 .off. or a positive number"),
+        (["model=repeat", "half_life=nan"], "half_life must be 0 .off. or a positive number"),
+        (["model=repeat", "half_life=inf"], "half_life must be 0 .off. or a positive number"),
+        (
+            ["model=linear", "half_life=1124"],
+            "half_life is a setting of the repeat model, not linear",
+        ),
+    ],
+)
 def test_bad_quantiles_are_refused(items, message):
     from transduce.tasks.forecasting.config import ForecastConfig
 
@@ -98,14 +118,22 @@ def test_a_base_key_from_a_base_file_is_named_in_errors(tmp_path):
         load_config(Example, tmp_path / "leaf.yaml")
 
 
-@pytest.mark.parametrize("files, message", [
-    ({"a.yaml": "base: missing.yaml\n"}, r"a.yaml: base missing.yaml: no such file"),
-    ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"},
-     r"b.yaml: base a.yaml leads back to .*a.yaml"),
-    ({"a.yaml": "base: a.yaml\n"}, "a file cannot be its own base"),
-    ({"a.yaml": "base: [1, 2]\n"}, r"base must be the path of another config file, not \[1, 2\]"),
-    ({"a.yaml": "base: ''\n"}, "base must be the path of another config file"),
-])
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"a.yaml": "base: missing.yaml\n"}, r"a.yaml: base missing.yaml: no such file"),
+        (
+            {"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"},
+            r"b.yaml: base a.yaml leads back to .*a.yaml",
+        ),
+        ({"a.yaml": "base: a.yaml\n"}, "a file cannot be its own base"),
+        (
+            {"a.yaml": "base: [1, 2]\n"},
+            r"base must be the path of another config file, not \[1, 2\]",
+        ),
+        ({"a.yaml": "base: ''\n"}, "base must be the path of another config file"),
+    ],
+)
 def test_a_bad_base_is_one_user_error(tmp_path, files, message):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -115,8 +143,7 @@ def test_a_bad_base_is_one_user_error(tmp_path, files, message):
 
 @pytest.mark.parametrize("pair, langs", [("de_en", ("de", "en")), ("en_fr", ("en", "fr"))])
 @pytest.mark.parametrize("recipe", ["", "_30min", "_tiny"])
-def test_the_shipped_pair_configs_are_the_en_de_recipes_with_other_languages(pair, langs,
-                                                                            recipe):
+def test_the_shipped_pair_configs_are_the_en_de_recipes_with_other_languages(pair, langs, recipe):
     from pathlib import Path
 
     from transduce.tasks.translation.config import TrainConfig

@@ -19,9 +19,15 @@ def test_auto_takes_cuda_then_mps_then_cpu(monkeypatch):
     assert pick_device("auto") == torch.device("cuda")
 
 
-@pytest.mark.parametrize("name, message", [
-    ("tpu", "is not a device"), ("cuda:x", "is not a device"),
-    ("cuda:7", "cuda:7"), ("mps", "MPS is not available")])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("tpu", "is not a device"),
+        ("cuda:x", "is not a device"),
+        ("cuda:7", "cuda:7"),
+        ("mps", "MPS is not available"),
+    ],
+)
 def test_a_missing_or_unknown_device_is_one_user_error(monkeypatch, name, message):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
@@ -65,8 +71,11 @@ class _FakeLibc:
 def test_retaining_freed_memory_raises_glibcs_mmap_and_trim_thresholds(monkeypatch):
     libc = _FakeLibc()
     monkeypatch.setattr(device.sys, "platform", "linux")
-    monkeypatch.setattr(device.ctypes, "CDLL", lambda name: libc if name == "libc.so.6" else
-                        pytest.fail(f"opened {name}"))
+    monkeypatch.setattr(
+        device.ctypes,
+        "CDLL",
+        lambda name: libc if name == "libc.so.6" else pytest.fail(f"opened {name}"),
+    )
     assert device.retain_freed_memory() is True
     # malloc.h: M_MMAP_THRESHOLD −3 up to its 32 MiB ceiling, M_TRIM_THRESHOLD −1
     assert libc.calls == [(-3, 32 * 2**20), (-1, 2**31 - 1)]
@@ -79,6 +88,7 @@ def test_retaining_freed_memory_is_a_no_op_without_glibc(monkeypatch):
 
     def musl(name):
         raise OSError(f"{name}: cannot open shared object file")
+
     monkeypatch.setattr(device.sys, "platform", "linux")
     monkeypatch.setattr(device.ctypes, "CDLL", musl)
     assert device.retain_freed_memory() is False

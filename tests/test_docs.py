@@ -22,9 +22,18 @@ def site(tmp_path_factory):
     """The site as `make docs` builds it: the same Makefile target, with this interpreter's
     tools."""
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run(["make", "--no-print-directory", "site", f"SITE={out}",
-                           f"BIN={Path(sys.executable).parent}"],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "site",
+            f"SITE={out}",
+            f"BIN={Path(sys.executable).parent}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return out
 
@@ -34,10 +43,21 @@ def page(site: Path, name: str) -> str:
 
 
 def test_the_site_builds_strictly_with_every_page(site):
-    for name in ("learn", "guides/translation", "guides/forecasting", "guides/serving",
-                 "reference/cli", "reference/configuration", "reference/api",
-                 "results/translation", "results/forecasting", "results/speed",
-                 "results/serving", "results/demo", "changelog"):
+    for name in (
+        "learn",
+        "guides/translation",
+        "guides/forecasting",
+        "guides/serving",
+        "reference/cli",
+        "reference/configuration",
+        "reference/api",
+        "results/translation",
+        "results/forecasting",
+        "results/speed",
+        "results/serving",
+        "results/demo",
+        "changelog",
+    ):
         assert (site / name / "index.html").is_file(), name
 
 
@@ -83,6 +103,7 @@ def test_a_results_file_with_an_absolute_path_stops_the_build():
     spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "gen_pages.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert gen._absolute_paths({"rows": [{"run": "/home/me/runs/x"}, {"run": "runs/y"}]}) == \
-        {"/home/me/runs/x"}
+    assert gen._absolute_paths({"rows": [{"run": "/home/me/runs/x"}, {"run": "runs/y"}]}) == {
+        "/home/me/runs/x"
+    }
     assert gen._absolute_paths({"settings": {"data": "data/multi30k"}}) == set()

@@ -4,6 +4,7 @@ import tempfile
 
 import pytest
 
+from tests.helpers.processes import make_node
 from transduce.errors import UserError
 from transduce.io import atomic_directory, atomic_path, check_writable, remove_staging, write_text
 
@@ -65,6 +66,7 @@ def test_a_staged_directory_gets_mkdirs_mode_and_appears_whole(tmp_path):
         with atomic_directory(target) as tmp:
             (tmp / "a").write_text("a")
             assert not target.exists()
+
     _with_umask(0o022, build)
     assert stat.S_IMODE(target.stat().st_mode) == 0o755 and (target / "a").read_text() == "a"
     with pytest.raises(RuntimeError):
@@ -102,16 +104,6 @@ def test_recorded_path_is_relative_inside_the_root_and_a_name_outside(tmp_path):
     root = tmp_path / "repo"
     assert recorded_path(root / "configs" / "a.yaml", root) == "configs/a.yaml"
     assert recorded_path(tmp_path / "data" / "multi30k", root) == "multi30k"
-
-
-def make_node(path, minor):
-    """A character device like /dev/null (minor 3) or /dev/full (7), made in the test's own
-    folder, never the machine's /dev; skips where this process may not make device nodes."""
-    try:
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, minor))
-    except PermissionError:
-        pytest.skip("making a device node needs root (CAP_MKNOD)")
-    return path
 
 
 def test_a_device_is_written_into_not_replaced(tmp_path):

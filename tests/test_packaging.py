@@ -36,12 +36,14 @@ def test_the_version_is_one_and_the_command_line_says_it():
     from transduce.version import __version__
 
     assert installed("transduce") == __version__
-    shown = subprocess.run([sys.executable, "-m", "transduce", "--version"],
-                           capture_output=True, text=True, timeout=60).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "transduce", "--version"], capture_output=True, text=True, timeout=60
+    ).stdout
     assert shown.strip() == f"transduce {__version__}"
     assert f"## {__version__.removesuffix('.dev0')}" in (ROOT / "CHANGELOG.md").read_text()
-    assert re.search(rf"^version: {re.escape(__version__)}$", (ROOT / "CITATION.cff").read_text(),
-                     re.M)
+    assert re.search(
+        rf"^version: {re.escape(__version__)}$", (ROOT / "CITATION.cff").read_text(), re.M
+    )
 
 
 def test_a_built_wheel_installs_alone_and_runs_the_demo(tmp_path):
@@ -54,35 +56,78 @@ def test_a_built_wheel_installs_alone_and_runs_the_demo(tmp_path):
     import sys
     import sysconfig
 
-    import pytest
-
-    pytest.importorskip("build", reason="the build package is a test dependency (make install)")
     copy = tmp_path / "source"  # what the wheel is built from, without the checkout's builds
-    shutil.copytree(ROOT / "src", copy / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        ROOT / "src", copy / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                    str(dist), str(copy)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(dist),
+            str(copy),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     wheel = next(dist.glob("transduce-*.whl"))
     env_dir = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120
+    )
     lib = next((env_dir / "lib").glob("python3*")) / "site-packages"
     # the dependencies, without this checkout's editable transduce (a .pth in that folder,
     # which a path line does not run)
     (lib / "borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     python = env_dir / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-                    "--no-deps", "--no-index", str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
     env = {**os.environ, "PYTHONPATH": ""}
-    where = subprocess.run([str(python), "-c", "import transduce; print(transduce.__file__)"],
-                           capture_output=True, text=True, env=env, timeout=60).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import transduce; print(transduce.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    ).stdout
     assert str(lib) in where and str(ROOT) not in where  # the wheel's copy, not the checkout
-    demo = subprocess.run([str(env_dir / "bin" / "transduce"), "demo", "max_steps=50",
-                           "threads=1", "--output", str(tmp_path / "run")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    demo = subprocess.run(
+        [
+            str(env_dir / "bin" / "transduce"),
+            "demo",
+            "max_steps=50",
+            "threads=1",
+            "--output",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "exact match" in demo.stdout
     assert (tmp_path / "run" / "cross_attention.png").stat().st_size > 10_000

@@ -14,18 +14,39 @@ from transduce.cli.main import build_parser, main
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # the pages written by hand (the generated ones are made by docs/gen_pages.py at build time)
-PAGES = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
-         for path in sorted((ROOT / "docs").rglob("*.md"))}
+PAGES = {
+    path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+    for path in sorted((ROOT / "docs").rglob("*.md"))
+}
 TEXTS = {"README.md": README, **PAGES}
-BLOCKS = [block for text in TEXTS.values()
-          for block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)]
-COMMANDS = [line[2:] for kind, body in BLOCKS if kind == "console"
-            for line in body.splitlines() if line.startswith("$ transduce")]
+BLOCKS = [
+    block
+    for text in TEXTS.values()
+    for block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)
+]
+COMMANDS = [
+    line[2:]
+    for kind, body in BLOCKS
+    if kind == "console"
+    for line in body.splitlines()
+    if line.startswith("$ transduce")
+]
 COMMANDS += [c for text in TEXTS.values() for c in re.findall(r"`(transduce [^`]+)`", text)]
 REDUCED = ["max_steps=20", "batch_size=16", "held_out=20", "warmup=10"]
-TINY_MODEL = ["d_model=32", "d_ff=64", "num_heads=2", "num_encoder_layers=1",
-              "num_decoder_layers=1", "vocab_size=300", "max_steps=6", "valid_every=3",
-              "warmup=2", "max_tokens=2000", "valid_bleu_sentences=20", "threads=1"]
+TINY_MODEL = [
+    "d_model=32",
+    "d_ff=64",
+    "num_heads=2",
+    "num_encoder_layers=1",
+    "num_decoder_layers=1",
+    "vocab_size=300",
+    "max_steps=6",
+    "valid_every=3",
+    "warmup=2",
+    "max_tokens=2000",
+    "valid_bleu_sentences=20",
+    "threads=1",
+]
 
 
 def console_block(marker: str) -> list[str]:
@@ -44,8 +65,11 @@ BAG = console_block("--equal")
 BACKTEST = console_block("forecast backtest")
 TOUR = console_block("--output attention.html")
 GLOBAL = console_block("layout=long")  # attention pictures, then the study figures
-COMMANDS = [c for c in COMMANDS
-            if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL]
+COMMANDS = [
+    c
+    for c in COMMANDS
+    if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL
+]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
 
 
@@ -59,7 +83,7 @@ def run_console(command: str, capsys, replace=(), extra=()) -> str:
         argv, target = argv[: argv.index(">")], argv[argv.index(">") + 1]
     last = max([i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")] + [1])
     capsys.readouterr()
-    assert main(argv[: last + 1] + list(extra) + argv[last + 1:]) == 0, command
+    assert main(argv[: last + 1] + list(extra) + argv[last + 1 :]) == 0, command
     out = capsys.readouterr().out
     if target:
         Path(target).write_text(out, encoding="utf-8")
@@ -99,10 +123,9 @@ def test_readme_command_runs(command, tmp_path, monkeypatch, capsys, request):
 def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys):
     """The Multi30k commands, then export and CTranslate2 serving, on synthetic files of
     Multi30k's line counts and a tiny model."""
-    from tests.data.test_multi30k import write_corpus
+    from tests.helpers.text import write_corpus
 
-    assert [c.split()[1] for c in PIPELINE] == ["data", "train", "tune", "translate",
-                                                "evaluate"]
+    assert [c.split()[1] for c in PIPELINE] == ["data", "train", "tune", "translate", "evaluate"]
     assert [c.split()[1] for c in SERVING] == ["export", "translate"]
     write_corpus(tmp_path / "local", compress=False)
     monkeypatch.chdir(tmp_path)
@@ -116,12 +139,20 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
         if argv[0] == "train":
             argv = argv[:2] + TINY_MODEL + argv[2:]
         if argv[0] == "tune":  # a smaller grid on the first lines of val
-            argv += ["--sentences", "20", "--last", "1", "2", "--lenpen", "0.6", "1.0",
-                     "--no-repeat-ngram", "0"]
+            argv += [
+                "--sentences",
+                "20",
+                "--last",
+                "1",
+                "2",
+                "--lenpen",
+                "0.6",
+                "1.0",
+                "--no-repeat-ngram",
+                "0",
+            ]
         assert main(argv) == 0, command
     assert "BLEU (lowercased)" in capsys.readouterr().out
-    if importlib.util.find_spec("ctranslate2") is None:
-        pytest.skip("CTranslate2 not installed")
     for command in SERVING:
         run_console(command, capsys)
     lines = (tmp_path / "hyp.de").read_text(encoding="utf-8").split("\n")
@@ -131,7 +162,7 @@ def test_readme_translation_commands_run_in_order(tmp_path, monkeypatch, capsys)
 def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
     """The forecasting commands on a generated hourly series and a tiny model, then the
     blend of that run with a linear and a sparse one, then a bag of two sparse seeds."""
-    from tests.forecasting.test_cli import write_sine
+    from tests.helpers.forecasting import write_sine
 
     assert [c.split()[2] for c in FORECAST] == ["train", "test", "predict", "plot"]
     assert [c.split()[2] for c in BLEND] == ["train", "train", "blend", "predict"]
@@ -148,8 +179,11 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
         if " train " not in command:
             return ()
         return tiny + (patch if "model=" not in command or "model=patch" in command else [])
-    outputs = [run_console(command, capsys, [("PATH/ETTh1.csv", str(csv))], reduced(command))
-               for command in FORECAST + BLEND + BAG]
+
+    outputs = [
+        run_console(command, capsys, [("PATH/ETTh1.csv", str(csv))], reduced(command))
+        for command in FORECAST + BLEND + BAG
+    ]
     assert outputs[1].startswith("test mse ")
     assert "blend: validation mse" in outputs[-4]
     assert "nothing was chosen on validation" in outputs[-1]
@@ -158,8 +192,10 @@ def test_readme_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     assert list(tmp_path.glob("runs/*/forecast_0.png"))
 
 
-@pytest.mark.skipif(not (TIMESERIES / "exchange_rate.csv").is_file(),
-                    reason="needs ../shared/data/timeseries/exchange_rate.csv")
+@pytest.mark.skipif(
+    not (TIMESERIES / "exchange_rate.csv").is_file(),
+    reason="needs ../shared/data/timeseries/exchange_rate.csv",
+)
 def test_readme_backtest_prints_what_the_readme_shows(tmp_path, monkeypatch, capsys):
     """The last value on exchange_rate, plain and pulled towards the training mean: no
     training, so the figures are exact."""
@@ -197,11 +233,17 @@ def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
     forecaster trains one epoch of a small model on a generated series of ETTh1's length."""
     import math
 
-    code = {(name, i): body for name, text in TEXTS.items()
-            for i, body in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S))}
-    assert {name for name, _ in code} >= {"README.md", "docs/learn.md",
-                                          "docs/guides/forecasting.md",
-                                          "docs/reference/layout.md"}
+    code = {
+        (name, i): body
+        for name, text in TEXTS.items()
+        for i, body in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S))
+    }
+    assert {name for name, _ in code} >= {
+        "README.md",
+        "docs/learn.md",
+        "docs/guides/forecasting.md",
+        "docs/reference/layout.md",
+    }
     monkeypatch.chdir(tmp_path)  # runs/demo: a (two-update) demo run
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "demo").symlink_to(demo_run)
@@ -212,13 +254,17 @@ def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
     from datetime import datetime, timedelta
 
     start = datetime(2016, 7, 1)
-    rows = [f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{math.sin(i / 4):.4f}"
-            for i in range(14_600)]
+    rows = [
+        f"{start + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{math.sin(i / 4):.4f}"
+        for i in range(14_600)
+    ]
     (tmp_path / "PATH" / "ETTh1.csv").write_text("date,OT\n" + "\n".join(rows) + "\n")
     namespaces: dict[str, dict] = {}  # a page's blocks build on each other, as in a notebook
     for (name, _), body in code.items():
-        body = body.replace("max_epochs=10", "max_epochs=1, input_length=48, d_model=8, "
-                                              "num_encoder_layers=1, threads=1")
+        body = body.replace(
+            "max_epochs=10",
+            "max_epochs=1, input_length=48, d_model=8, num_encoder_layers=1, threads=1",
+        )
         exec(compile(body, name, "exec"), namespaces.setdefault(name, {}))
     out = capsys.readouterr().out
     assert "torch.Size" in out and "'three', 'hundred', 'twenty', '-', 'one', '</s>'" in out
@@ -240,9 +286,10 @@ def _pages_generator():
 def _table(heading_words: str) -> dict[str, list[str]]:
     """The README table after the paragraph that starts with ``heading_words``: its first
     cell → its other cells, bold marks dropped."""
-    after = README[README.index(heading_words):]
-    rows = re.findall(r"^\|(.+)\|$", after.split("\n\n|", 1)[1].split("\n\n")[0]
-                      .join(["|", ""]), flags=re.M)
+    after = README[README.index(heading_words) :]
+    rows = re.findall(
+        r"^\|(.+)\|$", after.split("\n\n|", 1)[1].split("\n\n")[0].join(["|", ""]), flags=re.M
+    )
     cells = [[c.strip().replace("**", "") for c in row.split("|")] for row in rows]
     return {row[0]: row[1:] for row in cells[2:]}
 
@@ -250,8 +297,9 @@ def _table(heading_words: str) -> dict[str, list[str]]:
 def test_readme_translation_table_is_the_results_file():
     bleu = _pages_generator().headline_bleu()
     table = _table("**Translation**")
-    shown = {label: float(cells[-1]) for label, cells in table.items()
-             if not label.startswith("anchor")}
+    shown = {
+        label: float(cells[-1]) for label, cells in table.items() if not label.startswith("anchor")
+    }
     assert shown and set(shown) <= set(bleu), set(shown) - set(bleu)
     assert shown == {label: bleu[label] for label in shown}
 
@@ -261,14 +309,17 @@ def test_readme_m4_figures_are_the_results_file():
 
     data = json.loads((ROOT / "benchmarks/forecasting/m4.json").read_text())
     chosen = data["rows"][data["chosen"]]
-    line = README[README.index("**Many series, one model**"):].split("\n\n")[0]
+    line = README[README.index("**Many series, one model**") :].split("\n\n")[0]
     test = chosen["test"]
-    for figure in (f"OWA {test['owa']:.3f}", f"sMAPE {test['smape']:.2f}",
-                   f"MASE {test['mase']:.3f}",
-                   f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
-                   f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
-                   f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
-                   f"trained {chosen['training_minutes']} minutes"):
+    for figure in (
+        f"OWA {test['owa']:.3f}",
+        f"sMAPE {test['smape']:.2f}",
+        f"MASE {test['mase']:.3f}",
+        f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
+        f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
+        f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
+        f"trained {chosen['training_minutes']} minutes",
+    ):
         assert figure in " ".join(line.split()), figure
 
 
@@ -279,8 +330,9 @@ def test_readme_forecasting_table_is_the_results_file():
     for label, model in (("transduce `patch`", "patch"), ("transduce `channel`", "channel")):
         assert table[label] == [f"{means[d, model]:.3f}" for d in datasets], label
     [chosen] = [cells for label, cells in table.items() if "chosen on validation" in label]
-    assert chosen == [f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–"
-                      for d in datasets]
+    assert chosen == [
+        f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–" for d in datasets
+    ]
 
 
 def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
@@ -288,9 +340,13 @@ def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     model: convert, train one global model, score it as M4 does, predict and plot a series."""
     import math
 
-    assert [c.split()[1:3] for c in GLOBAL] == [["data", "m4"], ["forecast", "train"],
-                                                ["forecast", "test"], ["forecast", "predict"],
-                                                ["forecast", "plot"]]
+    assert [c.split()[1:3] for c in GLOBAL] == [
+        ["data", "m4"],
+        ["forecast", "train"],
+        ["forecast", "test"],
+        ["forecast", "predict"],
+        ["forecast", "plot"],
+    ]
     source = tmp_path / "m4"
     source.mkdir()
     lengths = [200, 260, 230]
@@ -304,11 +360,25 @@ def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     (source / "Hourly-train.csv").write_text("\n".join(train) + "\n")
     (source / "Hourly-test.csv").write_text("\n".join(test) + "\n")
     monkeypatch.chdir(tmp_path)
-    tiny = ["input_length=48", "d_model=16", "d_ff=32", "num_heads=2", "num_encoder_layers=1",
-            "max_epochs=1", "batch_size=32", "threads=1"]
-    outputs = [run_console(command, capsys, [("../shared/data/m4", str(source))],
-                           tiny if " train " in command else ())
-               for command in GLOBAL]
+    tiny = [
+        "input_length=48",
+        "d_model=16",
+        "d_ff=32",
+        "num_heads=2",
+        "num_encoder_layers=1",
+        "max_epochs=1",
+        "batch_size=32",
+        "threads=1",
+    ]
+    outputs = [
+        run_console(
+            command,
+            capsys,
+            [("../shared/data/m4", str(source))],
+            tiny if " train " in command else (),
+        )
+        for command in GLOBAL
+    ]
     assert "wrote 3 series" in outputs[0]
     assert outputs[2].startswith("3 series, horizon 48: sMAPE ") and "OWA" in outputs[2]
     rows = (tmp_path / "next_48_H1.csv").read_text().splitlines()

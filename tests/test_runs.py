@@ -16,28 +16,52 @@ def fake_run(tmp_path, names):
     (run / "checkpoints").mkdir(parents=True)
     for name in names:
         path = run / name
-        runs.save_checkpoint(path, {"model": {"w": torch.tensor([float(len(name))])},
-                                    "model_config": {}, "kind": "translation", "step": 1})
+        runs.save_checkpoint(
+            path,
+            {
+                "model": {"w": torch.tensor([float(len(name))])},
+                "model_config": {},
+                "kind": "translation",
+                "step": 1,
+            },
+        )
     return run
 
 
 def test_step_checkpoints_are_matched_by_their_exact_name(tmp_path):
-    run = fake_run(tmp_path, ["checkpoints/step_9.pt", "checkpoints/step_10.pt",
-                              "checkpoints/keep_step_20.pt", "checkpoints/copy_of_step_30.pt",
-                              "checkpoints/step_40.pt.bak", "checkpoints/my_backup_step_50.pt"])
+    run = fake_run(
+        tmp_path,
+        [
+            "checkpoints/step_9.pt",
+            "checkpoints/step_10.pt",
+            "checkpoints/keep_step_20.pt",
+            "checkpoints/copy_of_step_30.pt",
+            "checkpoints/step_40.pt.bak",
+            "checkpoints/my_backup_step_50.pt",
+        ],
+    )
     assert [p.name for p in runs.step_checkpoints(run)] == ["step_9.pt", "step_10.pt"]
     runs.prune(run, keep_last=1)
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
-        "copy_of_step_30.pt", "keep_step_20.pt", "my_backup_step_50.pt", "step_10.pt",
-        "step_40.pt.bak"]
+        "copy_of_step_30.pt",
+        "keep_step_20.pt",
+        "my_backup_step_50.pt",
+        "step_10.pt",
+        "step_40.pt.bak",
+    ]
 
 
-@pytest.mark.parametrize("names, expected", [
-    (["averaged.pt", "checkpoints/best.pt", "checkpoints/step_3.pt"], "averaged.pt"),
-    (["checkpoints/best.pt", "checkpoints/step_3.pt"], "checkpoints/best.pt"),
-    (["checkpoints/step_3.pt", "checkpoints/step_12.pt", "checkpoints/keep_step_99.pt"],
-     "checkpoints/step_12.pt"),
-])
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        (["averaged.pt", "checkpoints/best.pt", "checkpoints/step_3.pt"], "averaged.pt"),
+        (["checkpoints/best.pt", "checkpoints/step_3.pt"], "checkpoints/best.pt"),
+        (
+            ["checkpoints/step_3.pt", "checkpoints/step_12.pt", "checkpoints/keep_step_99.pt"],
+            "checkpoints/step_12.pt",
+        ),
+    ],
+)
 def test_the_checkpoint_a_run_directory_gives(tmp_path, names, expected):
     run = fake_run(tmp_path, names)
     assert runs.find_checkpoint(run) == (run / expected, run)
@@ -66,14 +90,15 @@ def test_a_checkpoint_of_another_kind_is_refused(tmp_path):
         runs.load_checkpoint(run / "checkpoints" / "best.pt", "forecast")
 
 
-def test_translate_average_and_export_name_the_checkpoint_they_use(trained_run, tmp_path,
-                                                                   capsys):
+def test_translate_average_and_export_name_the_checkpoint_they_use(trained_run, tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("twelve\n", encoding="utf-8")
     assert main(["translate", str(trained_run), "--input", str(source), "--beam", "1"]) == 0
     assert f"using {trained_run / 'checkpoints' / 'best.pt'}" in capsys.readouterr().err
-    assert main(["average", str(trained_run), "--last", "2",
-                 "--output", str(tmp_path / "avg.pt")]) == 0
+    assert (
+        main(["average", str(trained_run), "--last", "2", "--output", str(tmp_path / "avg.pt")])
+        == 0
+    )
     assert "averaging step_8.pt, step_12.pt" in capsys.readouterr().err
 
 
@@ -82,15 +107,23 @@ def test_a_run_of_another_command_is_named_and_left_untouched(demo_run, forecast
 
     def files():
         return sorted(str(p) for run in (demo_run, forecast) for p in run.rglob("*"))
+
     before = files()
     for argv, message in [
-            (["train", "--run-dir", str(demo_run)],
-             f"{demo_run}: a run of transduce demo, not of transduce train; give a new "
-             "--run-dir, or resume it with transduce demo"),
-            (["forecast", "train", "--run-dir", str(demo_run)],
-             "a run of transduce demo, not of transduce forecast train"),
-            (["demo", "--out", str(forecast)],
-             f"{forecast}: a run of transduce forecast train, not of transduce demo")]:
+        (
+            ["train", "--run-dir", str(demo_run)],
+            f"{demo_run}: a run of transduce demo, not of transduce train; give a new "
+            "--run-dir, or resume it with transduce demo",
+        ),
+        (
+            ["forecast", "train", "--run-dir", str(demo_run)],
+            "a run of transduce demo, not of transduce forecast train",
+        ),
+        (
+            ["demo", "--out", str(forecast)],
+            f"{forecast}: a run of transduce forecast train, not of transduce demo",
+        ),
+    ]:
         assert main(argv) == 2
         assert message in capsys.readouterr().err
     assert files() == before

@@ -35,9 +35,12 @@ def steadiness(curve: list[tuple[int, float]]) -> dict:
         for i in range(first + 1, len(scores)):
             drop = max(drop, max(scores[:i]) - scores[i])
     gap = max(scores) - scores[-1]
-    return {"first_pass_step": None if first is None else curve[first][0],
-            "largest_drop": round(drop, 4), "last_below_best": round(gap, 4),
-            "steady": first is not None and drop <= MAX_DROP + 1e-9 and gap <= LAST_GAP + 1e-9}
+    return {
+        "first_pass_step": None if first is None else curve[first][0],
+        "largest_drop": round(drop, 4),
+        "last_below_best": round(gap, 4),
+        "steady": first is not None and drop <= MAX_DROP + 1e-9 and gap <= LAST_GAP + 1e-9,
+    }
 
 
 def one_run(seed: int, precision: str, overrides: list[str], out: Path) -> dict:
@@ -52,8 +55,17 @@ def one_run(seed: int, precision: str, overrides: list[str], out: Path) -> dict:
     from transduce.tasks.numbers.task import numbers_vocab, translate
 
     start = time.perf_counter()
-    status = main(["demo", f"seed={seed}", f"precision={precision}", "threads=1", *overrides,
-                   "--out", str(out)])
+    status = main(
+        [
+            "demo",
+            f"seed={seed}",
+            f"precision={precision}",
+            "threads=1",
+            *overrides,
+            "--out",
+            str(out),
+        ]
+    )
     wall = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"demo seed={seed} precision={precision} exited {status}")
@@ -68,9 +80,16 @@ def one_run(seed: int, precision: str, overrides: list[str], out: Path) -> dict:
     numbers = held_out_numbers(len(table))
     hyps = translate(model, numbers, numbers_vocab(), torch.device("cpu"), precision)
     last_held_out = exact_match(hyps, [german(n) for n in numbers])
-    return {"seed": seed, "precision": precision, "wall_s": round(wall, 1), "curve": curve,
-            "held_out_best": best_held_out, "held_out_last": last_held_out,
-            "last_step": record["step"], **steadiness(curve)}
+    return {
+        "seed": seed,
+        "precision": precision,
+        "wall_s": round(wall, 1),
+        "curve": curve,
+        "held_out_best": best_held_out,
+        "held_out_last": last_held_out,
+        "last_step": record["step"],
+        **steadiness(curve),
+    }
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -83,8 +102,7 @@ def plot(results: list[dict], path: Path) -> None:
     for ax, precision in zip(axes, ("fp32", "bf16")):
         for r in (r for r in results if r["precision"] == precision):
             steps, scores = zip(*r["curve"])
-            ax.plot(steps, [100 * s for s in scores], marker="o", ms=3,
-                    label=f"seed {r['seed']}")
+            ax.plot(steps, [100 * s for s in scores], marker="o", ms=3, label=f"seed {r['seed']}")
         ax.axhline(100 * FIRST_PASS, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{precision}")
         ax.set_xlabel("update")
@@ -97,16 +115,20 @@ def plot(results: list[dict], path: Path) -> None:
 
 
 def table(results: list[dict], command: str, machine: str) -> str:
-    lines = [f"Command: `{command}` on {machine}, one thread per run, two runs at a time.", "",
-             "| precision | seed | first ≥ 95% at | largest later drop | last below best "
-             "| held-out, best.pt | held-out, last | steady | training + evaluation |",
-             "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines = [
+        f"Command: `{command}` on {machine}, one thread per run, two runs at a time.",
+        "",
+        "| precision | seed | first ≥ 95% at | largest later drop | last below best "
+        "| held-out, best.pt | held-out, last | steady | training + evaluation |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
     for r in results:
         lines.append(
             f"| {r['precision']} | {r['seed']} | {r['first_pass_step']} | "
             f"{100 * r['largest_drop']:.1f} | {100 * r['last_below_best']:.1f} | "
             f"{100 * r['held_out_best']:.1f}% | {100 * r['held_out_last']:.1f}% | "
-            f"{'yes' if r['steady'] else 'no'} | {r['wall_s']:.0f} s |")
+            f"{'yes' if r['steady'] else 'no'} | {r['wall_s']:.0f} s |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -124,8 +146,9 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "demo_stability")
-    parser.add_argument("--one", nargs=3, metavar=("SEED", "PRECISION", "OUT"),
-                        help=argparse.SUPPRESS)  # a worker process's own run
+    parser.add_argument(
+        "--one", nargs=3, metavar=("SEED", "PRECISION", "OUT"), help=argparse.SUPPRESS
+    )  # a worker process's own run
     parser.add_argument("--results", type=Path, default=HERE / "stability.json")
     args = parser.parse_args()
     if args.one:
@@ -139,17 +162,33 @@ def main() -> None:
         out = args.work / f"seed{seed}-{precision}"
         row = out / "stability_row.json"
         if not row.exists():  # a finished run is not trained again
-            subprocess.run([sys.executable, __file__, *args.overrides, "--one", str(seed),
-                            precision, str(out)], check=True, stdout=subprocess.DEVNULL,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    *args.overrides,
+                    "--one",
+                    str(seed),
+                    precision,
+                    str(out),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
         return json.loads(row.read_text(encoding="utf-8"))
 
     jobs = [(s, p) for p in args.precisions for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(launch, jobs))
     command = " ".join(["python benchmarks/demo/stability.py", *args.overrides])
-    summary = {"command": command, "machine": machine(), "overrides": args.overrides,
-               "steady": all(r["steady"] for r in results), "runs": results}
+    summary = {
+        "command": command,
+        "machine": machine(),
+        "overrides": args.overrides,
+        "steady": all(r["steady"] for r in results),
+        "runs": results,
+    }
     args.results.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     plot(results, ROOT / "docs" / "results" / "demo_stability.png")  # docs/results/demo.md
     print(table(results, command, summary["machine"]))

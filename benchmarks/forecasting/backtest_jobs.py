@@ -29,44 +29,76 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="folder with the CSV files")
     parser.add_argument("--epochs", type=int, default=4, help="epochs per fold")
-    parser.add_argument("--folds", type=int, default=4, help="folds (an even number keeps "
-                        "both jobs busy to the end)")
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=4,
+        help="folds (an even number keeps both jobs busy to the end)",
+    )
     args = parser.parse_args()
     csv = (args.data / "exchange_rate.csv").resolve()
     if not csv.is_file():
-        sys.exit(f"backtest_jobs.py: {csv} is missing; --data names the folder that holds "
-                 "exchange_rate.csv")
+        sys.exit(
+            f"backtest_jobs.py: {csv} is missing; --data names the folder that holds "
+            "exchange_rate.csv"
+        )
     cores = os.cpu_count() or 1
-    ways = [("one fold at a time, 1 thread", ["threads=1"]),
-            (f"one fold at a time, {cores} threads", [f"threads={cores}"]),
-            ("two folds at a time, 1 thread each", ["threads=1", "--jobs", "2"])]
+    ways = [
+        ("one fold at a time, 1 thread", ["threads=1"]),
+        (f"one fold at a time, {cores} threads", [f"threads={cores}"]),
+        ("two folds at a time, 1 thread each", ["threads=1", "--jobs", "2"]),
+    ]
     rows = []
     for k, (name, extra) in enumerate(ways):
         run = ROOT / "runs" / "bench" / "backtest_jobs" / f"way_{k}"
         shutil.rmtree(run, ignore_errors=True)
-        command = [sys.executable, "-m", "transduce", "forecast", "backtest",
-                   str(ROOT / "configs" / "forecast_exchange_patch.yaml"), f"csv={csv}",
-                   "horizon=96", f"max_epochs={args.epochs}", *extra, "--folds",
-                   str(args.folds), "--run-dir", str(run)]
+        command = [
+            sys.executable,
+            "-m",
+            "transduce",
+            "forecast",
+            "backtest",
+            str(ROOT / "configs" / "forecast_exchange_patch.yaml"),
+            f"csv={csv}",
+            "horizon=96",
+            f"max_epochs={args.epochs}",
+            *extra,
+            "--folds",
+            str(args.folds),
+            "--run-dir",
+            str(run),
+        ]
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
         result = json.loads((run / "backtest.json").read_text())
-        rows.append({"way": name, "command": " ".join(command[1:]), "seconds": seconds,
-                     "fold_mse": [f["mse"] for f in result["folds"]]})
+        rows.append(
+            {
+                "way": name,
+                "command": " ".join(command[1:]),
+                "seconds": seconds,
+                "fold_mse": [f["mse"] for f in result["folds"]],
+            }
+        )
         print(f"{name}: {seconds:.1f} s", flush=True)
     for row in rows:
         row["speed-up"] = rows[0]["seconds"] / row["seconds"]
-    lines = [f"# `forecast backtest --jobs`: {args.folds} folds of exchange_rate `patch`, horizon "
-             f"96, {args.epochs} epochs each, on {cores} cores", "",
-             "    python benchmarks/forecasting/backtest_jobs.py --data PATH", "",
-             "| way | wall s | speed-up | test MSE of each fold |", "|---|---:|---:|---|"]
-    lines += [f"| {r['way']} | {r['seconds']:.1f} | {r['speed-up']:.2f}× | "
-              f"{', '.join(f'{m:.4f}' for m in r['fold_mse'])} |" for r in rows]
+    lines = [
+        f"# `forecast backtest --jobs`: {args.folds} folds of exchange_rate `patch`, horizon "
+        f"96, {args.epochs} epochs each, on {cores} cores",
+        "",
+        "    python benchmarks/forecasting/backtest_jobs.py --data PATH",
+        "",
+        "| way | wall s | speed-up | test MSE of each fold |",
+        "|---|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r['way']} | {r['seconds']:.1f} | {r['speed-up']:.2f}× | "
+        f"{', '.join(f'{m:.4f}' for m in r['fold_mse'])} |"
+        for r in rows
+    ]
     (HERE / "backtest_jobs.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (HERE / "backtest_jobs.json").write_text(json.dumps(rows, indent=2) + "\n",
-                                             encoding="utf-8")
+    (HERE / "backtest_jobs.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     print("\n".join(lines[4:]))
 
 

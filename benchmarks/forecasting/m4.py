@@ -46,8 +46,14 @@ from transduce.evaluation import m4  # noqa: E402
 from transduce.tasks.forecasting.panel import forecast_panel  # noqa: E402
 
 # M4's horizon and the seasonality its MASE and Naive2 use, by frequency
-FREQUENCIES = {"Yearly": (6, 1), "Quarterly": (8, 4), "Monthly": (18, 12), "Weekly": (13, 1),
-               "Daily": (14, 1), "Hourly": (48, 24)}
+FREQUENCIES = {
+    "Yearly": (6, 1),
+    "Quarterly": (8, 4),
+    "Monthly": (18, 12),
+    "Weekly": (13, 1),
+    "Daily": (14, 1),
+    "Hourly": (48, 24),
+}
 H, SEASON = FREQUENCIES["Hourly"]  # main() sets them from --frequency
 SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3", "dropout=0.1"]
 
@@ -55,10 +61,20 @@ SIZES = ["d_model=64", "d_ff=128", "num_heads=4", "num_encoder_layers=3", "dropo
 def common() -> list[str]:
     """Every recipe's settings, from the horizon and season alone: an input of 3.5 horizons
     (168 hours for Hourly; N-BEATS's look-backs span 2 to 7 horizons)."""
-    return ["layout=long", f"season={SEASON}", f"horizon={H}",
-            f"input_length={round(3.5 * H)}", "quantiles=0.5,0.9", "point_loss=mae",
-            "batch_size=64", "lr=0.001", "threads=2", "valid_every=200", "patience=0",
-            "max_epochs=0"]
+    return [
+        "layout=long",
+        f"season={SEASON}",
+        f"horizon={H}",
+        f"input_length={round(3.5 * H)}",
+        "quantiles=0.5,0.9",
+        "point_loss=mae",
+        "batch_size=64",
+        "lr=0.001",
+        "threads=2",
+        "valid_every=200",
+        "patience=0",
+        "max_epochs=0",
+    ]
 
 
 def recipes() -> dict[str, tuple[str, list[str]]]:
@@ -67,20 +83,29 @@ def recipes() -> dict[str, tuple[str, list[str]]]:
     patch_len = max(2, H // 2)
     patch = ["model=patch", f"patch_len={patch_len}", f"stride={max(1, patch_len // 2)}"]
     return {
-        "logsparse_k3": ("LogSparse, kernel 3, LogSparse mask",
-                         ["model=logsparse", "kernel=3", "pattern=logsparse"]),
-        "logsparse_k1": ("LogSparse, kernel 1 (canonical attention), LogSparse mask",
-                         ["model=logsparse", "kernel=1", "pattern=logsparse"]),
-        "full_k3": ("kernel 3, full causal attention (no LogSparse mask)",
-                    ["model=logsparse", "kernel=3", "pattern=full"]),
+        "logsparse_k3": (
+            "LogSparse, kernel 3, LogSparse mask",
+            ["model=logsparse", "kernel=3", "pattern=logsparse"],
+        ),
+        "logsparse_k1": (
+            "LogSparse, kernel 1 (canonical attention), LogSparse mask",
+            ["model=logsparse", "kernel=1", "pattern=logsparse"],
+        ),
+        "full_k3": (
+            "kernel 3, full causal attention (no LogSparse mask)",
+            ["model=logsparse", "kernel=3", "pattern=full"],
+        ),
         "patch": ("the patch Transformer (PatchTST), global", patch),
         "patch_log": ("the patch Transformer, global, log scaling", patch + ["scaling=log"]),
         "patch_m3": ("the patch Transformer, global, 3 members", patch + ["members=3"]),
-        "patch_log_m3": ("the patch Transformer, global, log scaling, 3 members",
-                         patch + ["scaling=log", "members=3"]),
-        "logsparse_k3_log": ("LogSparse, kernel 3, LogSparse mask, log scaling",
-                             ["model=logsparse", "kernel=3", "pattern=logsparse",
-                              "scaling=log"]),
+        "patch_log_m3": (
+            "the patch Transformer, global, log scaling, 3 members",
+            patch + ["scaling=log", "members=3"],
+        ),
+        "logsparse_k3_log": (
+            "LogSparse, kernel 3, LogSparse mask, log scaling",
+            ["model=logsparse", "kernel=3", "pattern=logsparse", "scaling=log"],
+        ),
     }
 
 
@@ -89,17 +114,24 @@ RECIPES = recipes()
 
 def split_validation(panel: Panel) -> tuple[Panel, dict]:
     """The history minus each series' last H steps, and those steps."""
-    history = Panel(panel.ids, [s[:-H] for s in panel.steps], [v[:-H] for v in panel.values],
-                    panel.dated)
+    history = Panel(
+        panel.ids, [s[:-H] for s in panel.steps], [v[:-H] for v in panel.values], panel.dated
+    )
     return history, {i: v[-H:] for i, v in zip(panel.ids, panel.values)}
 
 
-def scores(forecasts: dict, truths: dict, histories: dict, upper: dict | None = None,
-           median: dict | None = None) -> dict:
+def scores(
+    forecasts: dict,
+    truths: dict,
+    histories: dict,
+    upper: dict | None = None,
+    median: dict | None = None,
+) -> dict:
     out = m4.score(forecasts, truths, histories, SEASON)
     ids = list(truths)
-    out["rho_0.5"] = m4.rho_risk([(median or forecasts)[i] for i in ids],
-                                 [truths[i] for i in ids], 0.5)
+    out["rho_0.5"] = m4.rho_risk(
+        [(median or forecasts)[i] for i in ids], [truths[i] for i in ids], 0.5
+    )
     if upper is not None:
         out["rho_0.9"] = m4.rho_risk([upper[i] for i in ids], [truths[i] for i in ids], 0.9)
     return {k: round(float(v), 4) for k, v in out.items()}
@@ -112,22 +144,29 @@ def peers(history: Panel, truths: dict) -> dict:
     from statsforecast.models import AutoETS, AutoTheta
 
     hist = {i: v for i, v in zip(history.ids, history.values)}
-    rows = {"Naive2 (M4's benchmark)": {"point": {i: m4.naive2(v, H, SEASON)
-                                                  for i, v in hist.items()}},
-            "seasonal naive": {"point": {i: m4.seasonal_naive(v, H, SEASON)
-                                         for i, v in hist.items()}}}
-    frame = pd.DataFrame({"unique_id": np.repeat(history.ids, [len(v) for v in history.values]),
-                          "ds": np.concatenate([np.asarray(s) for s in history.steps]),
-                          "y": np.concatenate(history.values).astype(float)})
-    for name, model in (("AutoETS (StatsForecast)", AutoETS(season_length=SEASON)),
-                        ("AutoTheta (StatsForecast)", AutoTheta(season_length=SEASON))):
+    rows = {
+        "Naive2 (M4's benchmark)": {"point": {i: m4.naive2(v, H, SEASON) for i, v in hist.items()}},
+        "seasonal naive": {"point": {i: m4.seasonal_naive(v, H, SEASON) for i, v in hist.items()}},
+    }
+    frame = pd.DataFrame(
+        {
+            "unique_id": np.repeat(history.ids, [len(v) for v in history.values]),
+            "ds": np.concatenate([np.asarray(s) for s in history.steps]),
+            "y": np.concatenate(history.values).astype(float),
+        }
+    )
+    for name, model in (
+        ("AutoETS (StatsForecast)", AutoETS(season_length=SEASON)),
+        ("AutoTheta (StatsForecast)", AutoTheta(season_length=SEASON)),
+    ):
         start = time.time()
         sf = StatsForecast(models=[model], freq=1, n_jobs=2)
         out = sf.forecast(df=frame, h=H, level=[80])
         column = [c for c in out.columns if c not in ("unique_id", "ds") and "-" not in c][0]
         point = {i: g[column].to_numpy() for i, g in out.groupby("unique_id", sort=False)}
-        upper = {i: g[f"{column}-hi-80"].to_numpy() for i, g in out.groupby("unique_id",
-                                                                            sort=False)}
+        upper = {
+            i: g[f"{column}-hi-80"].to_numpy() for i, g in out.groupby("unique_id", sort=False)
+        }
         rows[name] = {"point": point, "upper": upper, "seconds": round(time.time() - start, 1)}
     return rows
 
@@ -140,8 +179,17 @@ def settings(recipe: str) -> list[str]:
 def train(recipe: str, csv: Path, runs: Path, minutes: float) -> tuple[Path, float]:
     run = runs / recipe
     start = time.time()
-    code = transduce(["forecast", "train", f"csv={csv}", *settings(recipe),
-                      f"max_minutes={minutes}", "--run-dir", str(run)])
+    code = transduce(
+        [
+            "forecast",
+            "train",
+            f"csv={csv}",
+            *settings(recipe),
+            f"max_minutes={minutes}",
+            "--run-dir",
+            str(run),
+        ]
+    )
     if code:
         raise SystemExit(f"{recipe}: training failed ({code})")
     return run, time.time() - start
@@ -180,29 +228,47 @@ with torch.no_grad():
 cells = sum(len(r) for r in rows) if sparse else L * L
 print(kb("VmHWM") - before, cells, keys[0].shape[1] if sparse else L)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout.split()
     grown_kb, cells, keys = int(out[0]), int(out[1]), int(out[2])
-    return {"peak_growth_mb": round(grown_kb / 1024, 1), "score_cells": cells * 4,  # 4 heads
-            "keys_per_step": keys}
+    return {
+        "peak_growth_mb": round(grown_kb / 1024, 1),
+        "score_cells": cells * 4,  # 4 heads
+        "keys_per_step": keys,
+    }
 
 
 def main() -> None:
     global H, SEASON, RECIPES
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="the folder of M4's FREQUENCY-train.csv and "
-                                                  "FREQUENCY-test.csv")
-    parser.add_argument("--frequency", default="Hourly", choices=list(FREQUENCIES),
-                        help="which M4 frequency (its horizon and seasonality set the "
-                             "recipes'; default Hourly)")
+    parser.add_argument(
+        "--data", type=Path, help="the folder of M4's FREQUENCY-train.csv and FREQUENCY-test.csv"
+    )
+    parser.add_argument(
+        "--frequency",
+        default="Hourly",
+        choices=list(FREQUENCIES),
+        help="which M4 frequency (its horizon and seasonality set the recipes'; default Hourly)",
+    )
     parser.add_argument("--minutes", type=float, default=7.0, help="training minutes a model")
     parser.add_argument("--recipes", default=",".join(RECIPES))
-    parser.add_argument("--runs", type=Path, help="where the runs go (default runs/bench/m4 "
-                                                  "for Hourly, runs/bench/m4_FREQUENCY else)")
-    parser.add_argument("--out", type=Path, help="results file (default "
-                                                 "benchmarks/forecasting/m4.json for Hourly, "
-                                                 "m4_FREQUENCY.json else)")
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        help="where the runs go (default runs/bench/m4 for Hourly, runs/bench/m4_FREQUENCY else)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="results file (default "
+        "benchmarks/forecasting/m4.json for Hourly, "
+        "m4_FREQUENCY.json else)",
+    )
     parser.add_argument("--memory-only", action="store_true")
     args = parser.parse_args()
     H, SEASON = FREQUENCIES[args.frequency]
@@ -217,8 +283,9 @@ def main() -> None:
             parser.error(f"--recipes: no recipe {recipe!r}; the recipes: {', '.join(RECIPES)}")
         wanted.append((recipe, float(minutes or args.minutes)))
     saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    saved["memory"] = {str(L): {"logsparse": memory(L, True), "full": memory(L, False)}
-                       for L in (256, 1024, 4096)}
+    saved["memory"] = {
+        str(L): {"logsparse": memory(L, True), "full": memory(L, False)} for L in (256, 1024, 4096)
+    }
     cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     saved["machine"] = f"{platform.machine()}, {cores} cores"
     if args.memory_only:
@@ -227,16 +294,19 @@ def main() -> None:
     if args.data is None:
         parser.error("--data is required to train and score")
     data = args.runs / "data"
-    if transduce(["data", "m4", "--from", str(args.data), "--dest", str(data),
-                  "--frequency", args.frequency]):
+    if transduce(
+        ["data", "m4", "--from", str(args.data), "--dest", str(data), "--frequency", args.frequency]
+    ):
         raise SystemExit(f"{args.data}: could not convert M4's {args.frequency} files")
     stem = f"m4_{args.frequency.lower()}"
     full = read_panel(data / f"{stem}_train.csv")
     test = read_panel(data / f"{stem}_test.csv")
     val_history, val_truth = split_validation(full)
     test_truth = {i: v for i, v in zip(test.ids, test.values)}
-    histories = {"validation": {i: v for i, v in zip(val_history.ids, val_history.values)},
-                 "test": {i: v for i, v in zip(full.ids, full.values)}}
+    histories = {
+        "validation": {i: v for i, v in zip(val_history.ids, val_history.values)},
+        "test": {i: v for i, v in zip(full.ids, full.values)},
+    }
     truths = {"validation": val_truth, "test": test_truth}
     saved["command"] = "python benchmarks/forecasting/m4.py " + " ".join(sys.argv[1:])
     saved["frequency"], saved["horizon"], saved["season"] = args.frequency, H, SEASON
@@ -244,26 +314,35 @@ def main() -> None:
     for split, history in (("validation", val_history), ("test", full)):
         for name, row in peers(history, truths[split]).items():
             entry = saved["rows"].setdefault(name, {"kind": "peer"})
-            entry[split] = scores(row["point"], truths[split], histories[split],
-                                  row.get("upper"))
+            entry[split] = scores(row["point"], truths[split], histories[split], row.get("upper"))
             if "seconds" in row:
                 entry[f"{split}_seconds"] = row["seconds"]
     args.out.write_text(json.dumps(saved, indent=1) + "\n")
     for recipe, minutes in wanted:
         run, seconds = train(recipe, data / f"{stem}_train.csv", args.runs, minutes)
-        entry = {"kind": "transduce", "what": RECIPES[recipe][0],
-                 "settings": " ".join(settings(recipe)),
-                 "training_minutes": round(seconds / 60, 1), "command": saved["command"]}
-        entry["validation"] = model_scores(run, val_history, val_truth,
-                                           histories["validation"])
+        entry = {
+            "kind": "transduce",
+            "what": RECIPES[recipe][0],
+            "settings": " ".join(settings(recipe)),
+            "training_minutes": round(seconds / 60, 1),
+            "command": saved["command"],
+        }
+        entry["validation"] = model_scores(run, val_history, val_truth, histories["validation"])
         entry["test"] = model_scores(run, full, test_truth, histories["test"])
         saved["rows"][recipe] = entry
         args.out.write_text(json.dumps(saved, indent=1) + "\n")
     mine = {k: v for k, v in saved["rows"].items() if v["kind"] == "transduce"}
     saved["chosen"] = min(mine, key=lambda k: mine[k]["validation"]["owa"])
     args.out.write_text(json.dumps(saved, indent=1) + "\n")
-    print(json.dumps({k: (v.get("validation", {}).get("owa"), v.get("test", {}).get("owa"))
-                      for k, v in saved["rows"].items()}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: (v.get("validation", {}).get("owa"), v.get("test", {}).get("owa"))
+                for k, v in saved["rows"].items()
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

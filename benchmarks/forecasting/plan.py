@@ -13,8 +13,9 @@ from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 
 
-def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
-               horizons: list[int] | None) -> list[dict]:
+def plan_tasks(
+    plan_file: Path, datasets: str | None, models: str | None, horizons: list[int] | None
+) -> list[dict]:
     """The rows a plan asks for (of these datasets, models and horizons only, if given),
     each with its minutes, members, input length and config settings; the plan is checked
     whole first."""
@@ -25,8 +26,9 @@ def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
     tasks = []
     for dataset, by_model in plan.items():
         if dataset not in DATASETS:
-            raise SystemExit(f"{plan_file}: unknown dataset {dataset!r}; known: "
-                             f"{', '.join(DATASETS)}")
+            raise SystemExit(
+                f"{plan_file}: unknown dataset {dataset!r}; known: {', '.join(DATASETS)}"
+            )
         if not isinstance(by_model, dict):
             raise SystemExit(f"{plan_file}: {dataset} must map models to settings")
         for model, settings in by_model.items():
@@ -36,23 +38,32 @@ def plan_tasks(plan_file: Path, datasets: str | None, models: str | None,
             settings = settings or {}
             unknown = set(settings) - {"minutes", "members", "input_length", "settings"}
             if unknown:
-                raise SystemExit(f"{where}: unknown setting {sorted(unknown)[0]!r}; known: "
-                                 "minutes, members, input_length, settings")
+                raise SystemExit(
+                    f"{where}: unknown setting {sorted(unknown)[0]!r}; known: "
+                    "minutes, members, input_length, settings"
+                )
             minutes = settings.get("minutes")
             if not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0:
                 raise SystemExit(f"{where}: minutes must be a positive number, not {minutes!r}")
             for horizon in DATASETS[dataset][2]:
                 members = _per_horizon(settings.get("members"), horizon, where, "members")
-                length = _per_horizon(settings.get("input_length"), horizon, where,
-                                      "input_length")
-                tasks.append({"dataset": dataset, "horizon": horizon, "model": model,
-                              "minutes": float(minutes),
-                              "settings": _config_items(settings.get("settings"), horizon,
-                                                        where, model),
-                              "input_lengths": [length] if length else None,
-                              "members": [members] if members else None})
-    wanted = [(datasets or "").split(",") if datasets else None,
-              (models or "").split(",") if models else None, horizons]
+                length = _per_horizon(settings.get("input_length"), horizon, where, "input_length")
+                tasks.append(
+                    {
+                        "dataset": dataset,
+                        "horizon": horizon,
+                        "model": model,
+                        "minutes": float(minutes),
+                        "settings": _config_items(settings.get("settings"), horizon, where, model),
+                        "input_lengths": [length] if length else None,
+                        "members": [members] if members else None,
+                    }
+                )
+    wanted = [
+        (datasets or "").split(",") if datasets else None,
+        (models or "").split(",") if models else None,
+        horizons,
+    ]
     for name, chosen in zip(("dataset", "model", "horizon"), wanted):
         if chosen:
             missing = set(chosen) - {t[name] for t in tasks}
@@ -68,8 +79,7 @@ def _per_horizon(value, horizon: int, where: str, name: str) -> int | None:
         if horizon not in value:
             raise SystemExit(f"{where}: {name} names no value for horizon {horizon}")
         value = value[horizon]
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                              or value < 1):
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise SystemExit(f"{where}: {name} must be a whole number of 1 or more, not {value!r}")
     return value
 
@@ -85,8 +95,9 @@ def _config_items(value, horizon: int, where: str, model: str) -> list[str]:
     if value and all(isinstance(k, int) and not isinstance(k, bool) for k in value):
         value = value.get(horizon) or {}
         if not isinstance(value, dict):
-            raise SystemExit(f"{where}: settings for horizon {horizon} must map config keys "
-                             "to values")
+            raise SystemExit(
+                f"{where}: settings for horizon {horizon} must map config keys to values"
+            )
     items = []
     for key, item in value.items():
         if isinstance(item, (dict, list)) or item is None:

@@ -44,30 +44,53 @@ RUNS = ROOT / "runs" / "bench" / "forecast"
 SPARSE_PERIODS = {"ETTh1": 24, "ETTh2": 24, "ILI": 52, "exchange_rate": 7}
 
 
-def run_one(data: Path, dataset: str, horizon: int, model: str, minutes: float,
-            overrides: list[str], input_lengths: list[int] | None = None,
-            members: list[int] | None = None, runs: Path = RUNS) -> dict:
+def run_one(
+    data: Path,
+    dataset: str,
+    horizon: int,
+    model: str,
+    minutes: float,
+    overrides: list[str],
+    input_lengths: list[int] | None = None,
+    members: list[int] | None = None,
+    runs: Path = RUNS,
+) -> dict:
     """Train (or resume) one run per input length and ensemble size, keep the one of lowest
     validation MSE (the test split is read only for the kept one), score it on every test
     window."""
     start = time.perf_counter()
     if model not in NEURAL:
         members = None  # the baselines are one model each
-    trained = {(length, size): train(data, dataset, horizon, model, minutes, overrides, length,
-                                     size, runs)
-               for length in input_lengths or [None] for size in members or [None]}
+    trained = {
+        (length, size): train(data, dataset, horizon, model, minutes, overrides, length, size, runs)
+        for length in input_lengths or [None]
+        for size in members or [None]
+    }
     best = min(trained, key=lambda choice: trained[choice][1])
     run_dir = trained[best][0]
-    return {"dataset": dataset, "model": model, "horizon": horizon,
-            "run": recorded_path(run_dir, ROOT),
-            **score(run_dir, dataset), "epochs": trained[best][2],
-            "val_mse": round(trained[best][1], 4),
-            **({"val_mse_by_input_length": {n: round(v[1], 4) for (n, _), v in trained.items()}}
-               if input_lengths else {}),
-            **({"members": best[1],
-                "val_mse_by_members": {m: round(v[1], 4) for (_, m), v in trained.items()}}
-               if members else {}),
-            "wall_seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "dataset": dataset,
+        "model": model,
+        "horizon": horizon,
+        "run": recorded_path(run_dir, ROOT),
+        **score(run_dir, dataset),
+        "epochs": trained[best][2],
+        "val_mse": round(trained[best][1], 4),
+        **(
+            {"val_mse_by_input_length": {n: round(v[1], 4) for (n, _), v in trained.items()}}
+            if input_lengths
+            else {}
+        ),
+        **(
+            {
+                "members": best[1],
+                "val_mse_by_members": {m: round(v[1], 4) for (_, m), v in trained.items()},
+            }
+            if members
+            else {}
+        ),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 def score(run_dir: Path, dataset: str) -> dict:
@@ -77,24 +100,49 @@ def score(run_dir: Path, dataset: str) -> dict:
     if transduce(["forecast", "test", str(run_dir), *scoring]) != 0:
         raise SystemExit(f"scoring {run_dir} failed")
     result = json.loads((run_dir / "test_results.json").read_text())
-    return {"input_length": result["input_length"],
-            "mse": round(result["mse"], 4), "mae": round(result["mae"], 4),
-            "windows": result["windows"],
-            **({"rho_risk": {q: round(r, 4) for q, r in result["rho_risk"].items()},
-                "coverage": {band: round(c, 4) for band, c in result["coverage"].items()}}
-               if result.get("rho_risk") else {}),
-            **({"uncalibrated": {kind: {k: round(v, 4) for k, v in scores.items()}
-                                 for kind, scores in result["uncalibrated"].items()}}
-               if result.get("uncalibrated") else {}),
-            "drop_last": {b: {"mse": round(r["mse"], 4), "mae": round(r["mae"], 4),
-                              "windows": r["windows"]}
-                          for b, r in result.get("drop_last", {}).items()}}
+    return {
+        "input_length": result["input_length"],
+        "mse": round(result["mse"], 4),
+        "mae": round(result["mae"], 4),
+        "windows": result["windows"],
+        **(
+            {
+                "rho_risk": {q: round(r, 4) for q, r in result["rho_risk"].items()},
+                "coverage": {band: round(c, 4) for band, c in result["coverage"].items()},
+            }
+            if result.get("rho_risk")
+            else {}
+        ),
+        **(
+            {
+                "uncalibrated": {
+                    kind: {k: round(v, 4) for k, v in scores.items()}
+                    for kind, scores in result["uncalibrated"].items()
+                }
+            }
+            if result.get("uncalibrated")
+            else {}
+        ),
+        "drop_last": {
+            b: {"mse": round(r["mse"], 4), "mae": round(r["mae"], 4), "windows": r["windows"]}
+            for b, r in result.get("drop_last", {}).items()
+        },
+    }
 
 
-def run_path(dataset: str, model: str, horizon: int, input_length: int | None,
-             members: int | None = None, runs: Path = RUNS) -> Path:
-    name = (f"{dataset}_{model}_{horizon}" + (f"_in{input_length}" if input_length else "")
-            + (f"_m{members}" if members and members > 1 else ""))
+def run_path(
+    dataset: str,
+    model: str,
+    horizon: int,
+    input_length: int | None,
+    members: int | None = None,
+    runs: Path = RUNS,
+) -> Path:
+    name = (
+        f"{dataset}_{model}_{horizon}"
+        + (f"_in{input_length}" if input_length else "")
+        + (f"_m{members}" if members and members > 1 else "")
+    )
     return runs / name
 
 
@@ -107,9 +155,17 @@ def config_path(dataset: str, model: str) -> Path:
     return config
 
 
-def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
-          overrides: list[str], input_length: int | None,
-          members: int | None = None, runs: Path = RUNS) -> tuple[Path, float, int]:
+def train(
+    data: Path,
+    dataset: str,
+    horizon: int,
+    model: str,
+    minutes: float,
+    overrides: list[str],
+    input_length: int | None,
+    members: int | None = None,
+    runs: Path = RUNS,
+) -> tuple[Path, float, int]:
     """One training run: its directory, its best validation MSE and its epochs. An
     ensemble of M members trains M times as long as one model may."""
     file = DATASETS[dataset][0]
@@ -120,34 +176,61 @@ def train(data: Path, dataset: str, horizon: int, model: str, minutes: float,
     # SparseTSF's published recipe, its period the data's main cycle; its code's default
     # rate decay (x0.9 after each epoch from the fourth) is in plan.yaml where validation chose it
     if model == "sparse":
-        extra = [f"period={SPARSE_PERIODS[dataset]}", "lr=0.02", "batch_size=256",
-                 "max_epochs=30", "patience=5"]
+        extra = [
+            f"period={SPARSE_PERIODS[dataset]}",
+            "lr=0.02",
+            "batch_size=256",
+            "max_epochs=30",
+            "patience=5",
+        ]
     if input_length:
         extra.append(f"input_length={input_length}")
     if members:
         extra.append(f"members={members}")
-    argv = ["forecast", "train", str(config), f"csv={data / file}", f"model={model}",
-            f"horizon={horizon}", f"max_minutes={minutes * (members or 1)}", *extra,
-            *overrides, "--run-dir", str(run_dir)]
+    argv = [
+        "forecast",
+        "train",
+        str(config),
+        f"csv={data / file}",
+        f"model={model}",
+        f"horizon={horizon}",
+        f"max_minutes={minutes * (members or 1)}",
+        *extra,
+        *overrides,
+        "--run-dir",
+        str(run_dir),
+    ]
     if transduce(argv) != 0:
         raise SystemExit(f"{dataset} {model} {horizon} failed")
-    scores = [json.loads(line)["val_mse"] for line in (run_dir / "metrics.jsonl").open()
-              if '"val_mse"' in line]
+    scores = [
+        json.loads(line)["val_mse"]
+        for line in (run_dir / "metrics.jsonl").open()
+        if '"val_mse"' in line
+    ]
     return run_dir, min(scores), len(scores)
 
 
-def rescore(datasets: list[str], models: list[str], horizons: list[int] | None,
-            out: Path = HERE) -> list[dict]:
+def rescore(
+    datasets: list[str], models: list[str], horizons: list[int] | None, out: Path = HERE
+) -> list[dict]:
     """Calibrate (where the run has quantiles) and score again the runs behind the saved
     rows chosen; their training figures (epochs, wall time, input-length search) stay."""
     rows = []
     for row in load_saved(out)["results"]:
-        if row["dataset"] not in datasets or row["model"] not in models or \
-                (horizons and row["horizon"] not in horizons):
+        if (
+            row["dataset"] not in datasets
+            or row["model"] not in models
+            or (horizons and row["horizon"] not in horizons)
+        ):
             continue
         searched = "val_mse_by_input_length" in row
-        run_dir = run_path(row["dataset"], row["model"], row["horizon"],
-                           row["input_length"] if searched else None, row.get("members"))
+        run_dir = run_path(
+            row["dataset"],
+            row["model"],
+            row["horizon"],
+            row["input_length"] if searched else None,
+            row.get("members"),
+        )
         if "rho_risk" in row or row["model"] in ("patch", "transformer"):
             if transduce(["forecast", "calibrate", str(run_dir)]) != 0:
                 raise SystemExit(f"calibrating {run_dir} failed")
@@ -159,36 +242,68 @@ def rescore(datasets: list[str], models: list[str], horizons: list[int] | None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="folder with the CSV files")
-    parser.add_argument("--minutes", type=float, default=2.5,
-                        help="training-time cap per (dataset, horizon, model) run")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=2.5,
+        help="training-time cap per (dataset, horizon, model) run",
+    )
     parser.add_argument("--datasets", help="default: every dataset (of the plan)")
     parser.add_argument("--models", help="default: every model (of the plan)")
-    parser.add_argument("--horizons", type=lambda text: [int(n) for n in text.split(",")],
-                        help="only these horizons (default: the dataset's four)")
-    parser.add_argument("--input-lengths", type=lambda text: [int(n) for n in text.split(",")],
-                        help="train each run with each of these input lengths and keep the "
-                             "one of lowest validation MSE (default: the config's)")
-    parser.add_argument("--members", type=lambda text: [int(n) for n in text.split(",")],
-                        help="patch, transformer and channel: train each run as an ensemble "
-                             "of each of these sizes (members=N, N times the minutes) and keep "
-                             "the one of lowest validation MSE (default: the config's)")
-    parser.add_argument("--plan", type=Path,
-                        help="YAML of minutes, members and input_length per dataset and model "
-                             "(replaces --minutes, --members and --input-lengths), e.g. "
-                             "benchmarks/forecasting/plan.yaml")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="rows trained at a time, each in its own process with "
-                             "cores / jobs threads (default 1)")
-    parser.add_argument("--runs", type=Path, default=RUNS,
-                        help=f"folder of the run directories (default {RUNS.relative_to(ROOT)})")
-    parser.add_argument("--out", type=Path, default=HERE,
-                        help="folder of results.json and results.md (default: this script's)")
-    parser.add_argument("--rescore", action="store_true",
-                        help="train nothing: calibrate the quantiles of, and score again, the "
-                             "runs behind the saved rows of these datasets, models and "
-                             "horizons (their training figures stay)")
-    parser.add_argument("--render", action="store_true",
-                        help="only rewrite results.md from results.json")
+    parser.add_argument(
+        "--horizons",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="only these horizons (default: the dataset's four)",
+    )
+    parser.add_argument(
+        "--input-lengths",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="train each run with each of these input lengths and keep the "
+        "one of lowest validation MSE (default: the config's)",
+    )
+    parser.add_argument(
+        "--members",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="patch, transformer and channel: train each run as an ensemble "
+        "of each of these sizes (members=N, N times the minutes) and keep "
+        "the one of lowest validation MSE (default: the config's)",
+    )
+    parser.add_argument(
+        "--plan",
+        type=Path,
+        help="YAML of minutes, members and input_length per dataset and model "
+        "(replaces --minutes, --members and --input-lengths), e.g. "
+        "benchmarks/forecasting/plan.yaml",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="rows trained at a time, each in its own process with "
+        "cores / jobs threads (default 1)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        default=RUNS,
+        help=f"folder of the run directories (default {RUNS.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=HERE,
+        help="folder of results.json and results.md (default: this script's)",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="train nothing: calibrate the quantiles of, and score again, the "
+        "runs behind the saved rows of these datasets, models and "
+        "horizons (their training figures stay)",
+    )
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite results.md from results.json"
+    )
     parser.add_argument("overrides", nargs="*", help="config key=value for every run")
     args = parser.parse_intermixed_args()
     out = args.out
@@ -203,26 +318,44 @@ def main() -> None:
         saved = load_saved(out)
         saved["results"] = others(saved, results) + results
         saved.setdefault("rescored", []).append(
-            {"command": command, "total_seconds": round(time.perf_counter() - start),
-             "rows": len(results)})
+            {
+                "command": command,
+                "total_seconds": round(time.perf_counter() - start),
+                "rows": len(results),
+            }
+        )
         write_text(out / "results.json", json.dumps(saved, indent=2) + "\n")
         return write_markdown(saved, out)
     if args.jobs < 1:
         raise SystemExit(f"--jobs={args.jobs}: give 1 or more")
-    tasks = (plan_tasks(args.plan, args.datasets, args.models, args.horizons) if args.plan
-             else [{"dataset": dataset, "horizon": horizon, "model": model,
-                    "minutes": args.minutes, "input_lengths": args.input_lengths,
-                    "members": args.members}
-                   for dataset in (args.datasets or ",".join(DATASETS)).split(",")
-                   for horizon in args.horizons or DATASETS[_known(dataset)][2]
-                   for model in (args.models or ",".join(MODELS)).split(",")])
+    tasks = (
+        plan_tasks(args.plan, args.datasets, args.models, args.horizons)
+        if args.plan
+        else [
+            {
+                "dataset": dataset,
+                "horizon": horizon,
+                "model": model,
+                "minutes": args.minutes,
+                "input_lengths": args.input_lengths,
+                "members": args.members,
+            }
+            for dataset in (args.datasets or ",".join(DATASETS)).split(",")
+            for horizon in args.horizons or DATASETS[_known(dataset)][2]
+            for model in (args.models or ",".join(MODELS)).split(",")
+        ]
+    )
     overrides = list(args.overrides)
     if args.jobs > 1 and not any(o.startswith("threads=") for o in overrides):
         overrides.append(f"threads={max(1, (os.cpu_count() or 1) // args.jobs)}")
     args.runs.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    entry = {"command": command, "total_seconds": 0,
-             **({"minutes": args.minutes} if not args.plan else {}), "rows": 0}
+    entry = {
+        "command": command,
+        "total_seconds": 0,
+        **({"minutes": args.minutes} if not args.plan else {}),
+        "rows": 0,
+    }
     results: list[dict] = []
 
     def finished(row: dict) -> None:
@@ -244,18 +377,28 @@ def _known(dataset: str) -> str:
     return dataset
 
 
-def execute(tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs: Path,
-            finished) -> None:
+def execute(
+    tasks: list[dict], jobs: int, data: Path, overrides: list[str], runs: Path, finished
+) -> None:
     """Run every task, ``jobs`` at a time (the longest first, so the processes end
     together), calling ``finished(row)`` in this process as each ends."""
     if jobs == 1:
         for task in tasks:
             finished(run_task(task, data, overrides, runs, quiet=False))
         return
-    order = sorted(tasks, key=lambda t: -t["minutes"] * sum(t["members"] or [1])
-                   * len(t["input_lengths"] or [1]) * (t["model"] in ("patch", "transformer")))
-    print(f"{len(tasks)} rows, {jobs} at a time; each one's output goes to "
-          f"{runs}/NAME.out", flush=True)
+    order = sorted(
+        tasks,
+        key=lambda t: (
+            -t["minutes"]
+            * sum(t["members"] or [1])
+            * len(t["input_lengths"] or [1])
+            * (t["model"] in ("patch", "transformer"))
+        ),
+    )
+    print(
+        f"{len(tasks)} rows, {jobs} at a time; each one's output goes to {runs}/NAME.out",
+        flush=True,
+    )
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         pending = {pool.submit(run_task, task, data, overrides, runs, True) for task in order}
@@ -272,21 +415,34 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
     training output goes to runs/NAME.out, not the terminal that the other processes
     share."""
     settings = task.get("settings") or []
-    args = (data, task["dataset"], task["horizon"], task["model"], task["minutes"],
-            [*settings, *overrides], task["input_lengths"], task["members"], runs)
+    args = (
+        data,
+        task["dataset"],
+        task["horizon"],
+        task["model"],
+        task["minutes"],
+        [*settings, *overrides],
+        task["input_lengths"],
+        task["members"],
+        runs,
+    )
     noted = {"settings": settings} if settings else {}
     if not quiet:
         return {**run_one(*args), **noted}
     log = runs / f"{task['dataset']}_{task['model']}_{task['horizon']}.out"
-    with open(log, "a", encoding="utf-8") as stream, contextlib.redirect_stdout(stream), \
-            contextlib.redirect_stderr(stream):
+    with (
+        open(log, "a", encoding="utf-8") as stream,
+        contextlib.redirect_stdout(stream),
+        contextlib.redirect_stderr(stream),
+    ):
         try:
             return {**run_one(*args), **noted}
         except BaseException as error:  # noqa: BLE001 - said here, then raised in the parent
             if not isinstance(error, SystemExit):  # a failed command has said why already
                 traceback.print_exc(file=stream)
-            raise SystemExit(f"{log.stem} failed ({type(error).__name__}: {error}); "
-                             f"its output: {log}") from None
+            raise SystemExit(
+                f"{log.stem} failed ({type(error).__name__}: {error}); its output: {log}"
+            ) from None
 
 
 def save(out: Path, results: list[dict], entry: dict) -> None:
@@ -322,9 +478,17 @@ def load_saved(out: Path = HERE) -> dict:
         return {"runs": [], "results": []}
     saved = json.loads(path.read_text())
     if "runs" not in saved:
-        saved = {"runs": [{"command": saved["command"], "total_seconds": saved["total_seconds"],
-                           "minutes": saved["minutes"], "rows": len(saved["results"])}],
-                 "results": saved["results"]}
+        saved = {
+            "runs": [
+                {
+                    "command": saved["command"],
+                    "total_seconds": saved["total_seconds"],
+                    "minutes": saved["minutes"],
+                    "rows": len(saved["results"]),
+                }
+            ],
+            "results": saved["results"],
+        }
     return saved
 
 

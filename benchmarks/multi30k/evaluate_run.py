@@ -34,8 +34,9 @@ ROOT = HERE.parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, nargs="+")
-    parser.add_argument("--ensemble-dir", type=Path,
-                        help="with several runs: where the ensemble is written")
+    parser.add_argument(
+        "--ensemble-dir", type=Path, help="with several runs: where the ensemble is written"
+    )
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--pair", default="en-de")
     parser.add_argument("--name", required=True)
@@ -44,8 +45,9 @@ def main() -> None:
     parser.add_argument("--no-repeat-ngram", type=int, nargs="+", default=[0, 3])
     args = parser.parse_args()
     src, tgt = args.pair.split("-")
-    grid = Grid(tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram),
-                metric="bleu_tok")
+    grid = Grid(
+        tuple(args.last), tuple(args.lenpen), tuple(args.no_repeat_ngram), metric="bleu_tok"
+    )
     if len(args.run_dir) > 1:
         if args.ensemble_dir is None:
             parser.error("several runs make an ensemble: give --ensemble-dir")
@@ -61,25 +63,43 @@ def main() -> None:
     start = time.perf_counter()
     hyps = translator.translate(sources)
     seconds = time.perf_counter() - start
-    scores = corpus_scores(hyps, references, tgt,
-                           read_lines(official) if official.is_file() else None)
-    test = {**{k: v for k, v in scores.items() if not k.endswith("signature")},
-            "looping_rate": round(looping_rate(hyps, sources), 4),
-            "sentences_per_s": round(len(sources) / seconds, 1)}
+    scores = corpus_scores(
+        hyps, references, tgt, read_lines(official) if official.is_file() else None
+    )
+    test = {
+        **{k: v for k, v in scores.items() if not k.endswith("signature")},
+        "looping_rate": round(looping_rate(hyps, sources), 4),
+        "sentences_per_s": round(len(sources) / seconds, 1),
+    }
     write_text(model_dir / f"test_2016_flickr.hyp.{tgt}", "".join(h + "\n" for h in hyps))
     results_path = HERE / "results_runs.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     steps = [int(step_checkpoints(r)[-1].stem.split("_")[1]) for r in args.run_dir]
-    entry = {"run": recorded_path(model_dir, ROOT), "pair": args.pair, "steps": steps[0],
-             "chosen_on_val": {"last": chosen.last, "lenpen": chosen.lenpen,
-                               "no_repeat_ngram": chosen.no_repeat_ngram},
-             "val_grid": rows, "test_2016_flickr": test}
+    entry = {
+        "run": recorded_path(model_dir, ROOT),
+        "pair": args.pair,
+        "steps": steps[0],
+        "chosen_on_val": {
+            "last": chosen.last,
+            "lenpen": chosen.lenpen,
+            "no_repeat_ngram": chosen.no_repeat_ngram,
+        },
+        "val_grid": rows,
+        "test_2016_flickr": test,
+    }
     if len(args.run_dir) > 1:  # each member's own choice, and its steps
-        entry["members"] = [{"run": recorded_path(r, ROOT), "steps": n,
-                             **{k: v for k, v in json.loads((r / "decoding.json").read_text())
-                                .items() if k in ("last", "lenpen", "no_repeat_ngram",
-                                                  "bleu_tok")}}
-                            for r, n in zip(args.run_dir, steps)]
+        entry["members"] = [
+            {
+                "run": recorded_path(r, ROOT),
+                "steps": n,
+                **{
+                    k: v
+                    for k, v in json.loads((r / "decoding.json").read_text()).items()
+                    if k in ("last", "lenpen", "no_repeat_ngram", "bleu_tok")
+                },
+            }
+            for r, n in zip(args.run_dir, steps)
+        ]
         entry["steps"] = steps
     results[args.name] = entry
     write_text(results_path, json.dumps(results, indent=2) + "\n")

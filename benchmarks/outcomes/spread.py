@@ -29,16 +29,35 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.outcomes import test_key  # noqa: E402
 from tests.kernels import other_kernels  # noqa: E402
 
 
 def run_suite(kernel: str, seed: int, threads: int, xml: Path) -> int:
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": kernel, "TRANSDUCE_TEST_SEED": str(seed),
-           "OMP_NUM_THREADS": str(threads)}
+    env = {
+        **os.environ,
+        "ATEN_CPU_CAPABILITY": kernel,
+        "TRANSDUCE_TEST_SEED": str(seed),
+        "OMP_NUM_THREADS": str(threads),
+    }
     workers = ["-n", "2"] if threads == 1 else ["-n", "0"]
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "outcome", *workers,
-                           "-p", "no:cacheprovider", f"--junitxml={xml}"], cwd=ROOT, env=env,
-                          stdout=subprocess.DEVNULL).returncode
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "outcome",
+            *workers,
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={xml}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    ).returncode
 
 
 def properties(xml: Path):
@@ -48,10 +67,7 @@ def properties(xml: Path):
         match = re.search(r"\[(.*)\]$", name)
         params = match.group(1).split("-") if match else []
         precision = next((p for p in params if p in ("fp32", "bf16")), "")
-        base = re.sub(r"\[.*\]$", "", name)
-        rest = [p for p in params if p != precision]
-        test = f"{case.get('classname').split('.')[-1]}::{base}" + (
-            f"[{'-'.join(rest)}]" if rest else "")
+        test = test_key(case.get("classname"), name)
         passed = case.find("failure") is None and case.find("error") is None
         for prop in case.iter("property"):
             value = ast.literal_eval(prop.get("value"))
@@ -75,41 +91,69 @@ def main() -> None:
         for kernel, seed, threads in combos:
             xml = Path(scratch) / f"{kernel}-{seed}-{threads}.xml"
             status = run_suite(kernel, seed, threads, xml)
-            print(f"kernel {kernel}, seed offset {seed}, {threads} thread(s): pytest exit "
-                  f"{status}", flush=True)
+            print(
+                f"kernel {kernel}, seed offset {seed}, {threads} thread(s): pytest exit {status}",
+                flush=True,
+            )
             for test, precision, name, values, passed in properties(xml):
                 found[test, name] += [(v, precision, kernel, seed, threads) for v in values]
                 if not passed:
-                    failures.append(f"{test} [{precision}] {kernel} seed+{seed} "
-                                    f"{threads} thread(s)")
+                    failures.append(
+                        f"{test} [{precision}] {kernel} seed+{seed} {threads} thread(s)"
+                    )
     rows = []
     for (test, name), values in sorted(found.items()):
         numbers = [v for v, *_ in values]
         low, high = min(values), max(values)
-        rows.append({"test": test, "measure": name, "n": len(numbers), "min": low[0],
-                     "max": high[0], "min_at": low[1:], "max_at": high[1:]})
-    (HERE / "spread.json").write_text(json.dumps({"combos": combos, "rows": rows,
-                                                  "failures": sorted(set(failures))},
-                                                 indent=1) + "\n", encoding="utf-8")
-    lines = ["# The spread of the training-outcome tests' measures", "",
-             f"`python benchmarks/outcomes/spread.py` on {machine()}: seed offsets "
-             f"{args.seeds} at one thread under the kernels {', '.join(args.kernels)}, and offset "
-             f"{args.seeds[0]} at two threads under {args.kernels[-1]}; each in fp32 and bf16. Where the extreme "
-             "came from: precision, kernel, seed offset, threads.", "",
-             "| test | measure | runs | min (where) | max (where) |", "|---|---|---:|---|---|"]
+        rows.append(
+            {
+                "test": test,
+                "measure": name,
+                "n": len(numbers),
+                "min": low[0],
+                "max": high[0],
+                "min_at": low[1:],
+                "max_at": high[1:],
+            }
+        )
+    (HERE / "spread.json").write_text(
+        json.dumps({"combos": combos, "rows": rows, "failures": sorted(set(failures))}, indent=1)
+        + "\n",
+        encoding="utf-8",
+    )
+    lines = [
+        "# The spread of the training-outcome tests' measures",
+        "",
+        f"`python benchmarks/outcomes/spread.py` on {machine()}: seed offsets "
+        f"{args.seeds} at one thread under the kernels {', '.join(args.kernels)}, and offset "
+        f"{args.seeds[0]} at two threads under {args.kernels[-1]}; each in fp32 and bf16. "
+        "Where the extreme came from: precision, kernel, seed offset, threads.",
+        "",
+        "| test | measure | runs | min (where) | max (where) |",
+        "|---|---|---:|---|---|",
+    ]
     for r in rows:
         where = lambda at: f"{at[0]}, {at[1]}, +{at[2]}, {at[3]}t"  # noqa: E731
-        lines.append(f"| `{r['test']}` | {r['measure']} | {r['n']} | {r['min']:.4g} "
-                     f"({where(r['min_at'])}) | {r['max']:.4g} ({where(r['max_at'])}) |")
-    lines += ["", "Failed, under the bounds the tests had when measured (commit "
-              f"{commit()}): " + ("; ".join(sorted(set(failures))) or "none") + "."]
+        lines.append(
+            f"| `{r['test']}` | {r['measure']} | {r['n']} | {r['min']:.4g} "
+            f"({where(r['min_at'])}) | {r['max']:.4g} ({where(r['max_at'])}) |"
+        )
+    lines += [
+        "",
+        "Failed, under the bounds the tests had when measured (commit "
+        f"{commit()}): " + ("; ".join(sorted(set(failures))) or "none") + ".",
+    ]
     (HERE / "spread.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 
 def commit() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                          capture_output=True).stdout.strip() or "unknown"
+    return (
+        subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True, capture_output=True
+        ).stdout.strip()
+        or "unknown"
+    )
 
 
 def machine() -> str:

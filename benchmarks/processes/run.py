@@ -33,9 +33,12 @@ def train(command: list[str], run_dir: Path, env: dict) -> dict:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
     last = [r for r in rows if "valid_bleu" in r][-1]
     rates = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r]
-    return {"steps": last["step"], "training_seconds": last["elapsed_s"],
-            "tokens_per_s": rates, "mean_tokens_per_s": round(sum(rates) / len(rates))
-            if rates else None}
+    return {
+        "steps": last["step"],
+        "training_seconds": last["elapsed_s"],
+        "tokens_per_s": rates,
+        "mean_tokens_per_s": round(sum(rates) / len(rates)) if rates else None,
+    }
 
 
 def main() -> None:
@@ -47,37 +50,62 @@ def main() -> None:
     parser.add_argument("--baseline-src", help="src/ of another checkout to time as well")
     args = parser.parse_args()
     work = Path(args.work_dir)
-    common = [str(CONFIG), f"data_dir={Path(args.data).resolve()}", f"max_steps={args.steps}",
-              "max_minutes=0", f"valid_every={args.steps}", "valid_bleu_sentences=20",
-              "precision=auto"]
+    common = [
+        str(CONFIG),
+        f"data_dir={Path(args.data).resolve()}",
+        f"max_steps={args.steps}",
+        "max_minutes=0",
+        f"valid_every={args.steps}",
+        "valid_bleu_sentences=20",
+        "precision=auto",
+    ]
     n = args.cores
     layouts = {
-        f"1 process × {n} threads": ([sys.executable, "-m", "transduce", "train", *common,
-                                       f"threads={n}", "log_every=10"], {}),
+        f"1 process × {n} threads": (
+            [sys.executable, "-m", "transduce", "train", *common, f"threads={n}", "log_every=10"],
+            {},
+        ),
         f"{n} processes × 1 thread (accumulate=1)": (
-            [sys.executable, "-m", "torch.distributed.run", "--standalone",
-             f"--nproc_per_node={n}", "-m", "transduce", "train", *common, "threads=1",
-             "log_every=10"], {"OMP_NUM_THREADS": "1"}),
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={n}",
+                "-m",
+                "transduce",
+                "train",
+                *common,
+                "threads=1",
+                "log_every=10",
+            ],
+            {"OMP_NUM_THREADS": "1"},
+        ),
     }
     if args.baseline_src:  # its loop logs every 100 updates only
         layouts[f"baseline, 1 process × {n} threads"] = (
             [sys.executable, "-m", "transduce", "train", *common, f"threads={n}"],
-            {"PYTHONPATH": str(Path(args.baseline_src).resolve())})
+            {"PYTHONPATH": str(Path(args.baseline_src).resolve())},
+        )
     results = {}
     for i, (name, (command, env)) in enumerate(layouts.items()):
         run_dir = work / f"layout{i}"
         print(f"== {name}", flush=True)
         results[name] = train([*command, "--run-dir", str(run_dir)], run_dir, env)
     base = results[f"1 process × {n} threads"]
-    lines = ["| layout | updates | tokens per update | training seconds | target tokens/s |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| layout | updates | tokens per update | training seconds | target tokens/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, r in results.items():
         per_update = f"×{n}" if "processes" in name else "×1"
         tokens_s = r["mean_tokens_per_s"] or "(not logged)"
-        lines.append(f"| {name} | {r['steps']} | {per_update} | {r['training_seconds']} | "
-                     f"{tokens_s} |")
-        r["seconds_ratio_to_one_process"] = round(r["training_seconds"]
-                                                  / base["training_seconds"], 3)
+        lines.append(
+            f"| {name} | {r['steps']} | {per_update} | {r['training_seconds']} | {tokens_s} |"
+        )
+        r["seconds_ratio_to_one_process"] = round(
+            r["training_seconds"] / base["training_seconds"], 3
+        )
     everything = load_results()
     everything[machine_label()] = {"table": lines, "layouts": results}
     (HERE / "results.json").write_text(json.dumps(everything, indent=2) + "\n")

@@ -41,14 +41,16 @@ def child(args) -> None:
     if args.retain and not retain_freed_memory():
         sys.exit("this C library is not glibc: nothing to compare")
     config, csv, overrides = CASES[args.case]
-    cfg = load_config(ForecastConfig, ROOT / "configs" / config,
-                      [f"csv={Path(args.data) / csv}", *overrides])
+    cfg = load_config(
+        ForecastConfig, ROOT / "configs" / config, [f"csv={Path(args.data) / csv}", *overrides]
+    )
     data = load_forecast_data(cfg)
     device = torch.device("cpu")
     precision = resolve_precision("auto", device)
 
     class Session:
         world = 1
+
     Session.device = device
     task = ForecastTask(cfg, data, Session())
     torch.manual_seed(0)
@@ -56,7 +58,7 @@ def child(args) -> None:
     optimizer, _ = task.build_optimizer(model)
     batches = task.batches(0)
     times = []
-    for i, batch in enumerate(batches[:3 + args.updates]):
+    for i, batch in enumerate(batches[: 3 + args.updates]):
         start = time.perf_counter()
         with autocast(device, precision):
             loss, count = task.loss(model, batch)
@@ -69,11 +71,23 @@ def child(args) -> None:
 
 
 def measure(args, case: str, retain: bool) -> dict:
-    command = [sys.executable, __file__, "--child", "--case", case, "--data", args.data,
-               "--updates", str(args.updates)] + ["--retain"] * retain
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1",
-                               "PATH": "/usr/bin:/bin"})
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--case",
+        case,
+        "--data",
+        args.data,
+        "--updates",
+        str(args.updates),
+    ] + ["--retain"] * retain
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
     if done.returncode:
         sys.exit(f"{case}: {done.stderr.strip().splitlines()[-1]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -81,8 +95,9 @@ def measure(args, case: str, retain: bool) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="folder with ETTh1.csv and "
-                        "national_illness.csv")
+    parser.add_argument(
+        "--data", required=True, help="folder with ETTh1.csv and national_illness.csv"
+    )
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--updates", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
@@ -104,20 +119,36 @@ def main() -> None:
             for retain in (False, True):
                 seconds[retain].append(measure(args, case, retain)["seconds_per_update"])
         base, kept = statistics.median(seconds[False]), statistics.median(seconds[True])
-        rows.append({"case": case, "default_s": round(base, 4), "retained_s": round(kept, 4),
-                     "speedup": round(base / kept, 3), "runs": {"default": seconds[False],
-                                                                 "retained": seconds[True]}})
-        print(f"{case}: {base:.3f} s/update by default, {kept:.3f} retained, "
-              f"{base / kept:.2f}×", flush=True)
+        rows.append(
+            {
+                "case": case,
+                "default_s": round(base, 4),
+                "retained_s": round(kept, 4),
+                "speedup": round(base / kept, 3),
+                "runs": {"default": seconds[False], "retained": seconds[True]},
+            }
+        )
+        print(
+            f"{case}: {base:.3f} s/update by default, {kept:.3f} retained, {base / kept:.2f}×",
+            flush=True,
+        )
     command = "python benchmarks/speed/allocator.py " + " ".join(sys.argv[1:])
-    Path(args.out + ".json").write_text(json.dumps({"command": command, "rows": rows},
-                                                   indent=2) + "\n")
-    lines = [f"`{command}`", "",
-             f"Median seconds per training update (1 thread, {args.updates} updates after 3 "
-             f"warm-up, {args.repeats} processes each, alternating):", "",
-             "| case | glibc default | freed memory retained | speed-up |", "|---|---:|---:|---:|"]
-    lines += [f"| {r['case']} | {r['default_s']:.3f} | {r['retained_s']:.3f} | "
-              f"{r['speedup']:.2f}× |" for r in rows]
+    Path(args.out + ".json").write_text(
+        json.dumps({"command": command, "rows": rows}, indent=2) + "\n"
+    )
+    lines = [
+        f"`{command}`",
+        "",
+        f"Median seconds per training update (1 thread, {args.updates} updates after 3 "
+        f"warm-up, {args.repeats} processes each, alternating):",
+        "",
+        "| case | glibc default | freed memory retained | speed-up |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['case']} | {r['default_s']:.3f} | {r['retained_s']:.3f} | {r['speedup']:.2f}× |"
+        for r in rows
+    ]
     Path(args.out + ".md").write_text("\n".join(lines) + "\n")
 
 

@@ -25,12 +25,16 @@ import torch.nn.functional as F
 from transduce.nn.attention import scaled_dot_product_attention
 
 HERE = Path(__file__).parent
-SHAPES = {"patch forecaster (896 × 4 heads, 42 × 42, head size 4)": ((896, 4, 42, 4), None),
-          "Multi30k batch (256 × 4 heads, 16 × 16, head size 64)": ((256, 4, 16, 64), None),
-          "the same with a key padding mask": ((256, 4, 16, 64), "padding"),
-          "the same with the causal mask": ((256, 4, 16, 64), "causal"),
-          "forecasting encoder–decoder's encoder (64 × 4 heads, 336 × 336, head size 16)":
-              ((64, 4, 336, 16), None)}
+SHAPES = {
+    "patch forecaster (896 × 4 heads, 42 × 42, head size 4)": ((896, 4, 42, 4), None),
+    "Multi30k batch (256 × 4 heads, 16 × 16, head size 64)": ((256, 4, 16, 64), None),
+    "the same with a key padding mask": ((256, 4, 16, 64), "padding"),
+    "the same with the causal mask": ((256, 4, 16, 64), "causal"),
+    "forecasting encoder–decoder's encoder (64 × 4 heads, 336 × 336, head size 16)": (
+        (64, 4, 336, 16),
+        None,
+    ),
+}
 
 
 def make_mask(kind, shape):
@@ -46,8 +50,9 @@ def make_mask(kind, shape):
 
 def sdpa_fp32(q, k, v, mask):
     with torch.autocast("cpu", enabled=False):
-        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
-                                              attn_mask=mask).to(q.dtype)
+        return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask).to(
+            q.dtype
+        )
 
 
 def sdpa_bf16(q, k, v, mask):
@@ -58,8 +63,11 @@ def explicit(q, k, v, mask):
     return scaled_dot_product_attention(q, k, v, mask)[0]
 
 
-CASES = {"fused SDPA in float32": sdpa_fp32, "fused SDPA in bfloat16": sdpa_bf16,
-         "explicit, bfloat16 matmuls": explicit}
+CASES = {
+    "fused SDPA in float32": sdpa_fp32,
+    "fused SDPA in bfloat16": sdpa_bf16,
+    "explicit, bfloat16 matmuls": explicit,
+}
 
 
 def step(fn, q, k, v, mask) -> float:
@@ -78,13 +86,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    lines = [f"Command: `python benchmarks/speed/attention.py --threads {args.threads}` "
-             f"(forward + backward of bfloat16 inputs, median of {args.rounds} interleaved "
-             "rounds)", ""]
+    lines = [
+        f"Command: `python benchmarks/speed/attention.py --threads {args.threads}` "
+        f"(forward + backward of bfloat16 inputs, median of {args.rounds} interleaved "
+        "rounds)",
+        "",
+    ]
     for label, (shape, kind) in SHAPES.items():
         mask = make_mask(kind, shape)
-        q, k, v = (torch.randn(*shape, dtype=torch.bfloat16, requires_grad=True)
-                   for _ in range(3))
+        q, k, v = (torch.randn(*shape, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
         times = {name: [] for name in CASES}
         for fn in CASES.values():
             step(fn, q, k, v, mask)
@@ -92,8 +102,12 @@ def main() -> None:
             for name, fn in CASES.items():
                 times[name].append(step(fn, q, k, v, mask))
         base = statistics.median(times["fused SDPA in float32"])
-        lines += [f"### {label}", "", "| path | ms | float32 SDPA's time ÷ this |",
-                  "|---|---:|---:|"]
+        lines += [
+            f"### {label}",
+            "",
+            "| path | ms | float32 SDPA's time ÷ this |",
+            "|---|---:|---:|",
+        ]
         for name, t in times.items():
             median = statistics.median(t)
             lines.append(f"| {name} | {median * 1e3:.1f} | {base / median:.2f}× |")

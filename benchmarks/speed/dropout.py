@@ -32,9 +32,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     x = torch.randn(*map(int, args.shape.split(",")))
-    cases = {"F.dropout": lambda: F.dropout(x, 0.1, True),
-             "transduce.nn.dropout": lambda: dropout(x, 0.1, True),
-             "x * x (the multiplication alone)": lambda: x * x}
+    cases = {
+        "F.dropout": lambda: F.dropout(x, 0.1, True),
+        "transduce.nn.dropout": lambda: dropout(x, 0.1, True),
+        "x * x (the multiplication alone)": lambda: x * x,
+    }
     times = {name: [] for name in cases}
     for _ in range(3):
         for f in cases.values():
@@ -45,9 +47,13 @@ def main() -> None:
             f()
             times[name].append(time.perf_counter() - start)
     base = statistics.median(times["F.dropout"])
-    lines = [f"Command: `python benchmarks/speed/dropout.py --threads {args.threads} --shape "
-             f"{args.shape}` (float32, p = 0.1, median of {args.rounds} interleaved rounds)", "",
-             "| operation | ms | F.dropout's time ÷ this |", "|---|---:|---:|"]
+    lines = [
+        f"Command: `python benchmarks/speed/dropout.py --threads {args.threads} --shape "
+        f"{args.shape}` (float32, p = 0.1, median of {args.rounds} interleaved rounds)",
+        "",
+        "| operation | ms | F.dropout's time ÷ this |",
+        "|---|---:|---:|",
+    ]
     for name, t in times.items():
         median = statistics.median(t)
         lines.append(f"| {name} | {median * 1e3:.2f} | {base / median:.1f}× |")

@@ -23,27 +23,39 @@ class TorchTransformerMT:
             def __init__(self):
                 super().__init__()
                 self.embed = nn.Embedding(vocab_size, cfg.model.d_model, padding_idx=pad_id)
-                nn.init.normal_(self.embed.weight, std=cfg.model.d_model ** -0.5)
+                nn.init.normal_(self.embed.weight, std=cfg.model.d_model**-0.5)
                 self.register_buffer("pe", sinusoidal_table(cfg.max_len + 2, cfg.model.d_model))
                 self.dropout = nn.Dropout(cfg.model.dropout)
                 self.transformer = nn.Transformer(
-                    cfg.model.d_model, cfg.model.num_heads, cfg.model.num_encoder_layers,
-                    cfg.model.num_decoder_layers, cfg.model.d_ff, cfg.model.dropout,
-                    batch_first=True)
+                    cfg.model.d_model,
+                    cfg.model.num_heads,
+                    cfg.model.num_encoder_layers,
+                    cfg.model.num_decoder_layers,
+                    cfg.model.d_ff,
+                    cfg.model.dropout,
+                    batch_first=True,
+                )
                 self.out = nn.Linear(cfg.model.d_model, vocab_size, bias=False)
                 self.out.weight = self.embed.weight
 
             def embed_positions(self, ids):
-                return self.dropout(self.embed(ids) * math.sqrt(cfg.model.d_model)
-                                    + self.pe[: ids.shape[1]])
+                return self.dropout(
+                    self.embed(ids) * math.sqrt(cfg.model.d_model) + self.pe[: ids.shape[1]]
+                )
 
             def forward(self, src, tgt_in):
                 causal = nn.Transformer.generate_square_subsequent_mask(
-                    tgt_in.shape[1], dtype=torch.bool)
+                    tgt_in.shape[1], dtype=torch.bool
+                )
                 hidden = self.transformer(
-                    self.embed_positions(src), self.embed_positions(tgt_in), tgt_mask=causal,
-                    src_key_padding_mask=src == pad_id, tgt_key_padding_mask=tgt_in == pad_id,
-                    memory_key_padding_mask=src == pad_id, tgt_is_causal=True)
+                    self.embed_positions(src),
+                    self.embed_positions(tgt_in),
+                    tgt_mask=causal,
+                    src_key_padding_mask=src == pad_id,
+                    tgt_key_padding_mask=tgt_in == pad_id,
+                    memory_key_padding_mask=src == pad_id,
+                    tgt_is_causal=True,
+                )
                 return self.out(hidden)
 
         return Model()
@@ -58,8 +70,16 @@ class MarianTranslator:
         self.tokenizer = ours.tokenizer
         self.model = to_marian(ours.model, ours.tokenizer)
 
-    def search(self, lines, beam_size=5, alpha=0.6, nbest=1, max_tokens=6000,
-               progress=None, lenpen_style="power"):
+    def search(
+        self,
+        lines,
+        beam_size=5,
+        alpha=0.6,
+        nbest=1,
+        max_tokens=6000,
+        progress=None,
+        lenpen_style="power",
+    ):
         assert lenpen_style == "power", "generate divides by length^alpha only"
         import torch
 
@@ -74,10 +94,17 @@ class MarianTranslator:
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             with torch.no_grad():
                 out = self.model.generate(
-                    input_ids=src, attention_mask=src != tok.pad_id, num_beams=beam_size,
-                    length_penalty=alpha, max_new_tokens=src.shape[1] + 50, do_sample=False,
-                    early_stopping=True, num_return_sequences=1)
+                    input_ids=src,
+                    attention_mask=src != tok.pad_id,
+                    num_beams=beam_size,
+                    length_penalty=alpha,
+                    max_new_tokens=src.shape[1] + 50,
+                    do_sample=False,
+                    early_stopping=True,
+                    num_return_sequences=1,
+                )
             for i, row in zip(rows, out.tolist()):
-                results[i] = [(tok.decode([t for t in row[1:] if t not in
-                                           (tok.pad_id, tok.eos_id)]), 0.0)]
+                results[i] = [
+                    (tok.decode([t for t in row[1:] if t not in (tok.pad_id, tok.eos_id)]), 0.0)
+                ]
         return results

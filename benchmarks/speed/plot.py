@@ -22,7 +22,7 @@ def machine() -> str:
 
 
 def model_shape(settings: dict) -> str:
-    """"4+4 layers, d_model 128" for the config the results were measured with."""
+    """ "4+4 layers, d_model 128" for the config the results were measured with."""
     from transduce.config_files import load_config
     from transduce.tasks.translation.config import TrainConfig
 
@@ -31,8 +31,7 @@ def model_shape(settings: dict) -> str:
     if path is None or not path.is_file():
         return "model not recorded"
     model = load_config(TrainConfig, path, []).model
-    return (f"{model.num_encoder_layers}+{model.num_decoder_layers} layers, "
-            f"d_model {model.d_model}")
+    return f"{model.num_encoder_layers}+{model.num_decoder_layers} layers, d_model {model.d_model}"
 
 
 def torch_version() -> str:
@@ -41,12 +40,16 @@ def torch_version() -> str:
     return torch.__version__
 
 
-LABELS = {"torch": "PyTorch nn.Transformer", "marian": "Hugging Face Marian",
-          "transduce-unfused": "transduce, plain output layer + loss",
-          "transduce-torch-dropout": "transduce, with F.dropout",
-          "transduce-separate-qkv": "transduce, separate Q/K/V projections",
-          "marian-generate": "Hugging Face Marian generate()",
-          "ct2-float32": "CTranslate2 float32", "ct2-int8": "CTranslate2 int8"}
+LABELS = {
+    "torch": "PyTorch nn.Transformer",
+    "marian": "Hugging Face Marian",
+    "transduce-unfused": "transduce, plain output layer + loss",
+    "transduce-torch-dropout": "transduce, with F.dropout",
+    "transduce-separate-qkv": "transduce, separate Q/K/V projections",
+    "marian-generate": "Hugging Face Marian generate()",
+    "ct2-float32": "CTranslate2 float32",
+    "ct2-int8": "CTranslate2 int8",
+}
 
 
 def plot(results: dict, path: Path) -> None:
@@ -60,20 +63,35 @@ def plot(results: dict, path: Path) -> None:
 
     settings = results["settings"]
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), height_ratios=(1.1, 1))
-    panels = (("training", "tokens_per_s", 4096, "target tokens/s",
-               "training, 4096-token batches", "batch (target tokens)"),
-              ("translation", "sentences_per_s", settings["translate_tokens"],
-               "sentences/s", f"translation, beam {settings['beam']}, "
-                              f"{settings['translate_tokens']} source tokens × beam per batch",
-               "batch (source tokens × beam)"))
+    panels = (
+        (
+            "training",
+            "tokens_per_s",
+            4096,
+            "target tokens/s",
+            "training, 4096-token batches",
+            "batch (target tokens)",
+        ),
+        (
+            "translation",
+            "sentences_per_s",
+            settings["translate_tokens"],
+            "sentences/s",
+            f"translation, beam {settings['beam']}, "
+            f"{settings['translate_tokens']} source tokens × beam per batch",
+            "batch (source tokens × beam)",
+        ),
+    )
     for column, (kind, rate, size, unit, title, xlabel) in enumerate(panels):
         rows = [r for r in results[kind] if r["max_tokens"] == size]
         bars, curves = axes[0, column], axes[1, column]
-        names = [LABELS.get(r["system"], r["system"])
-                 + (f" ({r['precision']})" if "precision" in r else "") for r in rows]
+        names = [
+            LABELS.get(r["system"], r["system"])
+            + (f" ({r['precision']})" if "precision" in r else "")
+            for r in rows
+        ]
         values = [r[rate] for r in rows]
-        colours = ["tab:blue" if r["system"].startswith("transduce") else "tab:gray"
-                   for r in rows]
+        colours = ["tab:blue" if r["system"].startswith("transduce") else "tab:gray" for r in rows]
         bars.barh(range(len(rows)), values, color=colours)
         bars.set_yticks(range(len(rows)), names, fontsize=9)
         bars.invert_yaxis()
@@ -84,12 +102,14 @@ def plot(results: dict, path: Path) -> None:
         bars.grid(axis="x", alpha=0.3)
         sizes = sorted({r["max_tokens"] for r in results[kind]})
         for system in sorted({r["system"] for r in results[kind]}):
-            points = sorted((r["max_tokens"], r[rate]) for r in results[kind]
-                            if r["system"] == system)
+            points = sorted(
+                (r["max_tokens"], r[rate]) for r in results[kind] if r["system"] == system
+            )
             if len(points) > 1:
                 curves.plot(*zip(*points), marker="o", label=LABELS.get(system, system))
-        curves.set(xscale="log", xlabel=xlabel, ylabel=unit,
-                   title=f"{kind} throughput against batch size")
+        curves.set(
+            xscale="log", xlabel=xlabel, ylabel=unit, title=f"{kind} throughput against batch size"
+        )
         curves.xaxis.set_major_locator(FixedLocator(sizes))
         curves.xaxis.set_minor_locator(NullLocator())
         curves.set_xticks(sizes, [f"{n:,}" for n in sizes])
@@ -97,8 +117,10 @@ def plot(results: dict, path: Path) -> None:
         curves.grid(alpha=0.3)
         curves.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     where = results.get("machine") or "machine not recorded"
-    fig.suptitle(f"Multi30k En→De, {model_shape(settings)} · {where} · "
-                 f"{settings['threads']} threads", fontsize=11)
+    fig.suptitle(
+        f"Multi30k En→De, {model_shape(settings)} · {where} · {settings['threads']} threads",
+        fontsize=11,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -40,6 +40,7 @@ def main() -> None:
     def counted(*a, **k):
         steps.append(1)
         return step(*a, **k)
+
     translator.model.step = counted
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -47,14 +48,20 @@ def main() -> None:
     seconds = time.perf_counter() - start
     events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
     total = sum(e.self_cpu_time_total for e in events)
-    lines = [f"`python benchmarks/speed/profile_beam.py --precision {args.precision} "
-             f"--sentences {args.sentences}`: {len(sources)} sentences, {len(steps)} decoder "
-             f"steps, {seconds:.2f} s under the profiler, which slows each operator; the "
-             f"operators' own time is {total / 1000:.0f} ms ({total / 1000 / len(steps):.1f} ms "
-             "a step).\n", "| operator | self CPU ms | share | calls |", "|---|---:|---:|---:|"]
+    lines = [
+        f"`python benchmarks/speed/profile_beam.py --precision {args.precision} "
+        f"--sentences {args.sentences}`: {len(sources)} sentences, {len(steps)} decoder "
+        f"steps, {seconds:.2f} s under the profiler, which slows each operator; the "
+        f"operators' own time is {total / 1000:.0f} ms ({total / 1000 / len(steps):.1f} ms "
+        "a step).\n",
+        "| operator | self CPU ms | share | calls |",
+        "|---|---:|---:|---:|",
+    ]
     for e in events[:15]:
-        lines.append(f"| `{e.key}` | {e.self_cpu_time_total / 1000:.0f} | "
-                     f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count} |")
+        lines.append(
+            f"| `{e.key}` | {e.self_cpu_time_total / 1000:.0f} | "
+            f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count} |"
+        )
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -42,8 +42,13 @@ TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 # Ablations: our model with the plain output layer + loss over every position, and with
 # PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
 ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
-TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "marian-generate", "ct2-float32",
-                     "ct2-int8")
+TRANSLATE_SYSTEMS = (
+    "transduce-fp32",
+    "transduce-bf16",
+    "marian-generate",
+    "ct2-float32",
+    "ct2-int8",
+)
 
 
 # ----------------------------------------------------------------------------- shared set-up
@@ -68,8 +73,16 @@ def training_batches(src, tgt, tokenizer, max_tokens: int, count: int):
 
     lengths = [max(len(s), len(t)) + 2 for s, t in zip(src, tgt)]
     batches = token_batches(lengths, max_tokens, random.Random(0))[:count]
-    return [collate([src[i] for i in b], [tgt[i] for i in b], tokenizer.pad_id,
-                    tokenizer.bos_id, tokenizer.eos_id) for b in batches]
+    return [
+        collate(
+            [src[i] for i in b],
+            [tgt[i] for i in b],
+            tokenizer.pad_id,
+            tokenizer.bos_id,
+            tokenizer.eos_id,
+        )
+        for b in batches
+    ]
 
 
 def peak_rss_mb() -> float:
@@ -115,11 +128,19 @@ def train_loss(system: str, model, src, tgt, pad_id: int, epsilon: float):
     if system == "torch":
         logits = model(src, tgt[:, :-1])
     else:
-        logits = model(input_ids=src, attention_mask=src != pad_id,
-                       decoder_input_ids=tgt[:, :-1],
-                       decoder_attention_mask=tgt[:, :-1] != pad_id).logits
-    return F.cross_entropy(logits.flatten(0, 1).float(), tgt[:, 1:].flatten(),
-                           ignore_index=pad_id, label_smoothing=epsilon, reduction="sum")
+        logits = model(
+            input_ids=src,
+            attention_mask=src != pad_id,
+            decoder_input_ids=tgt[:, :-1],
+            decoder_attention_mask=tgt[:, :-1] != pad_id,
+        ).logits
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(),
+        tgt[:, 1:].flatten(),
+        ignore_index=pad_id,
+        label_smoothing=epsilon,
+        reduction="sum",
+    )
 
 
 def use_torch_dropout() -> None:
@@ -145,7 +166,8 @@ def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
     for s, t in zip(src_lens, tgt_lens):
         enc = cfg.model.num_encoder_layers * s * (4 * d * d + 2 * d * f + 2 * s * d)
         dec = cfg.model.num_decoder_layers * (
-            t * (4 * d * d + 2 * d * f + t * d + 2 * d * d + 2 * s * d) + s * 2 * d * d)
+            t * (4 * d * d + 2 * d * f + t * d + 2 * d * d + 2 * s * d) + s * 2 * d * d
+        )
         total += 2 * (enc + dec + t * d * vocab)
     return 3.0 * total
 
@@ -195,11 +217,16 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         if i >= args.warmup_steps:
             rates.append(int((t[:, 1:] != tokenizer.pad_id).sum()) / seconds)
             flops.append(model_flops(cfg, len(tokenizer), s, t, tokenizer.pad_id) / seconds)
-    return {"system": system, "precision": precision, "max_tokens": max_tokens,
-            "tokens_per_s": round(statistics.median(rates)),
-            "model_flops_per_s": statistics.median(flops),
-            "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32"),
-            "steps": len(rates), "peak_rss_mb": peak_rss_mb()}
+    return {
+        "system": system,
+        "precision": precision,
+        "max_tokens": max_tokens,
+        "tokens_per_s": round(statistics.median(rates)),
+        "model_flops_per_s": statistics.median(flops),
+        "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32"),
+        "steps": len(rates),
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 # ----------------------------------------------------------------------------- translation
@@ -233,8 +260,12 @@ def measure_translation(args, system: str, max_tokens: int) -> dict:
         style = {"lenpen_style": "power"}
         translator.search(sources[:20], args.beam, args.lenpen, **style)  # warm-up
         start = time.perf_counter()
-        hyps = [h[0][0] for h in translator.search(sources, args.beam, args.lenpen,
-                                                      max_tokens=max_tokens, **style)]
+        hyps = [
+            h[0][0]
+            for h in translator.search(
+                sources, args.beam, args.lenpen, max_tokens=max_tokens, **style
+            )
+        ]
         seconds = time.perf_counter() - start
         latencies = []
         if max_tokens == args.translate_tokens:
@@ -243,14 +274,19 @@ def measure_translation(args, system: str, max_tokens: int) -> dict:
                 translator.search([line], args.beam, args.lenpen, **style)
                 latencies.append(1000 * (time.perf_counter() - start))
     target_tokens = sum(len(t) + 1 for t in translator.tokenizer.encode(hyps))
-    result = {"system": system, "max_tokens": max_tokens,
-              "sentences_per_s": round(len(sources) / seconds, 1),
-              "target_tokens_per_s": round(target_tokens / seconds),
-              "bleu": corpus_scores(hyps, references)["bleu"], "peak_rss_mb": peak_rss_mb()}
+    result = {
+        "system": system,
+        "max_tokens": max_tokens,
+        "sentences_per_s": round(len(sources) / seconds, 1),
+        "target_tokens_per_s": round(target_tokens / seconds),
+        "bleu": corpus_scores(hyps, references)["bleu"],
+        "peak_rss_mb": peak_rss_mb(),
+    }
     if latencies:
         q = statistics.quantiles(latencies, n=20)
-        result.update(latency_p50_ms=round(statistics.median(latencies), 1),
-                      latency_p95_ms=round(q[18], 1))
+        result.update(
+            latency_p50_ms=round(statistics.median(latencies), 1), latency_p95_ms=round(q[18], 1)
+        )
     return result
 
 
@@ -265,16 +301,41 @@ def child(args) -> None:
 
 
 def run_child(args, job: str) -> dict:
-    command = [sys.executable, __file__, "--child", job, "--data", args.data,
-               "--run-dir", args.run_dir, "--config", args.config,
-               "--threads", str(args.threads),
-               "--steps", str(args.steps), "--warmup-steps", str(args.warmup_steps),
-               "--beam", str(args.beam), "--lenpen", str(args.lenpen),
-               "--precision", args.precision, "--translate-tokens", str(args.translate_tokens),
-               "--latency-sentences", str(args.latency_sentences)]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        job,
+        "--data",
+        args.data,
+        "--run-dir",
+        args.run_dir,
+        "--config",
+        args.config,
+        "--threads",
+        str(args.threads),
+        "--steps",
+        str(args.steps),
+        "--warmup-steps",
+        str(args.warmup_steps),
+        "--beam",
+        str(args.beam),
+        "--lenpen",
+        str(args.lenpen),
+        "--precision",
+        args.precision,
+        "--translate-tokens",
+        str(args.translate_tokens),
+        "--latency-sentences",
+        str(args.latency_sentences),
+    ]
     print(f"[{time.strftime('%H:%M:%S')}] {job}", file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": str(args.threads)},
+    )
     if done.returncode != 0:
         raise SystemExit(f"{job} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -286,26 +347,39 @@ def summarise(results: dict) -> str:
     """The Markdown tables of results.md (ratios against the peers)."""
     train = {r["system"]: r for r in results["training"] if r["max_tokens"] == 4096}
     ours = train["transduce"]
-    lines = ["| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, r in train.items():
         mfu = r["model_flops_per_s"] / r["peak_flops_per_s"]
-        lines.append(f"| {name} ({r['precision']}) | {r['tokens_per_s']:,} | "
-                     f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.0%} | "
-                     f"{r['peak_rss_mb']:,.0f} MB |")
-    lines.append(f"\nmatmul peak measured in the same run: "
-                 f"{ours['peak_flops_per_s'] / 1e12:.2f} TFLOP/s ({ours['precision']})\n")
-    tr = {r["system"]: r for r in results["translation"]
-          if r["max_tokens"] == results["settings"]["translate_tokens"]}
+        lines.append(
+            f"| {name} ({r['precision']}) | {r['tokens_per_s']:,} | "
+            f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.0%} | "
+            f"{r['peak_rss_mb']:,.0f} MB |"
+        )
+    lines.append(
+        f"\nmatmul peak measured in the same run: "
+        f"{ours['peak_flops_per_s'] / 1e12:.2f} TFLOP/s ({ours['precision']})\n"
+    )
+    tr = {
+        r["system"]: r
+        for r in results["translation"]
+        if r["max_tokens"] == results["settings"]["translate_tokens"]
+    }
     base = tr["transduce-fp32"]
-    lines += ["| translation (beam 5, 1000 sentences) | sentences/s | target tokens/s | "
-              "vs transduce-fp32 | p50 ms | p95 ms | BLEU | peak RSS |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "| translation (beam 5, 1000 sentences) | sentences/s | target tokens/s | "
+        "vs transduce-fp32 | p50 ms | p95 ms | BLEU | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in tr.items():
-        lines.append(f"| {name} | {r['sentences_per_s']} | {r['target_tokens_per_s']:,} | "
-                     f"{r['sentences_per_s'] / base['sentences_per_s']:.2f}× | "
-                     f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
-                     f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |")
+        lines.append(
+            f"| {name} | {r['sentences_per_s']} | {r['target_tokens_per_s']:,} | "
+            f"{r['sentences_per_s'] / base['sentences_per_s']:.2f}× | "
+            f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
+            f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -313,27 +387,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="folder with the Multi30k raw files (required to measure)")
     parser.add_argument("--run-dir", help="a trained Multi30k En→De run (required to measure)")
-    parser.add_argument("--config", default=str(CONFIG),
-                        help="the training config whose model and dropout are measured")
+    parser.add_argument(
+        "--config",
+        default=str(CONFIG),
+        help="the training config whose model and dropout are measured",
+    )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=12, help="measured training steps")
     parser.add_argument("--warmup-steps", type=int, default=3)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lenpen", type=float, default=0.6)
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
-    parser.add_argument("--translate-tokens", type=int, default=6000,
-                        help="translation batch size in source tokens × beam")
+    parser.add_argument(
+        "--translate-tokens",
+        type=int,
+        default=6000,
+        help="translation batch size in source tokens × beam",
+    )
     parser.add_argument("--latency-sentences", type=int, default=100)
     parser.add_argument("--train-sizes", default="1024,2048,4096,8192")
     parser.add_argument("--translate-sizes", default="1500,3000,6000,12000")
-    parser.add_argument("--only", choices=["train", "translate"],
-                        help="measure one half again, keeping the other's figures from "
-                             "the results file")
+    parser.add_argument(
+        "--only",
+        choices=["train", "translate"],
+        help="measure one half again, keeping the other's figures from the results file",
+    )
     parser.add_argument("--train-systems", default=",".join(TRAIN_SYSTEMS + ABLATIONS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results"), help="results path stem")
-    parser.add_argument("--replot", action="store_true",
-                        help="only redraw results.md and results.png from results.json")
+    parser.add_argument(
+        "--replot",
+        action="store_true",
+        help="only redraw results.md and results.png from results.json",
+    )
     args = parser.parse_args()
     if args.child:
         return child(args)
@@ -346,11 +432,16 @@ def main() -> None:
         parser.error("--data and --run-dir are required to measure")
     from transduce.io import recorded_path
 
-    results = {"settings": {k: recorded_path(v, ROOT) if k in ("data", "run_dir", "config")
-                            else v
-                            for k, v in vars(args).items()
-                            if k not in ("child", "only", "out", "replot")},
-               "machine": machine(), "training": [], "translation": []}
+    results = {
+        "settings": {
+            k: recorded_path(v, ROOT) if k in ("data", "run_dir", "config") else v
+            for k, v in vars(args).items()
+            if k not in ("child", "only", "out", "replot")
+        },
+        "machine": machine(),
+        "training": [],
+        "translation": [],
+    }
     if args.only != "translate":
         for system in args.train_systems.split(","):
             results["training"].append(run_child(args, f"train:{system}:4096"))
@@ -360,7 +451,8 @@ def main() -> None:
     if args.only != "train":
         for system in TRANSLATE_SYSTEMS:
             results["translation"].append(
-                run_child(args, f"translate:{system}:{args.translate_tokens}"))
+                run_child(args, f"translate:{system}:{args.translate_tokens}")
+            )
         for size in map(int, args.translate_sizes.split(",")):
             if size != args.translate_tokens:
                 for system in ("transduce-fp32", "ct2-int8"):

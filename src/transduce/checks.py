@@ -42,12 +42,16 @@ class Origin:
 
 def at_least(config: Any, low: float, *keys: str) -> list[Problem]:
     """A problem for each ``key`` of ``config`` below ``low`` (or not a number)."""
-    return [(k, f"{k} must be at least {low}, not {getattr(config, k)}") for k in keys
-            if not getattr(config, k) >= low]
+    return [
+        (k, f"{k} must be at least {low}, not {getattr(config, k)}")
+        for k in keys
+        if not getattr(config, k) >= low
+    ]
 
 
-def in_range(config: Any, key: str, low: float, high: float,
-             high_included: bool = False) -> list[Problem]:
+def in_range(
+    config: Any, key: str, low: float, high: float, high_included: bool = False
+) -> list[Problem]:
     """A problem unless ``low <= value < high`` (``<= high`` with ``high_included``)."""
     value = getattr(config, key)
     ok = low <= value <= high if high_included else low <= value < high

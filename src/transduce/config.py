@@ -43,8 +43,11 @@ def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
         value = getattr(config, f.name)
         if f.metadata.get("union") is not None:
             leaves[f"{prefix}{f.name}"] = value.name
-            leaves.update((k, v) for k, v in flatten(value, f"{prefix}{f.name}.").items()
-                          if k != f"{prefix}{f.name}.name")
+            leaves.update(
+                (k, v)
+                for k, v in flatten(value, f"{prefix}{f.name}.").items()
+                if k != f"{prefix}{f.name}.name"
+            )
         elif dataclasses.is_dataclass(value):
             leaves.update(flatten(value, f"{prefix}{f.name}."))
         else:
@@ -61,8 +64,11 @@ def switch(config: C, name: str, tag: str, source: str) -> C:
     if tag == current.name:
         return config
     member = registry[tag]
-    kept = {f.name: getattr(current, f.name) for f in dataclasses.fields(member)
-            if f.init and f.name in {g.name for g in dataclasses.fields(current)}}
+    kept = {
+        f.name: getattr(current, f.name)
+        for f in dataclasses.fields(member)
+        if f.init and f.name in {g.name for g in dataclasses.fields(current)}
+    }
     return dataclasses.replace(config, **{name: member(**kept)})
 
 
@@ -86,13 +92,15 @@ def resolve_key(key: str, leaves: dict[str, Any], source: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise UserError(f"{source}: config key {key!r} is ambiguous; write one of "
-                        f"{', '.join(matches)}")
+        raise UserError(
+            f"{source}: config key {key!r} is ambiguous; write one of {', '.join(matches)}"
+        )
     names = sorted({path.rsplit(".", 1)[-1] for path in leaves} | set(leaves))
     near = difflib.get_close_matches(key, names, n=1, cutoff=0.75)
     hint = f"did you mean {near[0]!r}? " if near else ""
-    raise UserError(f"{source}: unknown config key {key!r}; {hint}valid keys: "
-                    f"{', '.join(sorted(leaves))}")
+    raise UserError(
+        f"{source}: unknown config key {key!r}; {hint}valid keys: {', '.join(sorted(leaves))}"
+    )
 
 
 def _elsewhere(config: Any, key: str) -> str | None:
@@ -103,27 +111,31 @@ def _elsewhere(config: Any, key: str) -> str | None:
             continue
         current = getattr(config, f.name).name
         inner = key.removeprefix(f"{f.name}.")
-        owners = [tag for tag, member in registry.items() if tag != current
-                  and any(path == inner or path.endswith("." + inner)
-                          for path in flatten(member()))]
+        owners = [
+            tag
+            for tag, member in registry.items()
+            if tag != current
+            and any(path == inner or path.endswith("." + inner) for path in flatten(member()))
+        ]
         if owners:
-            names = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 \
-                else owners[0]
-            return (f"{key} is a setting of the {names} {f.name}"
-                    f"{'s' if len(owners) > 1 else ''}, not {current}")
+            names = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
+            return (
+                f"{key} is a setting of the {names} {f.name}"
+                f"{'s' if len(owners) > 1 else ''}, not {current}"
+            )
     return None
 
 
-def _resolve(config: Any, key: str, leaves: dict[str, Any], source: str,
-             item: str = "") -> str:
+def _resolve(config: Any, key: str, leaves: dict[str, Any], source: str, item: str = "") -> str:
     """:func:`resolve_key`, saying so when the key belongs to another union member."""
     try:
         return resolve_key(key, leaves, source)
     except UserError:
         other = _elsewhere(config, key)
         if other:
-            raise UserError(f"{source}{' ' + item if item else ''}: {other}; leave it out"
-                            ) from None
+            raise UserError(
+                f"{source}{' ' + item if item else ''}: {other}; leave it out"
+            ) from None
         raise
 
 
@@ -182,7 +194,8 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
         return float(value)
     if not isinstance(value, type(current)):
         what = {int: "a whole number", float: "a number", str: "text"}.get(
-            type(current), f"of type {type(current).__name__}")
+            type(current), f"of type {type(current).__name__}"
+        )
         raise UserError(f"{source}: {key} must be {what}, not {value!r}")
     return value
 
@@ -190,8 +203,9 @@ def _check_type(key: str, value: Any, current: Any, source: str) -> Any:
 def _tags(config: Any, items: dict[str, Any]) -> dict[str, Any]:
     """The items that choose a union member (``model=patch``, ``model.name: patch``)."""
     names = unions(config)
-    return {k: v for k, v in items.items()
-            if k in names or (k.endswith(".name") and k[:-5] in names)}
+    return {
+        k: v for k, v in items.items() if k in names or (k.endswith(".name") and k[:-5] in names)
+    }
 
 
 def apply_overrides(config: C, overrides: Iterable[str], source: str = "command line") -> C:
@@ -233,15 +247,20 @@ def apply_mapping(config: C, data: dict, source: str, strict: bool = False) -> C
     tags = _tags(config, items)
     for key, tag in tags.items():
         config = switch(config, key.removesuffix(".name"), tag, source)
-    flat_layout = not strict and not any(k.startswith(f"{u}.") for k in items
-                                         for u in unions(config))
+    flat_layout = not strict and not any(
+        k.startswith(f"{u}.") for k in items for u in unions(config)
+    )
     leaves = flatten(config)
     changes = {}
     for key, value in items.items():
         if key in tags:
             continue
-        if flat_layout and key not in leaves \
-                and not any(p.endswith("." + key) for p in leaves) and _elsewhere(config, key):
+        if (
+            flat_layout
+            and key not in leaves
+            and not any(p.endswith("." + key) for p in leaves)
+            and _elsewhere(config, key)
+        ):
             continue
         path = _resolve(config, key, leaves, source)
         changes[path] = _check_type(key, value, leaves[path], source)

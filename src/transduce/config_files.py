@@ -23,20 +23,24 @@ def read_yaml(path: str | os.PathLike) -> dict:
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
     except UnicodeDecodeError as error:
-        raise UserError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8"
-                        ) from None
+        raise UserError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
-        raise UserError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
-                        ) from None
+        raise UserError(
+            f"{path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping of key: value lines")
     return data
 
 
-def load_config(cls: type[C], path: str | os.PathLike | None,
-                overrides: Iterable[str] = (), chosen: dict | None = None) -> C:
+def load_config(
+    cls: type[C],
+    path: str | os.PathLike | None,
+    overrides: Iterable[str] = (),
+    chosen: dict | None = None,
+) -> C:
     """Build ``cls`` from a YAML mapping (if ``path``) and then ``key=value`` overrides.
     A union member the overrides (or ``chosen``: settings by name) choose (``model=linear``)
     is the one a file in the flat layout is read for, so that the file's settings of that
@@ -48,8 +52,10 @@ def load_config(cls: type[C], path: str | os.PathLike | None,
     """
     overrides = list(overrides)
     config = cls()
-    given = {**{k.strip(): v for k, _, v in (o.partition("=") for o in overrides)},
-             **(chosen or {})}
+    given = {
+        **{k.strip(): v for k, _, v in (o.partition("=") for o in overrides)},
+        **(chosen or {}),
+    }
     tags = {u: str(given[u]).strip() for u in unions(config) if u in given}
     if path is not None:
         for data, where in config_chain(path):
@@ -79,12 +85,13 @@ def config_chain(path: str | os.PathLike) -> list[tuple[dict, str]]:
         if base is None:
             return chain[::-1]
         if not isinstance(base, str) or not base.strip():
-            raise UserError(f"{path}: base must be the path of another config file, not "
-                            f"{base!r}")
+            raise UserError(f"{path}: base must be the path of another config file, not {base!r}")
         parent, path = path, path.parent / base
         if not path.is_file():
-            raise UserError(f"{parent}: base {base}: no such file (the path is relative to "
-                            f"{parent.parent}/)")
+            raise UserError(
+                f"{parent}: base {base}: no such file (the path is relative to {parent.parent}/)"
+            )
         if path.resolve() in seen:
-            raise UserError(f"{parent}: base {base} leads back to {path}; a file cannot be "
-                            "its own base")
+            raise UserError(
+                f"{parent}: base {base} leads back to {path}; a file cannot be its own base"
+            )

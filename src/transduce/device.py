@@ -20,7 +20,7 @@ def _mps_available() -> bool:
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """"auto" takes CUDA, then Apple MPS, then the CPU; "cuda", "cuda:1", "mps" and "cpu" are
+    """ "auto" takes CUDA, then Apple MPS, then the CPU; "cuda", "cuda:1", "mps" and "cpu" are
     checked to exist.
 
     Raises:
@@ -36,11 +36,13 @@ def pick_device(name: str = "auto") -> torch.device:
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            raise UserError(f"device={name}: no CUDA GPU is visible here; use device=auto "
-                            "or device=cpu")
+            raise UserError(
+                f"device={name}: no CUDA GPU is visible here; use device=auto or device=cpu"
+            )
         if device.index is not None and device.index >= count:
-            raise UserError(f"device={name}: only {count} CUDA GPU(s) here (cuda:0 to "
-                            f"cuda:{count - 1})")
+            raise UserError(
+                f"device={name}: only {count} CUDA GPU(s) here (cuda:0 to cuda:{count - 1})"
+            )
     if device.type == "mps" and not _mps_available():
         raise UserError("device=mps: Apple MPS is not available here; use device=auto or cpu")
     return device
@@ -68,9 +70,12 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         return "fp16" if device.type in ("cuda", "mps") else "fp32"
     if precision == "bf16" and device.type == "cpu" and not bf16_is_fast(device):
         # measured on a 2-core Zen 3 (AVX2): beam search 13.4 sentences/s in bf16, 57.2 in fp32
-        warnings.warn("precision=bf16: this CPU has no native bfloat16 (AVX-512 BF16 or AMX), "
-                      "so bf16 is emulated and several times slower than fp32 here; use "
-                      "precision=auto", stacklevel=2)
+        warnings.warn(
+            "precision=bf16: this CPU has no native bfloat16 (AVX-512 BF16 or AMX), "
+            "so bf16 is emulated and several times slower than fp32 here; use "
+            "precision=auto",
+            stacklevel=2,
+        )
     return precision
 
 
@@ -105,8 +110,9 @@ def retain_freed_memory() -> bool:
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-                and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return bool(
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    )
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:

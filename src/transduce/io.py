@@ -119,8 +119,7 @@ def atomic_directory(path: str | os.PathLike, replace: bool = False) -> Iterator
         yield tmp
         os.chmod(tmp, mode)
         if replace and path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp",
-                                        dir=path.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
             os.rename(path, old / "old")
         try:
             os.rename(tmp, path)
@@ -142,8 +141,9 @@ def write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def remove_staging(directory: str | os.PathLike, names: tuple[str, ...] | None = None
-                   ) -> list[Path]:
+def remove_staging(
+    directory: str | os.PathLike, names: tuple[str, ...] | None = None
+) -> list[Path]:
     """Delete the staging files and folders a killed writer left in ``directory`` (only
     those for the destinations in ``names``, when given). Call it only where no other
     process may be writing (under a run's lock). Returns what it removed."""

@@ -64,16 +64,21 @@ class _Lines:
         self.file.flush()
 
 
-def progress(total: int, desc: str, unit: str, initial: float = 0,
-             disable: bool = False) -> tqdm:
+def progress(total: int, desc: str, unit: str, initial: float = 0, disable: bool = False) -> tqdm:
     """A progress bar with rate and ETA; where stderr is no terminal, a line every 10 s.
     ``initial``: work done before (a resumed run); it does not count towards the rate.
     ``disable``: draw nothing (the processes of a distributed run other than rank 0)."""
     # Counts may be fractional (seconds of training): show them whole.
-    bar_format = ("{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}"
-                  "{postfix}]")
+    bar_format = "{l_bar}{bar}| {n:.0f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
     terminal = sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, dynamic_ncols=terminal,
-                disable=disable, bar_format=bar_format, file=None if terminal else
-                _Lines(sys.stderr),
-                mininterval=0.1 if terminal else 10.0)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        initial=initial,
+        dynamic_ncols=terminal,
+        disable=disable,
+        bar_format=bar_format,
+        file=None if terminal else _Lines(sys.stderr),
+        mininterval=0.1 if terminal else 10.0,
+    )

@@ -45,20 +45,24 @@ def test_tune_writes_the_members_and_the_choice_made_on_val(ensemble, two_runs, 
         assert (run / "averaged.pt").is_file() and (run / "decoding.json").is_file()
 
 
-def test_a_member_tuned_at_its_newest_checkpoint_is_not_tuned_again(ensemble, two_runs,
-                                                                     tmp_path, caplog):
+def test_a_member_tuned_at_its_newest_checkpoint_is_not_tuned_again(
+    ensemble, two_runs, tmp_path, caplog
+):
     stamps = [(r / "averaged.pt").stat().st_mtime_ns for r in two_runs]
     caplog.clear()
     assert main(["tune", *map(str, two_runs), "--out", str(tmp_path / "again"), *GRID]) == 0
     assert [(r / "averaged.pt").stat().st_mtime_ns for r in two_runs] == stamps
     assert caplog.text.count("using the average its decoding.json names") == 2
-    first, again = (json.loads((d / "decoding.json").read_text(encoding="utf-8"))["grid"]
-                    for d in (ensemble, tmp_path / "again"))
+    first, again = (
+        json.loads((d / "decoding.json").read_text(encoding="utf-8"))["grid"]
+        for d in (ensemble, tmp_path / "again")
+    )
     assert [r["bleu"] for r in again] == [r["bleu"] for r in first]  # the same averages
 
 
 def test_an_ensemble_tuning_that_dies_resumes_from_the_settings_it_scored(
-        ensemble, two_runs, tmp_path, monkeypatch, caplog):
+    ensemble, two_runs, tmp_path, monkeypatch, caplog
+):
     import transduce.tasks.translation.tune as tuning
 
     out, score, calls = tmp_path / "resumed", tuning._score, []
@@ -76,26 +80,45 @@ def test_an_ensemble_tuning_that_dies_resumes_from_the_settings_it_scored(
     monkeypatch.setattr(tuning, "_score", lambda *a: calls.append(a[5]) or score(*a))
     assert main(["tune", *map(str, two_runs), "--out", str(out), *GRID]) == 0
     assert calls == [1.2] and "resuming, 1 of 2 settings already scored" in caplog.text
-    first, resumed = ([r["bleu"] for r in json.loads((d / "decoding.json").read_text())["grid"]]
-                      for d in (ensemble, out))
+    first, resumed = (
+        [r["bleu"] for r in json.loads((d / "decoding.json").read_text())["grid"]]
+        for d in (ensemble, out)
+    )
     assert resumed == first and not (out / runs.TUNE_PARTIAL).exists()
 
 
 def test_the_ensemble_directory_translates_as_the_listed_runs(ensemble, two_runs, tmp_path):
     model = transduce.load(ensemble, verbose=False)
     assert str(ensemble / "decoding.json") in model.decoding.source  # not a member's
-    assert model.decoding.lenpen == json.loads(
-        (ensemble / "decoding.json").read_text(encoding="utf-8"))["lenpen"]
+    assert (
+        model.decoding.lenpen
+        == json.loads((ensemble / "decoding.json").read_text(encoding="utf-8"))["lenpen"]
+    )
     lines = ["five hundred", "", "seven thousand two"]
     listed = transduce.load(list(two_runs), verbose=False)
-    assert model.translate(lines, beam=2, lenpen=0.6) == listed.translate(lines, beam=2,
-                                                                          lenpen=0.6)
+    assert model.translate(lines, beam=2, lenpen=0.6) == listed.translate(lines, beam=2, lenpen=0.6)
     source, out = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["translate", str(ensemble), "--input", str(source), "--output", str(out),
-                 "--beam", "2", "--lenpen", "0.6"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                str(ensemble),
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--beam",
+                "2",
+                "--lenpen",
+                "0.6",
+            ]
+        )
+        == 0
+    )
     assert out.read_text(encoding="utf-8").split("\n")[:3] == listed.translate(
-        lines, beam=2, lenpen=0.6)
+        lines, beam=2, lenpen=0.6
+    )
     with pytest.raises(UserError, match="not of an ensemble"):
         model.attention("five")
 
@@ -114,11 +137,13 @@ def test_the_server_translates_with_an_ensemble_and_refuses_its_attention(ensemb
 
 
 def test_runs_of_another_vocabulary_are_refused_before_anything_is_written(
-        two_runs, tmp_path, capsys):
+    two_runs, tmp_path, capsys
+):
     other = tmp_path / "other"
     config = two_runs[0] / "config.yaml"
-    assert main(["train", str(config), "vocab_size=90", "max_steps=2",
-                 "--run-dir", str(other)]) == 0
+    assert (
+        main(["train", str(config), "vocab_size=90", "max_steps=2", "--run-dir", str(other)]) == 0
+    )
     capsys.readouterr()
     out = tmp_path / "ens"
     assert main(["tune", str(two_runs[0]), str(other), "--out", str(out), *GRID]) == 2
@@ -136,11 +161,14 @@ def test_commands_for_one_model_name_the_ensemble(ensemble, tmp_path, capsys):
     assert not (tmp_path / "ct2").exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["A", "B"], "give --output DIR"),
-    (["A", "--out", "ens"], "give two or more run directories"),
-    (["A", "A", "--out", "A"], "give a directory of its own"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["A", "B"], "give --output DIR"),
+        (["A", "--out", "ens"], "give two or more run directories"),
+        (["A", "A", "--out", "A"], "give a directory of its own"),
+    ],
+)
 def test_bad_ensemble_arguments(two_runs, tmp_path, monkeypatch, capsys, args, message):
     monkeypatch.chdir(tmp_path)
     names = {"A": str(two_runs[0]), "B": str(two_runs[1])}
@@ -165,5 +193,6 @@ def test_a_run_in_use_is_not_averaged_or_tuned_into(trained_run, tmp_path, capsy
         assert len(err) == 1 and f"{run}: in use by process " in err[0], err
         assert sorted(p.name for p in run.rglob("*")) == before
         if command[0] == "average":
-            assert main(["average", str(run), "--last", "2", "--output",
-                         str(tmp_path / "a.pt")]) == 0
+            assert (
+                main(["average", str(run), "--last", "2", "--output", str(tmp_path / "a.pt")]) == 0
+            )

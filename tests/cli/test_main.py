@@ -8,8 +8,13 @@ from transduce.cli.main import main
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "transduce", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "transduce", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def test_help_lists_the_commands():
@@ -23,16 +28,22 @@ def test_demo_help_lists_its_settings():
     assert result.returncode == 0 and "engine.max_steps=2000" in result.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["demo", "--bogus"], "unrecognized arguments: --bogus"),
-    (["translate-everything"], "invalid choice"),
-    (["demo", "stepz=3"], "unknown config key 'stepz'; valid keys:"),
-    (["demo", "max_steps=three"], "max_steps='three' is not a valid int"),
-    (["demo", "model.tie_output=maybe"], "tie_output='maybe' is not a valid bool (true or false)"),
-    (["demo", "precision=fp8"], "precision must be one of auto, bf16, fp16, fp32"),
-    (["demo", "batch_size=0"], "batch_size must be at least 1"),
-    (["demo", "max_steps=0"], "set a budget: max_steps, max_epochs or max_minutes"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["demo", "--bogus"], "unrecognized arguments: --bogus"),
+        (["translate-everything"], "invalid choice"),
+        (["demo", "stepz=3"], "unknown config key 'stepz'; valid keys:"),
+        (["demo", "max_steps=three"], "max_steps='three' is not a valid int"),
+        (
+            ["demo", "model.tie_output=maybe"],
+            "tie_output='maybe' is not a valid bool (true or false)",
+        ),
+        (["demo", "precision=fp8"], "precision must be one of auto, bf16, fp16, fp32"),
+        (["demo", "batch_size=0"], "batch_size must be at least 1"),
+        (["demo", "max_steps=0"], "set a budget: max_steps, max_epochs or max_minutes"),
+    ],
+)
 def test_bad_arguments_give_one_line_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "out"
     result = run_cli(*args, "--out", str(out), cwd=tmp_path)
@@ -62,18 +73,23 @@ def _actions(parser, name="transduce"):
 def test_every_argument_of_every_command_has_a_help_line():
     from transduce.cli.main import build_parser
 
-    missing = [f"{name} {action.option_strings or action.dest}"
-               for name, action in _actions(build_parser()) if not action.help]
+    missing = [
+        f"{name} {action.option_strings or action.dest}"
+        for name, action in _actions(build_parser())
+        if not action.help
+    ]
     assert missing == []
 
 
-@pytest.mark.parametrize("command, cls", [
-    (["train"], "transduce.tasks.translation.config.TrainConfig"),
-    (["forecast", "train"], "transduce.tasks.forecasting.config.ForecastConfig"),
-    (["demo"], "transduce.tasks.numbers.task.DemoConfig"),
-])
-def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, capsys,
-                                                               monkeypatch):
+@pytest.mark.parametrize(
+    "command, cls",
+    [
+        (["train"], "transduce.tasks.translation.config.TrainConfig"),
+        (["forecast", "train"], "transduce.tasks.forecasting.config.ForecastConfig"),
+        (["demo"], "transduce.tasks.numbers.task.DemoConfig"),
+    ],
+)
+def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, capsys, monkeypatch):
     import importlib
 
     from transduce.cli.settings_help import setting_meanings
@@ -97,8 +113,8 @@ def test_help_lists_every_setting_with_its_default_and_meaning(command, cls, cap
 
 def test_a_demo_folder_that_cannot_be_made_is_named_by_the_demos_flag(tmp_path):
     (tmp_path / "file").write_text("")
-    result = run_cli("demo", "max_steps=1", "--out", str(tmp_path / "file" / "x"),
-                     cwd=tmp_path)
+    result = run_cli("demo", "max_steps=1", "--out", str(tmp_path / "file" / "x"), cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == (f"transduce: error: {tmp_path / 'file'}: is a file where "
-                                     "--output needs a folder")
+    assert result.stderr.strip() == (
+        f"transduce: error: {tmp_path / 'file'}: is a file where --output needs a folder"
+    )

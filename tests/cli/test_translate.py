@@ -15,8 +15,21 @@ def test_one_output_line_per_input_line_in_order(trained_run, tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     out = tmp_path / "out.txt"
-    assert main(["translate", str(trained_run), "--input", str(source), "--output", str(out),
-                 "--beam", "2"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                str(trained_run),
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--beam",
+                "2",
+            ]
+        )
+        == 0
+    )
     lines = out.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) - 1 == len(LINES)  # each line ends with a newline
     for given, produced in zip(LINES, lines):
@@ -28,9 +41,13 @@ def test_one_output_line_per_input_line_in_order(trained_run, tmp_path, capsys):
 
 
 def test_standard_input_and_greedy(trained_run):
-    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run),
-                             "--beam", "1"], input="five\n\nsix hundred\n", capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "transduce", "translate", str(trained_run), "--beam", "1"],
+        input="five\n\nsix hundred\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
@@ -39,8 +56,10 @@ def test_standard_input_and_greedy(trained_run):
 def test_nbest_lists(trained_run, tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("five\nsix\n", encoding="utf-8")
-    assert main(["translate", str(trained_run), "--input", str(source), "--beam", "3",
-                 "--nbest", "3"]) == 0
+    assert (
+        main(["translate", str(trained_run), "--input", str(source), "--beam", "3", "--nbest", "3"])
+        == 0
+    )
     rows = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
     assert [r[0] for r in rows] == ["0", "0", "0", "1", "1", "1"]
     for i in (0, 3):
@@ -60,11 +79,14 @@ def test_a_checkpoint_with_another_tokenizer_is_refused(trained_run, tmp_path, c
     assert "trained with another tokenizer" in error and len(error.splitlines()) == 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nowhere"], "no such run directory or checkpoint"),
-    (["RUN", "--beam", "2", "--nbest", "3"], "--nbest between 1 and --beam"),
-    (["RUN", "--input", "missing.txt"], "missing.txt: cannot read"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nowhere"], "no such run directory or checkpoint"),
+        (["RUN", "--beam", "2", "--nbest", "3"], "--nbest between 1 and --beam"),
+        (["RUN", "--input", "missing.txt"], "missing.txt: cannot read"),
+    ],
+)
 def test_bad_arguments(trained_run, tmp_path, monkeypatch, capsys, args, message):
     monkeypatch.chdir(tmp_path)
     args = [str(trained_run) if a == "RUN" else a for a in args]
@@ -73,8 +95,12 @@ def test_bad_arguments(trained_run, tmp_path, monkeypatch, capsys, args, message
 
 
 def test_invalid_utf8_on_stdin_names_the_line(trained_run):
-    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run)],
-                            input=b"five\nsi\xffx\n", capture_output=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "transduce", "translate", str(trained_run)],
+        input=b"five\nsi\xffx\n",
+        capture_output=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert b"<stdin>:2: invalid UTF-8" in result.stderr and result.stdout == b""
 
@@ -83,18 +109,24 @@ def test_an_empty_input_file_is_one_line_and_writes_nothing(trained_run, tmp_pat
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     out = tmp_path / "out.txt"
-    assert main(["translate", str(trained_run), "--input", str(empty), "--output",
-                 str(out)]) == 2
+    assert main(["translate", str(trained_run), "--input", str(empty), "--output", str(out)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "empty.txt: the file is empty" in error[0] and not out.exists()
     with open(empty, "rb") as stdin:  # the same file as standard input
-        result = subprocess.run([sys.executable, "-m", "transduce", "translate",
-                                 str(trained_run)], stdin=stdin, capture_output=True,
-                                timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "transduce", "translate", str(trained_run)],
+            stdin=stdin,
+            capture_output=True,
+            timeout=120,
+        )
     assert result.returncode == 2 and b"<stdin>: the file is empty" in result.stderr
     # a pipe streams line by line: one that closes at once is no error
-    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(trained_run)],
-                            input=b"", capture_output=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "transduce", "translate", str(trained_run)],
+        input=b"",
+        capture_output=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and result.stdout == b""
 
 
@@ -115,23 +147,26 @@ def test_pipeline_average_translate_evaluate(trained_run, tmp_path, capsys):
     assert "BLEU (lowercased)" in report and "case:lc" in report and "chrF2" in report
 
 
-def test_outputs_that_are_devices_are_written_into_and_kept(trained_run, forecast_run, tmp_path,
-                                                           capsys):
+def test_outputs_that_are_devices_are_written_into_and_kept(
+    trained_run, forecast_run, tmp_path, capsys
+):
     """`--output /dev/null` (here a node of the test's own) must not replace the device with
     a file, for every command that writes one output file; a full device is one line."""
     import os
     import stat
 
-    from tests.test_io import make_node
+    from tests.helpers.processes import make_node
 
     null, full = make_node(tmp_path / "null", 3), make_node(tmp_path / "full", 7)
     source = tmp_path / "in.txt"
     source.write_text("seven\neleven\n", encoding="utf-8")
     forecast, csv = forecast_run
-    commands = [["translate", str(trained_run), "--input", str(source), "--output"],
-                ["average", str(trained_run), "--last", "2", "--output"],
-                ["forecast", "predict", str(forecast), "--csv", str(csv), "--output"],
-                ["forecast", "plot", str(forecast), "--output"]]
+    commands = [
+        ["translate", str(trained_run), "--input", str(source), "--output"],
+        ["average", str(trained_run), "--last", "2", "--output"],
+        ["forecast", "predict", str(forecast), "--csv", str(csv), "--output"],
+        ["forecast", "plot", str(forecast), "--output"],
+    ]
     for command in commands:
         assert main([*command, str(null)]) == 0, command
         assert stat.S_ISCHR(null.stat().st_mode), command
@@ -144,8 +179,7 @@ def test_outputs_that_are_devices_are_written_into_and_kept(trained_run, forecas
     assert os.stat(null).st_rdev == os.makedev(1, 3)
 
 
-def test_the_server_s_limits_hold_for_the_cli_and_the_api(trained_run, tmp_path, capsys,
-                                                         caplog):
+def test_the_server_s_limits_hold_for_the_cli_and_the_api(trained_run, tmp_path, capsys, caplog):
     """A beam over 16 is refused and a line over 2,000 characters cut with a note, by the
     command line and the Python API as by the server: one set of limits."""
     import transduce

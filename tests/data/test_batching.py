@@ -10,8 +10,7 @@ def test_filter_counts_what_it_drops_and_why():
     tgt = [[7], [8], [9], [5] * 5, [1, 2, 3]]
     keep, dropped = filter_pairs(src, tgt, max_len=8, max_ratio=3.0)
     assert keep == [0, 4]
-    assert dropped == {"empty side": 1, "longer than 8 subwords": 1,
-                       "length ratio above 3.0": 1}
+    assert dropped == {"empty side": 1, "longer than 8 subwords": 1, "length ratio above 3.0": 1}
 
 
 def test_token_batches_respect_the_budget_and_cover_every_example_once():

@@ -1,26 +1,14 @@
 """`transduce data multi30k`: download path against a local HTTP server, and --from."""
 
-import gzip
 import http.server
 import threading
 from functools import partial
 
 import pytest
 
+from tests.helpers.text import write_corpus
 from transduce.cli.main import main
 from transduce.data.multi30k import LANGUAGES, SPLITS
-
-
-def write_corpus(folder, compress, short_file=None):
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, lines in SPLITS.items():
-        for lang in LANGUAGES:
-            n = lines - 1 if f"{split}.{lang}" == short_file else lines
-            text = "".join(f"{split} {lang} sentence {i} ü\n" for i in range(n)).encode()
-            if compress:
-                (folder / f"{split}.{lang}.gz").write_bytes(gzip.compress(text))
-            else:
-                (folder / f"{split}.{lang}").write_bytes(text)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -48,7 +36,8 @@ def test_download_from_a_local_server(server, tmp_path, capsys):
     dest = tmp_path / "multi30k"
     assert main(["data", "multi30k", "--dest", str(dest), "--url", url]) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(
-        f"{s}.{lang}" for s in SPLITS for lang in LANGUAGES)
+        f"{s}.{lang}" for s in SPLITS for lang in LANGUAGES
+    )
     lines = (dest / "val.de").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1014 and lines[3] == "val de sentence 3 ü"
 
@@ -82,6 +71,8 @@ def test_copy_from_a_local_folder(tmp_path, compress):
 def test_a_missing_local_file_is_named(tmp_path, capsys):
     write_corpus(tmp_path / "local", compress=False)
     (tmp_path / "local" / "val.fr").unlink()
-    assert main(["data", "multi30k", "--dest", str(tmp_path / "d"), "--from",
-                 str(tmp_path / "local")]) == 2
+    assert (
+        main(["data", "multi30k", "--dest", str(tmp_path / "d"), "--from", str(tmp_path / "local")])
+        == 2
+    )
     assert "has neither val.fr nor val.fr.gz" in capsys.readouterr().err

@@ -2,23 +2,55 @@ import random
 
 import pytest
 
-from transduce.data.numbers import (LIMIT, english, english_tokens, german, german_morphemes,
-                                    german_tokens, held_out_numbers, sample_numbers)
+from transduce.data.numbers import (
+    LIMIT,
+    english,
+    english_tokens,
+    german,
+    german_morphemes,
+    german_tokens,
+    held_out_numbers,
+    sample_numbers,
+)
 
 GERMAN = {
-    0: "null", 1: "eins", 2: "zwei", 6: "sechs", 7: "sieben", 10: "zehn", 11: "elf",
-    12: "zwölf", 16: "sechzehn", 17: "siebzehn", 20: "zwanzig", 21: "einundzwanzig",
-    30: "dreißig", 66: "sechsundsechzig", 77: "siebenundsiebzig", 99: "neunundneunzig",
-    100: "einhundert", 101: "einhunderteins", 111: "einhundertelf",
-    321: "dreihunderteinundzwanzig", 1000: "eintausend", 1001: "eintausendeins",
-    2017: "zweitausendsiebzehn", 21001: "einundzwanzigtausendeins",
-    100000: "einhunderttausend", 101000: "einhunderteintausend",
+    0: "null",
+    1: "eins",
+    2: "zwei",
+    6: "sechs",
+    7: "sieben",
+    10: "zehn",
+    11: "elf",
+    12: "zwölf",
+    16: "sechzehn",
+    17: "siebzehn",
+    20: "zwanzig",
+    21: "einundzwanzig",
+    30: "dreißig",
+    66: "sechsundsechzig",
+    77: "siebenundsiebzig",
+    99: "neunundneunzig",
+    100: "einhundert",
+    101: "einhunderteins",
+    111: "einhundertelf",
+    321: "dreihunderteinundzwanzig",
+    1000: "eintausend",
+    1001: "eintausendeins",
+    2017: "zweitausendsiebzehn",
+    21001: "einundzwanzigtausendeins",
+    100000: "einhunderttausend",
+    101000: "einhunderteintausend",
     700017: "siebenhunderttausendsiebzehn",
     999999: "neunhundertneunundneunzigtausendneunhundertneunundneunzig",
 }
 ENGLISH = {
-    0: "zero", 13: "thirteen", 40: "forty", 321: "three hundred twenty-one",
-    1000: "one thousand", 1001: "one thousand one", 90210: "ninety thousand two hundred ten",
+    0: "zero",
+    13: "thirteen",
+    40: "forty",
+    321: "three hundred twenty-one",
+    1000: "one thousand",
+    1001: "one thousand one",
+    90210: "ninety thousand two hundred ten",
     999999: "nine hundred ninety-nine thousand nine hundred ninety-nine",
 }
 
@@ -35,8 +67,7 @@ def test_english(n, words):
 
 def test_tokenizers():
     assert english_tokens("twenty-one thousand") == ["twenty", "-", "one", "thousand"]
-    assert german_tokens("dreihunderteinundzwanzig") == ["drei", "hundert", "ein", "und",
-                                                         "zwanzig"]
+    assert german_tokens("dreihunderteinundzwanzig") == ["drei", "hundert", "ein", "und", "zwanzig"]
     with pytest.raises(ValueError, match="not a German number word"):
         german_tokens("dreihundertkatzen")
 

@@ -27,8 +27,9 @@ def test_special_ids_and_round_trip(tokenizer):
 
 
 def test_fingerprint_tells_models_apart(tokenizer, tmp_path):
-    other = SubwordTokenizer.train([english(n) for n in range(0, 3000, 3)],
-                                   tmp_path / "other.model", 100)
+    other = SubwordTokenizer.train(
+        [english(n) for n in range(0, 3000, 3)], tmp_path / "other.model", 100
+    )
     assert other.fingerprint != tokenizer.fingerprint
     assert SubwordTokenizer(tokenizer.path).fingerprint == tokenizer.fingerprint
 
@@ -55,12 +56,19 @@ def test_bpe_dropout_draws_alike_in_another_process(tokenizer):
     """SentencePiece's own sampler draws otherwise in each process for one seed; the
     processes of a distributed run and a resumed run must draw alike."""
     texts = [english(n) for n in range(1, 4000, 37)]
-    code = ("import json, sys; from transduce.data.tokenizer import SubwordTokenizer; "
-            "texts = json.loads(sys.stdin.read()); "
-            f"print(json.dumps(SubwordTokenizer({str(tokenizer.path)!r})"
-            ".dropout_corpus(texts).draw(0.2, seed=5)))")
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(texts), text=True,
-                         capture_output=True, check=True).stdout
+    code = (
+        "import json, sys; from transduce.data.tokenizer import SubwordTokenizer; "
+        "texts = json.loads(sys.stdin.read()); "
+        f"print(json.dumps(SubwordTokenizer({str(tokenizer.path)!r})"
+        ".dropout_corpus(texts).draw(0.2, seed=5)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(texts),
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout
     assert json.loads(out) == tokenizer.dropout_corpus(texts).draw(0.2, seed=5)
 
 
@@ -69,21 +77,25 @@ def paper_bpe_dropout(tokenizer, word: str, p: float, rng: random.Random) -> tup
     with probability p, the best-scoring one left is made, and none left ends the word."""
     sp, symbols = tokenizer.sp, list(word)
     while True:
-        left = [(sp.get_score(sp.piece_to_id(a + b)), -i) for i, (a, b)
-                in enumerate(zip(symbols, symbols[1:]))
-                if sp.piece_to_id(a + b) != sp.unk_id() and rng.random() >= p]
+        left = [
+            (sp.get_score(sp.piece_to_id(a + b)), -i)
+            for i, (a, b) in enumerate(zip(symbols, symbols[1:]))
+            if sp.piece_to_id(a + b) != sp.unk_id() and rng.random() >= p
+        ]
         if not left:
             return tuple(symbols)
         i = -max(left)[1]
-        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
 
 
 def test_bpe_dropout_samples_the_papers_distribution(tokenizer):
     word, p, n = "▁seventy", 0.1, 4000
     rng = random.Random(1)
     paper = Counter(paper_bpe_dropout(tokenizer, word, p, rng) for _ in range(n))
-    ours = Counter(tuple(tokenizer.sp.id_to_piece(ids)) for ids
-                   in tokenizer.dropout_corpus([word[1:]] * n).draw(p, seed=1))
+    ours = Counter(
+        tuple(tokenizer.sp.id_to_piece(ids))
+        for ids in tokenizer.dropout_corpus([word[1:]] * n).draw(p, seed=1)
+    )
     assert len(paper) > 10  # many segmentations
     # two samples of n from the paper's procedure differ by about 0.02 here
     total_variation = sum(abs(paper[k] - ours[k]) for k in paper.keys() | ours.keys()) / 2 / n

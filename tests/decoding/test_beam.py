@@ -3,11 +3,9 @@ import math
 import pytest
 import torch
 
+from tests.helpers.beam import BOS, EOS, PAD, A, B, C, Uncached, V, random_model, sources
 from transduce.decoding import beam_search, greedy_search, length_penalty
-from transduce.nn import TransformerConfig, build_transformer, padding_mask
-
-PAD, BOS, EOS, A, B, C = 0, 1, 2, 3, 4, 5
-V = 6
+from transduce.nn import padding_mask
 
 
 class TableState:
@@ -41,16 +39,19 @@ class TableModel:
         return logits, TableState(prefixes)
 
 
-TABLE = {(): {A: 0.5, B: 0.4, EOS: 0.1},
-         (A,): {EOS: 0.25, C: 0.65, B: 0.1},
-         (B,): {EOS: 0.9, C: 0.1}}
+TABLE = {
+    (): {A: 0.5, B: 0.4, EOS: 0.1},
+    (A,): {EOS: 0.25, C: 0.65, B: 0.1},
+    (B,): {EOS: 0.9, C: 0.1},
+}
 
 
 def search(model, sentences=1, **kwargs):
     src = torch.full((sentences, 1), A)
     kwargs.setdefault("max_len", torch.full((sentences,), 10))
-    return beam_search(model, src, torch.ones(sentences, 1, 1, dtype=torch.bool), BOS, EOS,
-                       **kwargs)
+    return beam_search(
+        model, src, torch.ones(sentences, 1, 1, dtype=torch.bool), BOS, EOS, **kwargs
+    )
 
 
 def test_best_hypothesis_without_length_penalty_and_early_stop():
@@ -121,28 +122,15 @@ def test_nbest_cannot_exceed_the_beam():
 
 # --- a real model -----------------------------------------------------------------------
 
-def random_model():
-    model = build_transformer(TransformerConfig(src_vocab_size=30, d_model=32, d_ff=64, num_heads=4,
-                                                num_encoder_layers=2, num_decoder_layers=2))
-    with torch.no_grad():
-        model.generator.weight[EOS] += 0.3  # end sentences within a few steps
-    return model.eval()
-
-
-def sources():
-    src = torch.randint(4, 30, (4, 6))
-    src[1, 3:] = PAD
-    src[3, 5:] = PAD
-    return src
-
 
 def test_beam_of_one_equals_greedy():
     model, src = random_model(), sources()
     mask = padding_mask(src, PAD)
     greedy = greedy_search(model, src, mask, BOS, EOS, PAD, max_len=20)
     # one more position for beam search: where greedy is cut at 20, beam search forces EOS
-    beams = beam_search(model, src, mask, BOS, EOS, beam_size=1, alpha=0.0,
-                        max_len=torch.full((4,), 21))
+    beams = beam_search(
+        model, src, mask, BOS, EOS, beam_size=1, alpha=0.0, max_len=torch.full((4,), 21)
+    )
     for row, [hyp] in zip(greedy.tolist(), beams):
         if EOS in row:
             assert hyp.tokens == row[: row.index(EOS) + 1]
@@ -156,32 +144,17 @@ def test_a_batch_equals_its_sentences_one_by_one():
     batch = beam_search(model, src, mask, BOS, EOS, beam_size=4, nbest=2)
     for i in range(4):
         length = int(mask[i].sum())
-        alone = beam_search(model, src[i : i + 1, :length], mask[i : i + 1, :, :length], BOS,
-                            EOS, beam_size=4, nbest=2)[0]
+        alone = beam_search(
+            model,
+            src[i : i + 1, :length],
+            mask[i : i + 1, :, :length],
+            BOS,
+            EOS,
+            beam_size=4,
+            nbest=2,
+        )[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batch[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-5)
-
-
-class Uncached:
-    """The same model, but every step recomputes the whole prefix (no key/value cache)."""
-
-    class State:
-        def __init__(self, src, mask, prefix):
-            self.src, self.mask, self.prefix = src, mask, prefix
-
-        def reorder(self, i):
-            return Uncached.State(self.src[i], self.mask[i], self.prefix[i])
-
-    def __init__(self, model):
-        self.model = model
-
-    def start(self, src, mask):
-        return self.State(src, mask, src.new_zeros(src.shape[0], 0))
-
-    def step(self, tokens, state):
-        prefix = torch.cat([state.prefix, tokens], 1)
-        logits = self.model(state.src, prefix, state.mask)[:, -tokens.shape[1]:]
-        return logits, self.State(state.src, state.mask, prefix)
 
 
 def test_cached_search_equals_uncached_search():
@@ -206,8 +179,14 @@ def test_power_length_penalty_divides_by_length_to_the_alpha():
 
 def test_no_repeat_ngram_blocks_a_loop():
     """The best path is A A A (the bigram A A twice); with bigrams blocked it cannot be."""
-    loop = {(): {A: 1.0}, (A,): {A: 0.9, B: 0.1}, (A, A): {A: 0.9, B: 0.1},
-            (A, A, A): {EOS: 1.0}, (A, B): {EOS: 1.0}, (A, A, B): {EOS: 1.0}}
+    loop = {
+        (): {A: 1.0},
+        (A,): {A: 0.9, B: 0.1},
+        (A, A): {A: 0.9, B: 0.1},
+        (A, A, A): {EOS: 1.0},
+        (A, B): {EOS: 1.0},
+        (A, A, B): {EOS: 1.0},
+    }
     [[looping]] = search(TableModel(loop), beam_size=3, alpha=0.0)
     assert looping.tokens == [A, A, A, EOS]
     [[blocked]] = search(TableModel(loop), beam_size=3, alpha=0.0, no_repeat_ngram=2)

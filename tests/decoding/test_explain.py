@@ -22,12 +22,14 @@ def model(trained_run):
 def test_the_traced_beam_is_the_search_that_translates(model):
     found = model.explain(SENTENCE, beam=4, lenpen=0.6)
     assert found.nbest[0]["text"] == model.translate(SENTENCE, beam=4, lenpen=0.6)
-    assert [h["score"] for h in found.nbest] == sorted((h["score"] for h in found.nbest),
-                                                       reverse=True)
+    assert [h["score"] for h in found.nbest] == sorted(
+        (h["score"] for h in found.nbest), reverse=True
+    )
     assert len(found.steps[0]["hypotheses"]) == 1  # all beams start as one: <s>
     for before, after in zip(found.steps, found.steps[1:]):
-        continuing = sorted((c for c in before["candidates"] if c["status"] == "continues"),
-                            key=lambda c: c["slot"])
+        continuing = sorted(
+            (c for c in before["candidates"] if c["status"] == "continues"), key=lambda c: c["slot"]
+        )
         assert len(continuing) == 4 == len(after["hypotheses"])
         for c, h in zip(continuing, after["hypotheses"]):  # slot j of the next step
             parent = before["hypotheses"][c["parent"]]
@@ -42,8 +44,9 @@ def test_the_traced_beam_is_the_search_that_translates(model):
             if c["status"] == "finished":
                 assert c["token"] == "</s>"
                 assert c["score"] == pytest.approx(c["log_prob"] / before["penalty"], abs=1e-3)
-    finished = [c["score"] for s in found.steps for c in s["candidates"]
-                if c["status"] == "finished"]
+    finished = [
+        c["score"] for s in found.steps for c in s["candidates"] if c["status"] == "finished"
+    ]
     assert max(finished) == pytest.approx(found.nbest[0]["score"], abs=1e-4)
 
 
@@ -56,8 +59,11 @@ def test_its_attention_is_the_apis(model):
             np.testing.assert_allclose(mine, theirs, atol=1e-6)
     table = found.positions["table"]
     position = np.arange(table.shape[0])[:, None]
-    np.testing.assert_allclose(table[:, 0::2], np.sin(position / 10000 ** (
-        np.arange(0, table.shape[1], 2) / table.shape[1])), atol=1e-5)
+    np.testing.assert_allclose(
+        table[:, 0::2],
+        np.sin(position / 10000 ** (np.arange(0, table.shape[1], 2) / table.shape[1])),
+        atol=1e-5,
+    )
 
 
 def _module_output(model, kind, layer):
@@ -74,6 +80,7 @@ def _module_output(model, kind, layer):
     def attend(*args, **kwargs):
         seen["out"], weights = original(*args, **kwargs)
         return seen["out"], weights
+
     module.attend = attend
     try:
         with torch.no_grad():
@@ -94,20 +101,21 @@ def test_one_head_opened_up_computes_what_the_module_computes(model, kind):
     heads = [model.head(SENTENCE, kind, layer, h, query) for h in range(module.num_heads)]
     for h, numbers in enumerate(heads):
         # the softmax is the weights the model reports
-        np.testing.assert_allclose(numbers.weights, maps.weights(kind)[layer][h][query],
-                                   atol=1e-5)
-        np.testing.assert_allclose(numbers.scores, numbers.k @ numbers.q / np.sqrt(numbers.d_k),
-                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(numbers.weights, maps.weights(kind)[layer][h][query], atol=1e-5)
+        np.testing.assert_allclose(
+            numbers.scores, numbers.k @ numbers.q / np.sqrt(numbers.d_k), rtol=1e-5, atol=1e-5
+        )
         assert numbers.weights.sum() == pytest.approx(1, abs=1e-5)
         assert numbers.query_token == maps.labels(kind)[0][query]
     # the heads' weighted sums, joined and projected, are the module's own output
     joined = torch.tensor(np.concatenate([n.output for n in heads]))
     with torch.no_grad():
-        np.testing.assert_allclose(module.out_proj(joined).numpy(), output[query].numpy(),
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            module.out_proj(joined).numpy(), output[query].numpy(), atol=1e-5
+        )
     if kind == "decoder":  # the causal mask: no later token is seen
-        assert not heads[0].mask[query + 1:].any() and heads[0].mask[:query + 1].all()
-        assert np.all(heads[0].weights[query + 1:] == 0)
+        assert not heads[0].mask[query + 1 :].any() and heads[0].mask[: query + 1].all()
+        assert np.all(heads[0].weights[query + 1 :] == 0)
 
 
 def test_tracing_changes_nothing(model):
@@ -116,8 +124,7 @@ def test_tracing_changes_nothing(model):
     mask = padding_mask(src, tok.pad_id)
     plain = beam_search(net, src, mask, tok.bos_id, tok.eos_id, 3, nbest=2)
     steps = []
-    traced = beam_search(net, src, mask, tok.bos_id, tok.eos_id, 3, nbest=2,
-                         trace=steps.append)
+    traced = beam_search(net, src, mask, tok.bos_id, tok.eos_id, 3, nbest=2, trace=steps.append)
     assert plain == traced and steps and steps[0].alive == [0, 1]
 
 

@@ -18,9 +18,16 @@ def uncached_greedy(model, src, max_len):
 
 @torch.no_grad()
 def test_cached_greedy_equals_uncached_greedy():
-    model = build_transformer(TransformerConfig(src_vocab_size=40, d_model=32, d_ff=64, num_heads=4,
-                                                num_encoder_layers=2,
-                                                num_decoder_layers=2)).eval()
+    model = build_transformer(
+        TransformerConfig(
+            src_vocab_size=40,
+            d_model=32,
+            d_ff=64,
+            num_heads=4,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+        )
+    ).eval()
     src = torch.randint(3, 40, (4, 6))
     src[2, 3:] = PAD
     with torch.no_grad():

@@ -20,10 +20,12 @@ def test_control_characters_are_removed_and_counted():
 
 def test_the_demo_vocabulary_names_what_it_does_not_know():
     tok = NumbersTokenizer()
-    sources = read_sources(tok, ["hello world", "<b>hi</b>", "three hundred", "321",
-                                 "sev\x00en"], max_source=100)
-    assert sources.notes[0] == ['"hello", "world" unknown to the model (never seen in '
-                                'training); its translation is a guess']
+    sources = read_sources(
+        tok, ["hello world", "<b>hi</b>", "three hundred", "321", "sev\x00en"], max_source=100
+    )
+    assert sources.notes[0] == [
+        '"hello", "world" unknown to the model (never seen in training); its translation is a guess'
+    ]
     assert sources.notes[1][0].startswith('"<", "b", ">", "hi", "</" unknown')
     assert sources.notes[2] == [] and sources.notes[3] == []
     assert sources.notes[4] == ["1 control character removed"]
@@ -45,9 +47,13 @@ def test_the_api_result_carries_the_warnings(demo_run, trained_run, caplog):
 
 
 def test_the_command_line_warns_on_stderr_and_keeps_stdout_clean(demo_run):
-    result = subprocess.run([sys.executable, "-m", "transduce", "translate", str(demo_run),
-                             "--beam", "1"], input="hello world\nseven\x00\n",
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "transduce", "translate", str(demo_run), "--beam", "1"],
+        input="hello world\nseven\x00\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.split("\n")) == 3  # one line out per line in
     assert 'line 1: "hello", "world" unknown to the model' in result.stderr

@@ -36,8 +36,9 @@ def test_owa_by_hand():
 def test_owa_of_naive2_itself_is_one():
     rng = np.random.default_rng(0)
     t = np.arange(24 * 10)
-    histories = {f"s{i}": 100 + 20 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 3, t.size)
-                 for i in range(4)}
+    histories = {
+        f"s{i}": 100 + 20 * np.sin(2 * np.pi * t / 24) + rng.normal(0, 3, t.size) for i in range(4)
+    }
     truths = {k: 100 + 20 * np.sin(2 * np.pi * np.arange(240, 288) / 24) for k in histories}
     base = {k: m4.naive2(h, 48, 24) for k, h in histories.items()}
     assert m4.score(base, truths, histories, 24)["owa"] == pytest.approx(1.0)
@@ -50,8 +51,9 @@ def test_naive2_deseasonalises_a_seasonal_series_and_repeats_a_flat_one():
     assert m4.is_seasonal(series, 24)
     forecast = m4.naive2(series, 48, 24)
     # a pure multiplicative pattern: Naive2 continues it (the level is the last value's)
-    np.testing.assert_allclose(forecast, 50 * (1 + 0.5 * np.sin(2 * np.pi * np.arange(
-        192, 240) / 24)), rtol=1e-6)
+    np.testing.assert_allclose(
+        forecast, 50 * (1 + 0.5 * np.sin(2 * np.pi * np.arange(192, 240) / 24)), rtol=1e-6
+    )
     noise = np.random.default_rng(1).normal(10, 1, 200)
     assert not m4.is_seasonal(noise, 24)
     np.testing.assert_allclose(m4.naive2(noise, 5, 24), [noise[-1]] * 5)

@@ -1,5 +1,6 @@
 import json
 
+import ctranslate2
 import pytest
 import torch
 
@@ -7,13 +8,12 @@ from transduce.api.loading import load as load_translator
 from transduce.cli.main import main
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
+from transduce.export.ctranslate2 import (
+    CTranslate2Translator,  # noqa: E402
+    export_ctranslate2,
+)
 from transduce.nn import TransformerConfig, build_transformer
 from transduce.runs import find_checkpoint, load_checkpoint, save_checkpoint
-
-ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 not installed")
-
-from transduce.export.ctranslate2 import CTranslate2Translator  # noqa: E402
-from transduce.export.ctranslate2 import export_ctranslate2
 
 LINES = ["four hundred and twelve", "", "ninety-nine thousand and one", "seven"]
 
@@ -32,9 +32,10 @@ def random_run(trained_run, tmp_path, **overrides):
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "spm.model").write_bytes((trained_run / "spm.model").read_bytes())
-    save_checkpoint(run / "checkpoints" / "step_1.pt",
-                    {"model": model.state_dict(), "model_config": config,
-                     "tokenizer": state["tokenizer"]})
+    save_checkpoint(
+        run / "checkpoints" / "step_1.pt",
+        {"model": model.state_dict(), "model_config": config, "tokenizer": state["tokenizer"]},
+    )
     return run, model.eval()
 
 
@@ -83,8 +84,21 @@ def test_export_and_translate_commands(trained_run, tmp_path, capsys):
     source = tmp_path / "in.txt"
     source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
     capsys.readouterr()
-    assert main(["translate", "--engine", "ctranslate2", str(out), "--input", str(source),
-                 "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--engine",
+                "ctranslate2",
+                str(out),
+                "--input",
+                str(source),
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.split("\n")
     assert len(lines) == len(LINES) + 1 and lines[1] == "" and lines[-1] == ""
 
@@ -106,8 +120,9 @@ class GpuWithoutCublas:
         return self.inner.translate_batch(*args, **kwargs)
 
 
-def test_a_gpu_ctranslate2_cannot_use_is_left_for_the_cpu_or_named(trained_run, tmp_path,
-                                                                   capsys, monkeypatch):
+def test_a_gpu_ctranslate2_cannot_use_is_left_for_the_cpu_or_named(
+    trained_run, tmp_path, capsys, monkeypatch
+):
     out = tmp_path / "served"
     assert main(["export", str(trained_run), str(out)]) == 0
     source = tmp_path / "in.txt"
@@ -116,15 +131,45 @@ def test_a_gpu_ctranslate2_cannot_use_is_left_for_the_cpu_or_named(trained_run, 
     monkeypatch.setattr(ctranslate2, "Translator", GpuWithoutCublas)
     capsys.readouterr()
     # auto: the GPU is tried, then the CPU translates, and the user is told why
-    assert main(["translate", "--engine", "ctranslate2", str(out), "--input", str(source),
-                 "--output", str(tmp_path / "auto.txt"), "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--engine",
+                "ctranslate2",
+                str(out),
+                "--input",
+                str(source),
+                "--output",
+                str(tmp_path / "auto.txt"),
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "cannot run on the GPU here (Library libcublas.so.12" in err
     assert "translating on the CPU" in err
     assert len((tmp_path / "auto.txt").read_text(encoding="utf-8").split("\n")) == len(LINES) + 1
     # asked for by name: one line that says what to do, and no output
-    assert main(["translate", "--engine", "ctranslate2", str(out), "--device", "cuda",
-                 "--input", str(source), "--output", str(tmp_path / "cuda.txt")]) == 2
+    assert (
+        main(
+            [
+                "translate",
+                "--engine",
+                "ctranslate2",
+                str(out),
+                "--device",
+                "cuda",
+                "--input",
+                str(source),
+                "--output",
+                str(tmp_path / "cuda.txt"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--device cuda: CTranslate2 cannot run on the GPU" in err[0]
     assert "use --device cpu" in err[0] and not (tmp_path / "cuda.txt").exists()
@@ -151,8 +196,10 @@ def test_export_of_a_checkpoint_with_another_tokenizer_is_refused(trained_run, t
 def test_a_demo_run_is_refused_in_one_line_and_nothing_is_written(demo_run, tmp_path, capsys):
     assert main(["export", str(demo_run), str(tmp_path / "ct2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("a demo run, whose words are no SentencePiece model; export "
-                            "takes runs that transduce train wrote")
+    assert err[-1].endswith(
+        "a demo run, whose words are no SentencePiece model; export "
+        "takes runs that transduce train wrote"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -181,8 +228,9 @@ def test_plain_ctranslate2_decodes_past_the_trained_positions(trained_run, tmp_p
     run, model = random_run(trained_run, tmp_path)
     assert model.positions.table.shape[0] < 256
     out = export_ctranslate2(run, tmp_path / "ct2")
-    done = subprocess.run([sys.executable, "-c", PLAIN, "seven"], cwd=out, text=True,
-                          capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN, "seven"], cwd=out, text=True, capture_output=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == 256  # it decoded to CTranslate2's limit, past position 192
     info = json.loads((out / "transduce.json").read_text())
@@ -198,9 +246,11 @@ def test_the_export_readme_is_all_a_ctranslate2_user_needs(trained_run, tmp_path
 
     run = tmp_path / "run"
     import shutil
+
     shutil.copytree(trained_run, run)
-    (run / "decoding.json").write_text(json.dumps({"beam": 3, "lenpen": 1.0,
-                                                   "no_repeat_ngram": 2, "last": 1}))
+    (run / "decoding.json").write_text(
+        json.dumps({"beam": 3, "lenpen": 1.0, "no_repeat_ngram": 2, "last": 1})
+    )
     out = export_ctranslate2(run, tmp_path / "ct2")
     readme = (out / "README.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
@@ -209,12 +259,14 @@ def test_the_export_readme_is_all_a_ctranslate2_user_needs(trained_run, tmp_path
     lines = [LINES[2]]  # one at a time: transduce limits each output by its own source
     code = code.replace('["A man rides a bike."]', repr(lines))
     code += "\nimport sys\nassert not [m for m in sys.modules if m.startswith('transduce')]\n"
-    done = subprocess.run([sys.executable, "-c", code], cwd=out, text=True,
-                          capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=out, text=True, capture_output=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     ours = CTranslate2Translator(model_dir=out, device="cpu", threads=1)
     assert ours.decoding.beam == 3 and ours.decoding.no_repeat_ngram == 2
     import ast
+
     assert ast.literal_eval(done.stdout.splitlines()[0]) == ours.translate(lines)
 
 

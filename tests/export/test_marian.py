@@ -2,19 +2,24 @@ import pytest
 import torch
 
 from transduce.errors import UserError
+from transduce.export.marian import to_marian
 from transduce.nn import TransformerConfig, build_transformer
-
-pytest.importorskip("transformers", reason="transformers not installed")
-
-from transduce.export.marian import to_marian  # noqa: E402
 
 
 def random_model(**overrides):
     torch.manual_seed(2)
-    model = build_transformer(TransformerConfig(src_vocab_size=120, d_model=32, d_ff=64,
-                                                num_heads=2,
-                                                num_encoder_layers=2, num_decoder_layers=2,
-                                                max_len=64, **overrides))
+    model = build_transformer(
+        TransformerConfig(
+            src_vocab_size=120,
+            d_model=32,
+            d_ff=64,
+            num_heads=2,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            max_len=64,
+            **overrides,
+        )
+    )
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.1)
@@ -23,6 +28,7 @@ def random_model(**overrides):
 
 class Ids:
     """The part of a tokenizer that to_marian reads."""
+
     pad_id, bos_id, eos_id = 0, 1, 2
 
     def __len__(self):

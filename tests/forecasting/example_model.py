@@ -21,7 +21,7 @@ class Drift(nn.Module):
         super().__init__()
         self.drift = nn.Parameter(torch.zeros(channels))
         steps = torch.arange(1, horizon + 1, dtype=torch.float32)
-        self.register_buffer("steps", steps * damping ** steps, persistent=False)
+        self.register_buffer("steps", steps * damping**steps, persistent=False)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         last = x[:, -1:, :]  # (B, 1, C)

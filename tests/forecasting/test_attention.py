@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.api.forecaster import Forecaster
 from transduce.errors import UserError
 
-SMALL = dict(input_length=48, horizon=12, d_model=16, d_ff=32, num_heads=2, max_epochs=1,
-             threads=1)
+SMALL = dict(input_length=48, horizon=12, d_model=16, d_ff=32, num_heads=2, max_epochs=1, threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +24,7 @@ def test_the_transformer_attends_from_each_forecast_step_to_dated_inputs(sine, t
     assert got["layout"] == "steps" and got["forecast_dates"] == predicted
     assert len(got["columns"]) == 48 and got["columns"][-1] == "2021-01-17 15:00:00"
     known = got["known_rows"]
-    assert got["rows"] == got["columns"][48 - known:] + predicted
+    assert got["rows"] == got["columns"][48 - known :] + predicted
     weights = np.array(got["weights"])  # (heads, known + horizon, input steps)
     assert weights.shape == (2, known + 12, 48)
     np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-3)
@@ -38,8 +37,7 @@ def test_the_transformer_attends_from_each_forecast_step_to_dated_inputs(sine, t
 
 
 def test_the_patch_model_attends_over_dated_patches_per_channel(sine, tmp_path):
-    model = Forecaster.fit(sine, tmp_path / "run", model="patch", patch_len=8, stride=4,
-                           **SMALL)
+    model = Forecaster.fit(sine, tmp_path / "run", model="patch", patch_len=8, stride=4, **SMALL)
     got = model.attention(sine)
     assert got["layout"] == "patches" and got["channels"] == ["load", "temp"]
     n = (48 - 8) // 4 + 2

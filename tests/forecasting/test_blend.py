@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import transduce
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
 from transduce.errors import UserError
@@ -32,21 +32,35 @@ def test_the_grid_covers_the_simplex_with_each_run_alone_first():
 
 def test_a_blend_is_the_weighted_mean_of_members_reading_their_own_input_length():
     torch.manual_seed(0)
-    short, long = LinearForecaster(input_length=8, horizon=4), LinearForecaster(input_length=16,
-                                                                                horizon=4)
+    short, long = (
+        LinearForecaster(input_length=8, horizon=4),
+        LinearForecaster(input_length=16, horizon=4),
+    )
     x = torch.randn(3, 16, 2)
-    blend = Blend(members=[short, long], input_lengths=[8, 16], weights=[0.25, 0.75],
-                  quantiles=False)
+    blend = Blend(
+        members=[short, long], input_lengths=[8, 16], weights=[0.25, 0.75], quantiles=False
+    )
     y, _ = blend(x, torch.zeros(3, 16, 4), torch.zeros(3, 4, 4))
     expected = 0.25 * short(x[:, 8:])[0] + 0.75 * long(x)[0]
     torch.testing.assert_close(y, expected)
-    alone = Blend(members=[short, long], input_lengths=[8, 16], weights=[1.0, 0.0],
-                  quantiles=False)(x)[0]
+    alone = Blend(
+        members=[short, long], input_lengths=[8, 16], weights=[1.0, 0.0], quantiles=False
+    )(x)[0]
     torch.testing.assert_close(alone, short(x[:, 8:])[0])
 
 
-PATCH = ["model=patch", "input_length=24", "patch_len=8", "stride=4", "d_model=16", "d_ff=32",
-         "num_heads=2", "num_encoder_layers=1", "quantiles=0.1,0.5,0.9", "calibrate=false"]
+PATCH = [
+    "model=patch",
+    "input_length=24",
+    "patch_len=8",
+    "stride=4",
+    "d_model=16",
+    "d_ff=32",
+    "num_heads=2",
+    "num_encoder_layers=1",
+    "quantiles=0.1,0.5,0.9",
+    "calibrate=false",
+]
 
 
 @pytest.fixture(scope="module")
@@ -56,19 +70,36 @@ def runs_on_a_sine(tmp_path_factory):
     root = tmp_path_factory.mktemp("blend")
     csv = write_sine(root / "sine.csv")
     runs = {}
-    for name, keys in {"linear48": ["model=linear", "input_length=48"],
-                       "linear24": ["model=linear", "input_length=24"],
-                       "patch24": [*PATCH, "seed=1"], "patch24b": [*PATCH, "seed=2"],
-                       "horizon6": ["model=linear", "input_length=24", "horizon=6"]}.items():
-        assert main(["forecast", "train", f"csv={csv}", "horizon=12", *keys,
-                     "max_epochs=2", "threads=1", "--run-dir", str(root / name)]) == 0
+    for name, keys in {
+        "linear48": ["model=linear", "input_length=48"],
+        "linear24": ["model=linear", "input_length=24"],
+        "patch24": [*PATCH, "seed=1"],
+        "patch24b": [*PATCH, "seed=2"],
+        "horizon6": ["model=linear", "input_length=24", "horizon=6"],
+    }.items():
+        assert (
+            main(
+                [
+                    "forecast",
+                    "train",
+                    f"csv={csv}",
+                    "horizon=12",
+                    *keys,
+                    "max_epochs=2",
+                    "threads=1",
+                    "--run-dir",
+                    str(root / name),
+                ]
+            )
+            == 0
+        )
         runs[name] = str(root / name)
     return runs
 
 
-def test_the_weights_are_those_of_lowest_validation_mse_and_test_is_their_blend(runs_on_a_sine,
-                                                                                 tmp_path,
-                                                                                 capsys):
+def test_the_weights_are_those_of_lowest_validation_mse_and_test_is_their_blend(
+    runs_on_a_sine, tmp_path, capsys
+):
     runs = [runs_on_a_sine["linear48"], runs_on_a_sine["linear24"], runs_on_a_sine["patch24"]]
     assert main(["forecast", "blend", *runs, "--out", str(tmp_path / "b"), "--step", "0.5"]) == 0
     record = json.loads((tmp_path / "b" / "blend.json").read_text())
@@ -81,12 +112,14 @@ def test_the_weights_are_those_of_lowest_validation_mse_and_test_is_their_blend(
 
     def mse(weights, forecasts, target):
         return float(((sum(w * f for w, f in zip(weights, forecasts)) - target) ** 2).mean())
+
     every = {point: mse(point, val_f, val) for point in simplex(3, 0.5)}
     assert tuple(record["weights"]) == min(every, key=every.get)
     assert record["val_mse"] == pytest.approx(min(every.values()))
     assert record["val_mse"] <= min(record["val_mse_alone"])
-    assert record["val_mse_alone"] == pytest.approx([every[(1, 0, 0)], every[(0, 1, 0)],
-                                                     every[(0, 0, 1)]])
+    assert record["val_mse_alone"] == pytest.approx(
+        [every[(1, 0, 0)], every[(0, 1, 0)], every[(0, 0, 1)]]
+    )
     assert record["test"]["mse"] == pytest.approx(mse(record["weights"], test_f, test))
     assert record["input_lengths"] == [48, 24, 24]
     assert record["models"] == ["linear", "linear", "patch"]
@@ -106,23 +139,26 @@ def test_equal_weights_give_the_mean_and_choose_nothing(runs_on_a_sine, tmp_path
     assert record["equal"] is True and record["step"] is None
     assert record["val_mse"] == pytest.approx(float(((sum(val_f) / 3 - val) ** 2).mean()))
     assert record["test"]["mse"] == pytest.approx(float(((sum(test_f) / 3 - test) ** 2).mean()))
-    assert record["val_mse_alone"] == pytest.approx(
-        [float(((f - val) ** 2).mean()) for f in val_f])
+    assert record["val_mse_alone"] == pytest.approx([float(((f - val) ** 2).mean()) for f in val_f])
 
 
-def test_a_bag_of_blends_is_the_mean_of_the_blends_and_loads_like_a_run(runs_on_a_sine,
-                                                                        tmp_path, capsys):
+def test_a_bag_of_blends_is_the_mean_of_the_blends_and_loads_like_a_run(
+    runs_on_a_sine, tmp_path, capsys
+):
     runs = runs_on_a_sine
     first = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "first", step=0.5)
     second = blend_runs([runs["patch24b"], runs["linear48"]], tmp_path / "second", step=0.5)
-    bag = blend_runs([str(tmp_path / "first"), str(tmp_path / "second")], tmp_path / "bag",
-                     equal=True)
+    bag = blend_runs(
+        [str(tmp_path / "first"), str(tmp_path / "second")], tmp_path / "bag", equal=True
+    )
     assert bag["weights"] == [0.5, 0.5]
     assert all(model.startswith("blend of ") for model in bag["models"])
     cfg, model, data = load_run(tmp_path / "bag")
     test = truth(data, "test")
-    each = [point_forecasts(load_run(tmp_path / name)[1], data, "test", cfg.input_length)
-            for name in ("first", "second")]
+    each = [
+        point_forecasts(load_run(tmp_path / name)[1], data, "test", cfg.input_length)
+        for name in ("first", "second")
+    ]
     mean = (each[0] + each[1]) / 2
     assert bag["test"]["mse"] == pytest.approx(float(((mean - test) ** 2).mean()))
     assert bag["test"]["mse"] != pytest.approx(first["test"]["mse"])
@@ -132,15 +168,17 @@ def test_a_bag_of_blends_is_the_mean_of_the_blends_and_loads_like_a_run(runs_on_
 
 
 def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
-        runs_on_a_sine, tmp_path, monkeypatch):
+    runs_on_a_sine, tmp_path, monkeypatch
+):
     runs = runs_on_a_sine
     both = blend_runs([runs["patch24"], runs["patch24b"]], tmp_path / "a", step=0.5)
     assert both["quantiles"] == [0.1, 0.5, 0.9]
     assert set(both["test"]["rho_risk"]) == {"0.1", "0.5", "0.9"}
     assert 0 < both["test"]["coverage"]["0.1-0.9"] <= 1
     # a patch Transformer and a linear map (no quantiles) given weight both: point only
-    monkeypatch.setattr("transduce.tasks.forecasting.blend.simplex",
-                        lambda count, step: [(0.5, 0.5)])
+    monkeypatch.setattr(
+        "transduce.tasks.forecasting.blend.simplex", lambda count, step: [(0.5, 0.5)]
+    )
     mixed = blend_runs([runs["patch24"], runs["linear24"]], tmp_path / "b")
     assert mixed["weights"] == [0.5, 0.5]
     assert mixed["quantiles"] == [] and "rho_risk" not in mixed["test"]
@@ -148,8 +186,12 @@ def test_quantiles_are_blended_only_when_every_chosen_run_has_the_same_levels(
 
 def test_blended_quantiles_stay_ordered(runs_on_a_sine):
     members = [load_run(runs_on_a_sine[name]) for name in ("patch24", "patch24b")]
-    blend = Blend(members=[m for _, m, _ in members], input_lengths=[24, 24], weights=[0.5, 0.5],
-                  quantiles=True).eval()
+    blend = Blend(
+        members=[m for _, m, _ in members],
+        input_lengths=[24, 24],
+        weights=[0.5, 0.5],
+        quantiles=True,
+    ).eval()
     x, _, x_time, y_time = next(iter(members[0][2].loader("test", 8)))
     with torch.no_grad():
         y, _ = blend(x, x_time, y_time)
@@ -160,8 +202,9 @@ def test_blended_quantiles_stay_ordered(runs_on_a_sine):
 
 
 def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_path):
-    with pytest.raises(UserError,
-                       match="horizon6: has another horizon than .*linear24; blend runs"):
+    with pytest.raises(
+        UserError, match="horizon6: has another horizon than .*linear24; blend runs"
+    ):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"]], tmp_path / "x")
     with pytest.raises(UserError, match="two or more run directories"):
         blend_runs([runs_on_a_sine["linear24"]], tmp_path / "x")
@@ -170,16 +213,29 @@ def test_runs_that_forecast_different_things_are_refused(runs_on_a_sine, tmp_pat
     with pytest.raises(UserError, match="a file is there"):
         blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], tmp_path / "file")
     with pytest.raises(UserError, match="file: is a file where --output needs a folder"):
-        blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]],
-                   tmp_path / "file" / "blend")  # refused before any run is loaded
+        blend_runs(
+            [runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], tmp_path / "file" / "blend"
+        )  # refused before any run is loaded
     with pytest.raises(UserError, match="a run directory; give the blend a folder of its own"):
-        blend_runs([runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]],
-                   runs_on_a_sine["linear24"])
+        blend_runs(
+            [runs_on_a_sine["linear24"], runs_on_a_sine["linear48"]], runs_on_a_sine["linear24"]
+        )
     assert not (Path(runs_on_a_sine["linear24"]) / "blend.json").exists()
     with pytest.raises(UserError, match="no-such-run"):
         blend_runs([runs_on_a_sine["linear24"], str(tmp_path / "no-such-run")], tmp_path / "x")
-    assert main(["forecast", "blend", runs_on_a_sine["linear24"], runs_on_a_sine["horizon6"],
-                 "--out", str(tmp_path / "y")]) != 0
+    assert (
+        main(
+            [
+                "forecast",
+                "blend",
+                runs_on_a_sine["linear24"],
+                runs_on_a_sine["horizon6"],
+                "--out",
+                str(tmp_path / "y"),
+            ]
+        )
+        != 0
+    )
     assert not (tmp_path / "y").exists()
 
 
@@ -188,7 +244,6 @@ def test_blend_json_is_readable_and_its_runs_absolute(runs_on_a_sine, tmp_path):
     saved = json.loads((tmp_path / "b" / "blend.json").read_text())
     assert saved["weights"] == record["weights"] and np.isclose(sum(saved["weights"]), 1)
     assert all(run.startswith("/") for run in saved["runs"])
-
 
 
 def test_a_blend_folder_tests_predicts_and_plots_like_a_run(runs_on_a_sine, tmp_path, capsys):
@@ -202,13 +257,22 @@ def test_a_blend_folder_tests_predicts_and_plots_like_a_run(runs_on_a_sine, tmp_
     assert isinstance(blend, Forecaster)
     dates, values = blend.predict_arrays(blend._history(csv)[0])
     each = [Forecaster(run).predict_arrays(Forecaster(run)._history(csv)[0])[1] for run in members]
-    np.testing.assert_allclose(values, sum(w * v for w, v in zip(record["weights"], each)),
-                               rtol=1e-5, atol=1e-6)
-    assert main(["forecast", "predict", str(out), "--csv", csv,
-                 "--output", str(tmp_path / "next.csv")]) == 0
+    np.testing.assert_allclose(
+        values, sum(w * v for w, v in zip(record["weights"], each)), rtol=1e-5, atol=1e-6
+    )
+    assert (
+        main(
+            ["forecast", "predict", str(out), "--csv", csv, "--output", str(tmp_path / "next.csv")]
+        )
+        == 0
+    )
     header = (tmp_path / "next.csv").read_text().splitlines()[0].split(",")
-    assert [c for c in header if c.startswith("load")] == ["load", "load_q0.1", "load_q0.5",
-                                                            "load_q0.9"]
+    assert [c for c in header if c.startswith("load")] == [
+        "load",
+        "load_q0.1",
+        "load_q0.5",
+        "load_q0.9",
+    ]
     assert main(["forecast", "plot", str(out), "--window", "1"]) == 0
     assert main(["forecast", "plot", str(out), "--future", "--csv", csv]) == 0
     assert (out / "forecast_1.png").stat().st_size > 0
@@ -216,12 +280,14 @@ def test_a_blend_folder_tests_predicts_and_plots_like_a_run(runs_on_a_sine, tmp_
 
 
 def test_a_blend_whose_runs_moved_or_whose_record_is_damaged_is_one_line_error(
-        runs_on_a_sine, tmp_path, capsys):
+    runs_on_a_sine, tmp_path, capsys
+):
     out = tmp_path / "blend"
     blend_runs([runs_on_a_sine["linear48"], runs_on_a_sine["linear24"]], out)
     record = json.loads((out / "blend.json").read_text())
-    (out / "blend.json").write_text(json.dumps({**record, "runs": [record["runs"][0],
-                                                                   str(tmp_path / "gone")]}))
+    (out / "blend.json").write_text(
+        json.dumps({**record, "runs": [record["runs"][0], str(tmp_path / "gone")]})
+    )
     assert main(["forecast", "test", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "gone" in err and "blend the runs again" in err and len(err.splitlines()) == 1

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.tasks.forecasting.calibration import Calibrated, fit_shifts
 from transduce.tasks.forecasting.config import ForecastConfig
@@ -39,8 +39,9 @@ def test_a_band_of_width_zero_holds_its_nominal_share_once_calibrated(tmp_path):
     assert shifts.shape == (3, 12)
     assert (shifts[1] == 0).all() and (shifts[2] == -shifts[0]).all() and (shifts[2] > 0).all()
     calibrated = Calibrated(model, torch.from_numpy(shifts).float())
-    assert evaluate(calibrated, data, "val", quantiles=LEVELS)["coverage"]["0.1-0.9"] == \
-        pytest.approx(0.8, abs=0.01)
+    assert evaluate(calibrated, data, "val", quantiles=LEVELS)["coverage"][
+        "0.1-0.9"
+    ] == pytest.approx(0.8, abs=0.01)
     test = evaluate(calibrated, data, "test", quantiles=LEVELS)
     assert 0.7 <= test["coverage"]["0.1-0.9"] <= 0.9
     x, y, x_time, y_time = next(iter(data.loader("test", 8)))
@@ -54,10 +55,26 @@ def test_a_band_of_width_zero_holds_its_nominal_share_once_calibrated(tmp_path):
 def train(tmp_path, *settings):
     csv = write_sine(tmp_path / "sine.csv", n=900, noise=0.3)
     run = tmp_path / "run"
-    argv = ["forecast", "train", f"csv={csv}", "model=patch", "input_length=48", "horizon=12",
-            "patch_len=8", "stride=4", "d_model=16", "d_ff=32", "quantiles=0.1,0.5,0.9",
-            "lr=0.003", "batch_size=32", "dropout=0.1", "threads=1", *settings,
-            "--run-dir", str(run)]
+    argv = [
+        "forecast",
+        "train",
+        f"csv={csv}",
+        "model=patch",
+        "input_length=48",
+        "horizon=12",
+        "patch_len=8",
+        "stride=4",
+        "d_model=16",
+        "d_ff=32",
+        "quantiles=0.1,0.5,0.9",
+        "lr=0.003",
+        "batch_size=32",
+        "dropout=0.1",
+        "threads=1",
+        *settings,
+        "--run-dir",
+        str(run),
+    ]
     assert main(argv) == 0
     return csv, run, argv
 
@@ -104,8 +121,23 @@ def test_calibrate_false_writes_none_and_a_run_without_a_band_is_refused(tmp_pat
     assert json.loads((run / "test_results.json").read_text())["calibrated"] is False
     point = tmp_path / "point"
     csv = tmp_path / "sine.csv"
-    assert main(["forecast", "train", f"csv={csv}", "model=linear", "input_length=48",
-                 "horizon=12", "max_epochs=1", "threads=1", "--run-dir", str(point)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "model=linear",
+                "input_length=48",
+                "horizon=12",
+                "max_epochs=1",
+                "threads=1",
+                "--run-dir",
+                str(point),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["forecast", "calibrate", str(point)]) == 2
     assert "bound no central band" in capsys.readouterr().err

@@ -33,12 +33,17 @@ def _flat(record: dict) -> dict:
     for member in MODELS.values():
         everyone.update({k: v for k, v in dataclasses.asdict(member()).items() if k != "name"})
     own = {k: v for k, v in record["model"].items() if k != "name"}
-    return {**{k: v for k, v in record.items() if k != "model"}, **everyone, **own,
-            "model": record["model"]["name"]}
+    return {
+        **{k: v for k, v in record.items() if k != "model"},
+        **everyone,
+        **own,
+        "model": record["model"]["name"],
+    }
 
 
-def test_a_checkpoint_in_the_earlier_flat_layout_loads_and_forecasts_the_same(forecast_run,
-                                                                             tmp_path):
+def test_a_checkpoint_in_the_earlier_flat_layout_loads_and_forecasts_the_same(
+    forecast_run, tmp_path
+):
     import shutil
 
     from transduce import runs

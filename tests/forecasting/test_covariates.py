@@ -1,34 +1,14 @@
 """Covariates: forecast columns apart from past-observed inputs and known-future inputs."""
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-import numpy as np
 import pytest
 
-from tests.forecasting.test_cli import refused
+from tests.helpers.forecasting import SHIFTED_SETTINGS as TINY
+from tests.helpers.forecasting import START, refused, write_shifted
 from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
 from transduce.tasks.forecasting.calibration import Calibrated
-
-START = datetime(2021, 1, 1)
-
-
-def write_shifted(path, n=1500, seed=0):
-    """y copies the known covariate k one hour late; a and b are past-observed noise."""
-    rng = np.random.default_rng(seed)
-    k = rng.normal(size=n + 1)
-    a, b = rng.normal(size=n), rng.normal(size=n)
-    # y at row i is k[i], the known column at row i is k[i + 1]: y copies k one hour late
-    body = [f"{START + timedelta(hours=i):%Y-%m-%d %H:%M:%S},{k[i]:.4f},{a[i]:.4f},"
-            f"{b[i]:.4f},{k[i + 1]:.4f}" for i in range(n)]
-    path.write_text("\n".join(["date,y,a,b,k"] + body) + "\n")
-    return path, k
-
-
-TINY = ["model=transformer", "input_length=24", "horizon=8", "label_length=4", "d_model=32",
-        "d_ff=64", "num_heads=4", "num_encoder_layers=1", "num_decoder_layers=1",
-        "dropout=0.0", "lr=0.003", "batch_size=32", "max_epochs=8", "threads=1"]  # seed: 3
-
 
 PATCH = ["model=patch", "patch_len=8", "stride=4", "norm=pre"]
 # TINY without what only the encoder–decoder reads (the patch model refuses it)
@@ -42,27 +22,58 @@ def test_a_known_future_covariate_is_used(tmp_path, capsys, model, outcome):
     for name, extra in (("with", ["known=k"]), ("without", [])):
         run = tmp_path / name
         settings = SHARED + PATCH if model == "patch" else TINY
-        assert main(["forecast", "train", f"csv={csv}", "columns=y", *extra, *settings,
-                     *outcome.args(3), "--run-dir", str(run)]) == 0
+        assert (
+            main(
+                [
+                    "forecast",
+                    "train",
+                    f"csv={csv}",
+                    "columns=y",
+                    *extra,
+                    *settings,
+                    *outcome.args(3),
+                    "--run-dir",
+                    str(run),
+                ]
+            )
+            == 0
+        )
         assert main(["forecast", "test", str(run)]) == 0
         scores[name] = float(capsys.readouterr().out.split("test mse ")[1].split()[0])
     # k makes y predictable; measured: transformer 0.05-0.10, patch 0.19-0.23
     # (benchmarks/outcomes/spread.md)
-    assert outcome.record("ratio", scores["with"] / scores["without"]) < 0.3, scores
+    outcome.check("ratio", scores["with"] / scores["without"])
 
 
 def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, capsys):
     csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "columns=y", "inputs=a,b", "known=k",
-                 "quantiles=0.1,0.9", *TINY[:-2], "max_epochs=1", "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "columns=y",
+                "inputs=a,b",
+                "known=k",
+                "quantiles=0.1,0.9",
+                *TINY[:-2],
+                "max_epochs=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     model = Forecaster(run)
     assert isinstance(model.model, Calibrated)  # its 0.1-0.9 band fitted to validation
     assert model.targets == ["y"] and model.model.model.project.out_features == 1 * 3
     lines = csv.read_text().splitlines()
-    future = [f"{START + timedelta(hours=600 + h):%Y-%m-%d %H:%M:%S},,,,{0.1 * h:.4f}"
-              for h in range(8)]
+    future = [
+        f"{START + timedelta(hours=600 + h):%Y-%m-%d %H:%M:%S},,,,{0.1 * h:.4f}" for h in range(8)
+    ]
     with_future = tmp_path / "with_future.csv"
     with_future.write_text("\n".join(lines + future) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(with_future)]) == 0
@@ -73,39 +84,59 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
     # predict and from the plot of the future alike
     for command in (["predict", str(run)], ["plot", str(run), "--future"]):
         assert main(["forecast", *command, "--csv", str(csv)]) == 2
-        assert f"{csv}: 0 rows after the last observed one give the known covariates (k)" in \
-            capsys.readouterr().err
+        assert (
+            f"{csv}: 0 rows after the last observed one give the known covariates (k)"
+            in capsys.readouterr().err
+        )
     gap = tmp_path / "gap.csv"
-    gap.write_text("\n".join(lines[:300] + [lines[300].split(",")[0] + ",,,,0.1"] +
-                             lines[301:] + future) + "\n")
+    gap.write_text(
+        "\n".join(lines[:300] + [lines[300].split(",")[0] + ",,,,0.1"] + lines[301:] + future)
+        + "\n"
+    )
     assert main(["forecast", "predict", str(run), "--csv", str(gap)]) == 2
-    assert f"{gap}:301: y, a, b are blank, but later rows have values; only the last rows" \
+    assert (
+        f"{gap}:301: y, a, b are blank, but later rows have values; only the last rows"
         in capsys.readouterr().err
+    )
     fields = lines[300].split(",")
     one = tmp_path / "one.csv"  # the message names what is blank in that row
-    one.write_text("\n".join(lines[:300] + [",".join(fields[:2] + ["", *fields[3:]])] +
-                             lines[301:] + future) + "\n")
+    one.write_text(
+        "\n".join(lines[:300] + [",".join(fields[:2] + ["", *fields[3:]])] + lines[301:] + future)
+        + "\n"
+    )
     assert main(["forecast", "predict", str(run), "--csv", str(one)]) == 2
     assert f"{one}:301: a is blank, but later rows have values" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("items, message", [
-    (["model=patch", "inputs=a"], "past-observed covariates (inputs) are for the transformer"),
-    (["model=linear", "known=k"], "known-future covariates are for the transformer, patch and logsparse"),
-    (["model=transformer", "columns=y", "inputs=y"], "a column is named twice"),
-    (["model=transformer", "patch_calendar=true"], "patch_calendar is a setting of the patch model"),
-    (["model=patch", "calendar=false", "patch_calendar=true"], "with calendar=true"),
-    (["model=channel", "residual_attention=true"], "residual_attention is a setting of the patch model"),
-])
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (["model=patch", "inputs=a"], "past-observed covariates (inputs) are for the transformer"),
+        (
+            ["model=linear", "known=k"],
+            "known-future covariates are for the transformer, patch and logsparse",
+        ),
+        (["model=transformer", "columns=y", "inputs=y"], "a column is named twice"),
+        (
+            ["model=transformer", "patch_calendar=true"],
+            "patch_calendar is a setting of the patch model",
+        ),
+        (["model=patch", "calendar=false", "patch_calendar=true"], "with calendar=true"),
+        (
+            ["model=channel", "residual_attention=true"],
+            "residual_attention is a setting of the patch model",
+        ),
+    ],
+)
 def test_covariate_settings_are_checked(tmp_path, capsys, items, message):
     csv, _ = write_shifted(tmp_path / "s.csv", n=200)
-    assert main(["forecast", "train", f"csv={csv}", *items, "--run-dir",
-                 str(tmp_path / "r")]) == 2
+    assert main(["forecast", "train", f"csv={csv}", *items, "--run-dir", str(tmp_path / "r")]) == 2
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("settings", [["inputs=load,temp"], ["known=load,temp"],
-                                      ["inputs=load", "known=temp"]])
+@pytest.mark.parametrize(
+    "settings", [["inputs=load,temp"], ["known=load,temp"], ["inputs=load", "known=temp"]]
+)
 def test_covariates_that_leave_no_column_to_forecast_are_refused(tmp_path, capsys, settings):
     """Every column an input or known: one line naming the file, and no run directory (the
     windows would otherwise forecast every column, covariates too, or crash)."""

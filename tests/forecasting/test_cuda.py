@@ -9,21 +9,34 @@ import math
 import pytest
 import torch
 
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="needs a CUDA GPU; none is visible here")
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU; none is visible here"
+)
 
-SHAPE = ["input_length=48", "horizon=12", "lr=0.003", "batch_size=32", "max_epochs=3",
-         "threads=2", "seed=5"]
+SHAPE = [
+    "input_length=48",
+    "horizon=12",
+    "lr=0.003",
+    "batch_size=32",
+    "max_epochs=3",
+    "threads=2",
+    "seed=5",
+]
 LAYERS = ["d_model=16", "d_ff=32", "num_heads=4", "dropout=0.0"]
 # each model's own settings; the Transformer models also learn the 0.1/0.5/0.9 quantiles
 SETTINGS = {
-    "transformer": [*LAYERS, "label_length=12", "num_encoder_layers=1", "num_decoder_layers=1",
-                    "quantiles=0.1,0.5,0.9"],
+    "transformer": [
+        *LAYERS,
+        "label_length=12",
+        "num_encoder_layers=1",
+        "num_decoder_layers=1",
+        "quantiles=0.1,0.5,0.9",
+    ],
     "patch": [*LAYERS, "patch_len=8", "stride=4", "quantiles=0.1,0.5,0.9"],
     "channel": [*LAYERS],
     "linear": [],
@@ -37,14 +50,30 @@ def _first_line_with(path, text):
 
 @pytest.mark.parametrize("precision", ["auto", "fp16"])
 @pytest.mark.parametrize("model", list(SETTINGS))
-def test_each_model_trains_on_the_gpu_and_its_run_is_used_on_the_cpu(tmp_path, capsys, model,
-                                                                     precision):
+def test_each_model_trains_on_the_gpu_and_its_run_is_used_on_the_cpu(
+    tmp_path, capsys, model, precision
+):
     if precision == "fp16" and model != "patch":
         pytest.skip("fp16 with a gradient scaler: one model is enough")
     csv = write_sine(tmp_path / "sine.csv", n=800)
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", f"model={model}", *SHAPE, *SETTINGS[model],
-                 "device=cuda", f"precision={precision}", "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                f"model={model}",
+                *SHAPE,
+                *SETTINGS[model],
+                "device=cuda",
+                f"precision={precision}",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     # the engine says where it trained: on the GPU, in bf16 (auto on a GPU that has it)
     started = _first_line_with(run / "train.log", "parameters;")
     wanted = "bf16" if precision == "auto" and torch.cuda.is_bf16_supported() else "fp16"

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
 from transduce.errors import UserError
@@ -16,8 +16,16 @@ from transduce.training.distributed import Session
 
 def config(model, **keys):
     own = {"patch": {"patch_len": 8, "stride": 4}, "transformer": {"label_length": 4}}
-    cfg = ForecastConfig.of(csv="x.csv", model=model, input_length=24, horizon=6,
-                            quantiles=(0.1, 0.5, 0.9), members=3, **own.get(model, {}), **keys)
+    cfg = ForecastConfig.of(
+        csv="x.csv",
+        model=model,
+        input_length=24,
+        horizon=6,
+        quantiles=(0.1, 0.5, 0.9),
+        members=3,
+        **own.get(model, {}),
+        **keys,
+    )
     cfg.validate("test")
     return cfg
 
@@ -62,25 +70,44 @@ def test_each_member_learns_from_its_own_error(tmp_path):
     single, single_units = task.loss(alone, batch)
     single.backward()
     assert units == single_units
-    torch.testing.assert_close(ensemble_grad, net.members[1].embed.weight.grad / 3, rtol=1e-4,
-                               atol=1e-6)
+    torch.testing.assert_close(
+        ensemble_grad, net.members[1].embed.weight.grad / 3, rtol=1e-4, atol=1e-6
+    )
 
 
 def test_members_is_checked():
     with pytest.raises(UserError, match="members must be at least 1"):
         apply_overrides(ForecastConfig.of(csv="x.csv"), ["members=0"]).validate("run.yaml")
-    with pytest.raises(UserError, match="members is a setting of the transformer, patch, "
-                                        "channel and logsparse models"):
-        apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=linear", "members=2"]
-                        ).validate("run.yaml")
+    with pytest.raises(
+        UserError,
+        match="members is a setting of the transformer, patch, channel and logsparse models",
+    ):
+        apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=linear", "members=2"]).validate(
+            "run.yaml"
+        )
 
 
 def test_an_ensemble_run_trains_calibrates_tests_and_predicts(tmp_path, capsys):
     csv = write_sine(tmp_path / "sine.csv")
     run = tmp_path / "run"
-    assert main(["forecast", "train", "configs/forecast_etth1_patch.yaml", f"csv={csv}",
-                 "input_length=48", "horizon=12", "members=2", "max_epochs=2", "threads=1",
-                 "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                "configs/forecast_etth1_patch.yaml",
+                f"csv={csv}",
+                "input_length=48",
+                "horizon=12",
+                "members=2",
+                "max_epochs=2",
+                "threads=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     _, model, _, _ = load_model(run)
     assert len(model.model.members) == 2  # calibrated, around the ensemble
     assert main(["forecast", "test", str(run)]) == 0

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 
 
@@ -21,18 +21,42 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("forecast")
     csv = write_sine(root / "sine.csv")
     run = root / "run"
-    assert main(["forecast", "train", f"csv={csv}", "input_length=48", "horizon=12",
-                 "d_model=16", "num_heads=2", "d_ff=32", "num_encoder_layers=1", "patch_len=8",
-                 "stride=4", "max_epochs=1", "threads=1", "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "input_length=48",
+                "horizon=12",
+                "d_model=16",
+                "num_heads=2",
+                "d_ff=32",
+                "num_encoder_layers=1",
+                "patch_len=8",
+                "stride=4",
+                "max_epochs=1",
+                "threads=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     return run, csv
 
 
-@pytest.mark.parametrize("setting, named", [
-    ("dropout=2", "dropout"), ("lr=nan", "lr"), ("num_heads=0", "num_heads"),
-    ("horizon=100000000", "horizon"), ("head_dropout=-1", "head_dropout"),
-])
-def test_invalid_settings_are_refused_before_anything_is_written(tmp_path, capsys, setting,
-                                                                 named):
+@pytest.mark.parametrize(
+    "setting, named",
+    [
+        ("dropout=2", "dropout"),
+        ("lr=nan", "lr"),
+        ("num_heads=0", "num_heads"),
+        ("horizon=100000000", "horizon"),
+        ("head_dropout=-1", "head_dropout"),
+    ],
+)
+def test_invalid_settings_are_refused_before_anything_is_written(tmp_path, capsys, setting, named):
     csv = write_sine(tmp_path / "sine.csv")
     run = tmp_path / "run"
     assert main(["forecast", "train", f"csv={csv}", setting, "--run-dir", str(run)]) == 2
@@ -45,8 +69,7 @@ def test_resuming_on_other_data_is_refused(trained, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
     other = write_sine(tmp_path / "other.csv", seed=5)
-    assert main(["forecast", "train", "--run-dir", str(copy), f"csv={other}",
-                 "max_epochs=2"]) == 2
+    assert main(["forecast", "train", "--run-dir", str(copy), f"csv={other}", "max_epochs=2"]) == 2
     assert "trained on other data than this run's settings give" in one_line(capsys)
 
 
@@ -82,8 +105,21 @@ def test_a_text_column_that_is_not_used_is_ignored(trained, tmp_path, capsys):
     csv = write(tmp_path / "note.csv", "\n".join(lines) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
     # ... and a text column that is used names the way out
-    assert main(["forecast", "train", f"csv={csv}", "max_epochs=1", "input_length=48",
-                 "horizon=12", "--run-dir", str(tmp_path / "new")]) == 2
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "max_epochs=1",
+                "input_length=48",
+                "horizon=12",
+                "--run-dir",
+                str(tmp_path / "new"),
+            ]
+        )
+        == 2
+    )
     assert "column 'note' holds 'sunny', not a number" in (line := one_line(capsys))
     assert "leave the column out (columns=" in line
 
@@ -110,8 +146,9 @@ def test_dates_with_and_without_a_time_zone_are_refused(trained, tmp_path, capsy
 
 def test_forecast_dates_past_year_9999_are_one_line(trained, tmp_path, capsys):
     run, _ = trained
-    rows = ["date,load,temp"] + [f"9999-12-{d:02d} {h:02d}:00:00,1.0,2.0"
-                                 for d in (30, 31) for h in range(24)]
+    rows = ["date,load,temp"] + [
+        f"9999-12-{d:02d} {h:02d}:00:00,1.0,2.0" for d in (30, 31) for h in range(24)
+    ]
     csv = write(tmp_path / "late.csv", "\n".join(rows) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
     assert "go past the year 9999" in one_line(capsys)
@@ -119,25 +156,32 @@ def test_forecast_dates_past_year_9999_are_one_line(trained, tmp_path, capsys):
 
 def test_a_gap_in_the_history_is_one_line_naming_its_row(trained, tmp_path, capsys):
     run, _ = trained
-    rows = ["date,load,temp"] + [f"2021-01-{d:02d} {h:02d}:00:00,1.0,2.0"
-                                 for d in (1, 2, 3) for h in range(24)]
+    rows = ["date,load,temp"] + [
+        f"2021-01-{d:02d} {h:02d}:00:00,1.0,2.0" for d in (1, 2, 3) for h in range(24)
+    ]
     del rows[30]  # 2021-01-02 05:00, the file's line 31
     csv = write(tmp_path / "gap.csv", "\n".join(rows) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 2
-    assert f"{csv}:31: date 2021-01-02 06:00:00 follows 2021-01-02 04:00:00, but the series " \
-           "is hourly" in one_line(capsys)
+    assert (
+        f"{csv}:31: date 2021-01-02 06:00:00 follows 2021-01-02 04:00:00, but the series "
+        "is hourly" in one_line(capsys)
+    )
 
 
-@pytest.mark.parametrize("written, step, first, second", [
-    ("%Y-%m-%d", timedelta(days=1), "2021-12-02", "2021-12-03"),  # daily: no time
-    ("%Y-%m-%dT%H:%MZ", timedelta(hours=1), "2021-10-03T14:00Z", "2021-10-03T15:00Z"),
-])
-def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_path, capsys,
-                                                                 written, step, first,
-                                                                 second):
+@pytest.mark.parametrize(
+    "written, step, first, second",
+    [
+        ("%Y-%m-%d", timedelta(days=1), "2021-12-02", "2021-12-03"),  # daily: no time
+        ("%Y-%m-%dT%H:%MZ", timedelta(hours=1), "2021-10-03T14:00Z", "2021-10-03T15:00Z"),
+    ],
+)
+def test_forecast_dates_are_written_as_the_file_writes_its_dates(
+    trained, tmp_path, capsys, written, step, first, second
+):
     run, _ = trained
-    rows = ["date,load,temp"] + [f"{datetime(2021, 10, 1) + step * i:{written}},1.0,2.0"
-                                 for i in range(62)]
+    rows = ["date,load,temp"] + [
+        f"{datetime(2021, 10, 1) + step * i:{written}},1.0,2.0" for i in range(62)
+    ]
     csv = write(tmp_path / "dates.csv", "\n".join(rows) + "\n")
     assert main(["forecast", "predict", str(run), "--csv", str(csv)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -146,9 +190,11 @@ def test_forecast_dates_are_written_as_the_file_writes_its_dates(trained, tmp_pa
 
 def test_a_folder_that_is_not_a_run_is_named_with_what_to_give(tmp_path, capsys):
     assert main(["forecast", "test", str(tmp_path)]) == 2
-    assert one_line(capsys) == (f"transduce: error: {tmp_path}/checkpoints/best.pt: no such "
-                                "checkpoint; give a run directory that training has saved "
-                                "a checkpoint in")
+    assert one_line(capsys) == (
+        f"transduce: error: {tmp_path}/checkpoints/best.pt: no such "
+        "checkpoint; give a run directory that training has saved "
+        "a checkpoint in"
+    )
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 

@@ -6,8 +6,12 @@ import math
 import pytest
 import torch
 
-from transduce.nn.forecasting.logsparse import (ConvSelfAttention, LogSparseForecaster,
-                                                allowed_keys, logsparse_mask)
+from transduce.nn.forecasting.logsparse import (
+    ConvSelfAttention,
+    LogSparseForecaster,
+    allowed_keys,
+    logsparse_mask,
+)
 from transduce.nn.masks import subsequent_mask
 from transduce.nn.multi_head_attention import MultiHeadAttention
 
@@ -21,22 +25,57 @@ def hand(length, rows):
 
 def test_the_logsparse_mask_is_the_papers_for_small_lengths():
     # step l attends to itself and to l − 1, l − 2, l − 4, …
-    expected = hand(9, {0: [0], 1: [1, 0], 2: [2, 1, 0], 3: [3, 2, 1], 4: [4, 3, 2, 0],
-                        5: [5, 4, 3, 1], 6: [6, 5, 4, 2], 7: [7, 6, 5, 3], 8: [8, 7, 6, 4, 0]})
+    expected = hand(
+        9,
+        {
+            0: [0],
+            1: [1, 0],
+            2: [2, 1, 0],
+            3: [3, 2, 1],
+            4: [4, 3, 2, 0],
+            5: [5, 4, 3, 1],
+            6: [6, 5, 4, 2],
+            7: [7, 6, 5, 3],
+            8: [8, 7, 6, 4, 0],
+        },
+    )
     assert torch.equal(logsparse_mask(9), expected)
     # local window 3: the three steps up to itself, then 1, 2, 4 … back from the window
-    local = hand(8, {0: [0], 1: [0, 1], 2: [0, 1, 2], 3: [1, 2, 3, 0], 4: [2, 3, 4, 1, 0],
-                     5: [3, 4, 5, 2, 1], 6: [4, 5, 6, 3, 2, 0], 7: [5, 6, 7, 4, 3, 1]})
+    local = hand(
+        8,
+        {
+            0: [0],
+            1: [0, 1],
+            2: [0, 1, 2],
+            3: [1, 2, 3, 0],
+            4: [2, 3, 4, 1, 0],
+            5: [3, 4, 5, 2, 1],
+            6: [4, 5, 6, 3, 2, 0],
+            7: [5, 6, 7, 4, 3, 1],
+        },
+    )
     assert torch.equal(logsparse_mask(8, "local", window=3), local)
     # restart every 4: the pattern restarts at 4; step 4 reaches back LogSparse-wise
-    restart = hand(8, {0: [0], 1: [1, 0], 2: [2, 1, 0], 3: [3, 2, 1], 4: [4, 3, 2, 0],
-                       5: [5, 4], 6: [6, 5, 4], 7: [7, 6, 5]})
+    restart = hand(
+        8,
+        {
+            0: [0],
+            1: [1, 0],
+            2: [2, 1, 0],
+            3: [3, 2, 1],
+            4: [4, 3, 2, 0],
+            5: [5, 4],
+            6: [6, 5, 4],
+            7: [7, 6, 5],
+        },
+    )
     assert torch.equal(logsparse_mask(8, "restart", restart=4), restart)
     assert torch.equal(logsparse_mask(6, "full"), subsequent_mask(6)[0])
 
 
-@pytest.mark.parametrize("pattern, extra", [("logsparse", {}), ("local", {"window": 4}),
-                                            ("restart", {"restart": 16})])
+@pytest.mark.parametrize(
+    "pattern, extra", [("logsparse", {}), ("local", {"window": 4}), ("restart", {"restart": 16})]
+)
 def test_no_step_sees_the_future(pattern, extra):
     mask = logsparse_mask(50, pattern, **extra)
     assert not torch.triu(mask, 1).any() and mask.diagonal().all()
@@ -61,8 +100,11 @@ def test_the_sparse_path_equals_the_dense_one():
     torch.manual_seed(0)
     attention = ConvSelfAttention(d_model=16, num_heads=4, kernel=3).eval()
     x = torch.randn(2, 37, 16)
-    for mask in (logsparse_mask(37), logsparse_mask(37, "local", window=5),
-                 logsparse_mask(37, "restart", restart=8)):
+    for mask in (
+        logsparse_mask(37),
+        logsparse_mask(37, "local", window=5),
+        logsparse_mask(37, "restart", restart=8),
+    ):
         dense, weights = attention(x, mask, None, need_weights=True)
         sparse, _ = attention(x, mask, allowed_keys(mask))
         torch.testing.assert_close(sparse, dense, atol=1e-5, rtol=1e-5)
@@ -90,9 +132,18 @@ def test_a_kernel_above_one_compares_shapes_causally():
     """The convolution reads only the steps up to its own: a change at step t changes no
     output before t (for any kernel)."""
     torch.manual_seed(2)
-    model = LogSparseForecaster(channels=1, input_length=30, horizon=6, d_model=16,
-                                num_heads=2, d_ff=32, num_layers=2, dropout=0.0, kernel=5,
-                                revin=False).eval()
+    model = LogSparseForecaster(
+        channels=1,
+        input_length=30,
+        horizon=6,
+        d_model=16,
+        num_heads=2,
+        d_ff=32,
+        num_layers=2,
+        dropout=0.0,
+        kernel=5,
+        revin=False,
+    ).eval()
     layer = model.layers[0]
     x = torch.randn(1, 36, 16)
     mask = logsparse_mask(36)
@@ -106,9 +157,19 @@ def test_a_kernel_above_one_compares_shapes_causally():
 
 def test_the_forecaster_maps_a_window_to_its_horizon_with_ordered_quantiles():
     torch.manual_seed(3)
-    model = LogSparseForecaster(channels=2, input_length=24, horizon=8, d_model=16,
-                                num_heads=2, d_ff=32, num_layers=2, dropout=0.1, kernel=3,
-                                time_features=4, quantiles=(0.1, 0.5, 0.9)).eval()
+    model = LogSparseForecaster(
+        channels=2,
+        input_length=24,
+        horizon=8,
+        d_model=16,
+        num_heads=2,
+        d_ff=32,
+        num_layers=2,
+        dropout=0.1,
+        kernel=3,
+        time_features=4,
+        quantiles=(0.1, 0.5, 0.9),
+    ).eval()
     x, xt, yt = torch.randn(3, 24, 2), torch.randn(3, 24, 4), torch.randn(3, 8, 4)
     y, weights = model(x, xt, yt, need_weights=True)
     assert y.shape == (3, 8, 2, 4) and weights.shape == (3, 2, 2, 32, 32)

@@ -21,10 +21,22 @@ def randomised(model):
 def test_patch_forecast_follows_an_affine_change_of_one_channel(norm, center):
     """Reversible normalisation: a·x + b in (one channel) gives a·ŷ + b out on that channel
     and leaves the others unchanged (channel independence)."""
-    model = randomised(PatchForecaster(channels=3, input_length=48, horizon=12, patch_len=8,
-                                       stride=4, d_model=16, num_heads=4, d_ff=32,
-                                       num_layers=2, dropout=0.1, norm=norm,
-                                       revin_center=center))
+    model = randomised(
+        PatchForecaster(
+            channels=3,
+            input_length=48,
+            horizon=12,
+            patch_len=8,
+            stride=4,
+            d_model=16,
+            num_heads=4,
+            d_ff=32,
+            num_layers=2,
+            dropout=0.1,
+            norm=norm,
+            revin_center=center,
+        )
+    )
     x = torch.randn(2, 48, 3)
     changed = x.clone()
     changed[..., 1] = 3.5 * x[..., 1] - 7.0
@@ -41,12 +53,34 @@ def test_patch_forecast_follows_an_affine_change_of_one_channel(norm, center):
 @pytest.mark.parametrize("model", ["patch", "transformer"])
 def test_quantiles_never_cross_and_follow_an_affine_change(model):
     levels = (0.1, 0.5, 0.9)
-    build = (PatchForecaster(channels=2, input_length=24, horizon=6, patch_len=8, stride=4,
-                             d_model=16, num_heads=4, d_ff=32, num_layers=1, dropout=0.1,
-                             quantiles=levels) if model == "patch" else
-             SeriesTransformer(channels=2, horizon=6, label_length=4, d_model=16, num_heads=2,
-                               d_ff=32, num_encoder_layers=1, num_decoder_layers=1,
-                               dropout=0.1, quantiles=levels))
+    build = (
+        PatchForecaster(
+            channels=2,
+            input_length=24,
+            horizon=6,
+            patch_len=8,
+            stride=4,
+            d_model=16,
+            num_heads=4,
+            d_ff=32,
+            num_layers=1,
+            dropout=0.1,
+            quantiles=levels,
+        )
+        if model == "patch"
+        else SeriesTransformer(
+            channels=2,
+            horizon=6,
+            label_length=4,
+            d_model=16,
+            num_heads=2,
+            d_ff=32,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+            dropout=0.1,
+            quantiles=levels,
+        )
+    )
     net = randomised(build)
     x, t = torch.randn(5, 24, 2), torch.rand(5, 30, 4)
     with torch.no_grad():
@@ -69,8 +103,9 @@ def test_instance_norm_round_trips(center):
 def test_a_silent_head_forecasts_the_centre_revin_subtracted(center):
     """revin_center=last: a forecast of zero change repeats each channel's last value (the
     random-walk forecast); mean: it repeats the window's mean."""
-    cfg = ForecastConfig.of(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
-                         revin_center=center)
+    cfg = ForecastConfig.of(
+        csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4, revin_center=center
+    )
     cfg.validate("test")
     model = build_forecaster(cfg, channels=2).eval()
     with torch.no_grad():
@@ -90,9 +125,19 @@ def test_an_unknown_revin_center_is_refused():
 
 
 def test_series_transformer_shapes_and_causal_decoder():
-    model = randomised(SeriesTransformer(channels=2, horizon=6, label_length=4, d_model=16,
-                                         num_heads=2, d_ff=32, num_encoder_layers=1,
-                                         num_decoder_layers=2, dropout=0.1))
+    model = randomised(
+        SeriesTransformer(
+            channels=2,
+            horizon=6,
+            label_length=4,
+            d_model=16,
+            num_heads=2,
+            d_ff=32,
+            num_encoder_layers=1,
+            num_decoder_layers=2,
+            dropout=0.1,
+        )
+    )
     x, x_time, y_time = torch.randn(3, 24, 2), torch.rand(3, 24, 4), torch.rand(3, 6, 4)
     with torch.no_grad():
         y, weights = model(x, x_time, y_time, need_weights=True)
@@ -114,11 +159,16 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
     n, L, H = 60, 8, 4
     values = rng.normal(size=(n, 2)).cumsum(0)
     path = tmp_path / "walk.csv"
-    path.write_text("date,u,v\n" + "".join(f"2020-01-{1 + i // 24:02d} {i % 24:02d}:00:00,"
-                                           f"{a:.6f},{b:.6f}\n" for i, (a, b) in
-                                           enumerate(values)))
-    cfg = ForecastConfig.of(csv=str(path), model="repeat", input_length=L, horizon=H,
-                         half_life=half_life)
+    path.write_text(
+        "date,u,v\n"
+        + "".join(
+            f"2020-01-{1 + i // 24:02d} {i % 24:02d}:00:00,{a:.6f},{b:.6f}\n"
+            for i, (a, b) in enumerate(values)
+        )
+    )
+    cfg = ForecastConfig.of(
+        csv=str(path), model="repeat", input_length=L, horizon=H, half_life=half_life
+    )
     data = load_forecast_data(cfg)
     metrics = evaluate(build_forecaster(cfg, 2), data, "test", batch_size=3, drop_last=(4,))
     # By hand: z-scores from the first int(0.7 n) rows; windows of the last rows.
@@ -127,15 +177,16 @@ def test_repeat_baseline_mse_equals_a_hand_computation(tmp_path, half_life):
     z = (stored - train.mean(0)) / train.std(0)
     start = n - int(0.2 * n) - L
     decay = 0.5 ** (np.arange(1, H + 1) / half_life)[:, None] if half_life else 1.0
-    errors = [z[s + L: s + L + H] - z[s + L - 1] * decay for s in range(start, n - L - H + 1)]
+    errors = [z[s + L : s + L + H] - z[s + L - 1] * decay for s in range(start, n - L - H + 1)]
     assert metrics["windows"] == len(errors)
     np.testing.assert_allclose(metrics["mse"], np.mean(np.square(errors)), rtol=1e-5)
     np.testing.assert_allclose(metrics["mae"], np.mean(np.abs(errors)), rtol=1e-5)
     # The reference code's scoring: its test loader drops the last incomplete batch of 4.
     kept = len(errors) // 4 * 4
     assert len(errors) % 4 and metrics["drop_last"][4]["windows"] == kept
-    np.testing.assert_allclose(metrics["drop_last"][4]["mse"], np.mean(np.square(errors[:kept])),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        metrics["drop_last"][4]["mse"], np.mean(np.square(errors[:kept])), rtol=1e-5
+    )
 
 
 def test_batch_norm_is_refused_for_the_encoder_decoder():
@@ -143,10 +194,12 @@ def test_batch_norm_is_refused_for_the_encoder_decoder():
     from transduce.errors import UserError
 
     with pytest.raises(UserError, match="norm=batch is for the patch model"):
-        apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=transformer", "norm=batch"]
-                        ).validate("run.yaml")
-    apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=patch", "norm=batch"]
-                    ).validate("run.yaml")
+        apply_overrides(
+            ForecastConfig.of(csv="x.csv"), ["model=transformer", "norm=batch"]
+        ).validate("run.yaml")
+    apply_overrides(ForecastConfig.of(csv="x.csv"), ["model=patch", "norm=batch"]).validate(
+        "run.yaml"
+    )
 
 
 @pytest.mark.parametrize("model", ["patch", "channel", "transformer"])
@@ -156,9 +209,17 @@ def test_the_attention_and_activation_dropouts_reach_every_layer(model):
     from transduce.config import apply_overrides
 
     own = {"patch": ["patch_len=8", "stride=8"], "transformer": ["label_length=12"]}
-    cfg = apply_overrides(ForecastConfig.of(csv="x.csv"), [
-        f"model={model}", "input_length=48", "horizon=12", *own.get(model, []),
-        "attention_dropout=0.3", "activation_dropout=0.2"])
+    cfg = apply_overrides(
+        ForecastConfig.of(csv="x.csv"),
+        [
+            f"model={model}",
+            "input_length=48",
+            "horizon=12",
+            *own.get(model, []),
+            "attention_dropout=0.3",
+            "activation_dropout=0.2",
+        ],
+    )
     cfg.validate("run.yaml")
     forecaster = build_forecaster(cfg, channels=3)
     layers = list(forecaster.encoder.layers)
@@ -179,8 +240,7 @@ def test_residual_attention_adds_the_previous_layers_scores():
     from transduce.nn.layers import EncoderLayer
 
     torch.manual_seed(0)
-    args = dict(d_model=16, num_heads=4, d_ff=32, dropout=0.1,
-                residual=PATCH_RESIDUALS["batch"])
+    args = dict(d_model=16, num_heads=4, d_ff=32, dropout=0.1, residual=PATCH_RESIDUALS["batch"])
     layer = randomised(ResidualAttentionLayer(**args))
     plain = EncoderLayer(**args)
     plain.load_state_dict(layer.state_dict())
@@ -197,18 +257,23 @@ def test_residual_attention_adds_the_previous_layers_scores():
         out, scores = layer(x, prior)
         torch.testing.assert_close(scores, own + prior)
         # the output attends with softmax(own + prior): SDPA adds a float mask to the scores
-        expected = attn.out_proj(attn.merge_heads(F.scaled_dot_product_attention(
-            q, k, v, attn_mask=prior)))
-        torch.testing.assert_close(out, plain.residuals[1](
-            plain.residuals[0](x, lambda h: (expected, None))[0],
-            lambda h: (plain.ffn(h), None))[0])
+        expected = attn.out_proj(
+            attn.merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=prior))
+        )
+        torch.testing.assert_close(
+            out,
+            plain.residuals[1](
+                plain.residuals[0](x, lambda h: (expected, None))[0], lambda h: (plain.ffn(h), None)
+            )[0],
+        )
 
 
 def test_the_patch_model_passes_scores_from_layer_to_layer():
     """residual_attention=true: every layer after the first receives the one below's scores,
     and the forecast differs from the same weights without them."""
-    cfg = ForecastConfig.of(csv="x.csv", input_length=48, horizon=12, patch_len=8, stride=8,
-                         residual_attention=True)
+    cfg = ForecastConfig.of(
+        csv="x.csv", input_length=48, horizon=12, patch_len=8, stride=8, residual_attention=True
+    )
     cfg.validate("test")
     model = randomised(build_forecaster(cfg, channels=2))
     seen = []
@@ -220,7 +285,10 @@ def test_the_patch_model_passes_scores_from_layer_to_layer():
     assert [prior is None for prior, _ in seen] == [True, False, False]
     for (_, below), (prior, _) in zip(seen, seen[1:]):
         assert prior is below
-    plain = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, residual_attention=False)), channels=2)
+    plain = build_forecaster(
+        dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, residual_attention=False)),
+        channels=2,
+    )
     plain.load_state_dict(model.state_dict())  # the same weights, each layer on its own scores
     with torch.no_grad():
         assert not torch.allclose(plain.eval()(x)[0], y, atol=1e-3)
@@ -230,8 +298,9 @@ def test_the_patch_model_passes_scores_from_layer_to_layer():
 def test_patch_calendar_makes_the_forecast_depend_on_the_horizon_dates(on):
     """patch_calendar=true: the horizon's calendar features reach the forecast; false (the
     default, so runs trained before the setting load as they were): they do not."""
-    cfg = ForecastConfig.of(csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4,
-                         patch_calendar=on)
+    cfg = ForecastConfig.of(
+        csv="x.csv", input_length=24, horizon=6, patch_len=8, stride=4, patch_calendar=on
+    )
     cfg.validate("test")
     model = randomised(build_forecaster(cfg, channels=2))
     assert (model.future is not None) == on
@@ -252,8 +321,10 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
     run, _ = forecast_run
     state = runs.load_checkpoint(runs.checkpoint_dir(run) / runs.BEST, "forecast")
     assert state["config"]["model"]["revin"] and "revin.weight" in state["model"]
-    old = {**state, "model": {k: v for k, v in state["model"].items()
-                              if not k.startswith("revin.")}}
+    old = {
+        **state,
+        "model": {k: v for k, v in state["model"].items() if not k.startswith("revin.")},
+    }
     (tmp_path / "old" / "checkpoints").mkdir(parents=True)
     runs.save_checkpoint(tmp_path / "old" / "checkpoints" / runs.BEST, old)
     cfg, model, _, _ = load_model(tmp_path / "old")
@@ -284,8 +355,12 @@ def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
 def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
     """DLinear: with the map of the remainder silenced and the trend's map copying the last
     step, the forecast is the window's moving average at its last step."""
-    model = build_forecaster(ForecastConfig.of(csv="x.csv", model="linear", input_length=8,
-                                            horizon=3, revin=False, trend_kernel=5), 1).eval()
+    model = build_forecaster(
+        ForecastConfig.of(
+            csv="x.csv", model="linear", input_length=8, horizon=3, revin=False, trend_kernel=5
+        ),
+        1,
+    ).eval()
     with torch.no_grad():
         model.linear.weight.zero_()
         model.linear.bias.zero_()
@@ -308,27 +383,42 @@ def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
     ramp = torch.arange(10.0).view(1, 1, 10).repeat(2, 3, 1)  # (B, C, L)
     patches = cut_patches(ramp, patch_len=4, stride=2)
     assert patches.shape == (2, 3, 5, 4)
-    torch.testing.assert_close(patches[0, 0], torch.tensor([
-        [0.0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7], [6, 7, 8, 9], [8, 9, 9, 9]]))
-    model = build_forecaster(ForecastConfig.of(csv="x.csv", model="patch", input_length=10,
-                                            horizon=2, patch_len=4, stride=2), 1)
+    torch.testing.assert_close(
+        patches[0, 0],
+        torch.tensor([[0.0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7], [6, 7, 8, 9], [8, 9, 9, 9]]),
+    )
+    model = build_forecaster(
+        ForecastConfig.of(
+            csv="x.csv", model="patch", input_length=10, horizon=2, patch_len=4, stride=2
+        ),
+        1,
+    )
     assert model.num_patches == patches.shape[2]
 
 
-@pytest.mark.parametrize("model, extra", [
-    ("transformer", {}), ("patch", {}), ("channel", {}), ("linear", {}),
-    ("sparse", {"period": 4}), ("patch", {"members": 2}),
-])
-def test_revin_affine_false_leaves_every_model_s_normalisation_without_parameters(model,
-                                                                                  extra):
+@pytest.mark.parametrize(
+    "model, extra",
+    [
+        ("transformer", {}),
+        ("patch", {}),
+        ("channel", {}),
+        ("linear", {}),
+        ("sparse", {"period": 4}),
+        ("patch", {"members": 2}),
+    ],
+)
+def test_revin_affine_false_leaves_every_model_s_normalisation_without_parameters(model, extra):
     """Each model takes the setting: its RevIN learns a scale and a shift per channel
     unless revin_affine=false, and then holds no parameters (nor checkpoint entries)."""
     cfg = ForecastConfig.of(csv="x.csv", model=model, input_length=16, horizon=8, **extra)
     norms = lambda m: [n for n in m.modules() if isinstance(n, InstanceNorm)]  # noqa: E731
     with_map = build_forecaster(cfg, 3)
     assert norms(with_map) and all(n.weight.shape == (3,) for n in norms(with_map))
-    without = build_forecaster(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin_affine=False)), 3)
+    without = build_forecaster(
+        dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin_affine=False)), 3
+    )
     assert norms(without) and all(n.weight is None and n.bias is None for n in norms(without))
     assert not [k for k in without.state_dict() if "revin" in k]
-    assert (sum(p.numel() for p in with_map.parameters())
-            - sum(p.numel() for p in without.parameters())) == 6 * len(norms(with_map))
+    assert (
+        sum(p.numel() for p in with_map.parameters()) - sum(p.numel() for p in without.parameters())
+    ) == 6 * len(norms(with_map))

@@ -3,8 +3,13 @@ import math
 import pytest
 import torch
 
-from transduce.nn import (AdditiveAttention, ScaledDotProductAttention, lengths_to_mask,
-                          masked_softmax, scaled_dot_product_attention)
+from transduce.nn import (
+    AdditiveAttention,
+    ScaledDotProductAttention,
+    lengths_to_mask,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
 
 
 def test_masked_softmax_with_row_lengths_zeroes_masked_keys_and_normalises_the_rest():
@@ -21,21 +26,24 @@ def test_masked_softmax_with_per_query_lengths():
     weights = masked_softmax(torch.randn(2, 3, 3), valid_lens=lens)
     for b in range(2):
         for q in range(3):
-            assert torch.all(weights[b, q, lens[b, q]:] == 0)
+            assert torch.all(weights[b, q, lens[b, q] :] == 0)
             assert weights[b, q].sum().item() == pytest.approx(1.0, abs=1e-6)
 
 
 def test_masked_softmax_with_boolean_mask_equals_lengths():
     scores = torch.randn(2, 3, 5)
     lens = torch.tensor([3, 5])
-    torch.testing.assert_close(masked_softmax(scores, mask=lengths_to_mask(lens, 5)),
-                               masked_softmax(scores, valid_lens=lens))
+    torch.testing.assert_close(
+        masked_softmax(scores, mask=lengths_to_mask(lens, 5)),
+        masked_softmax(scores, valid_lens=lens),
+    )
 
 
 def test_fully_masked_row_gives_zeros_and_finite_gradients():
     scores = torch.randn(2, 2, 4, requires_grad=True)
-    mask = torch.tensor([[[True, True, False, False], [False] * 4],
-                         [[True] * 4, [True, False, False, False]]])
+    mask = torch.tensor(
+        [[[True, True, False, False], [False] * 4], [[True] * 4, [True, False, False, False]]]
+    )
     weights = masked_softmax(scores, mask=mask)
     assert torch.all(weights[0, 1] == 0)
     assert not torch.isnan(weights).any()
@@ -45,8 +53,11 @@ def test_fully_masked_row_gives_zeros_and_finite_gradients():
 
 def test_masked_softmax_rejects_two_masks():
     with pytest.raises(ValueError):
-        masked_softmax(torch.randn(1, 1, 2), valid_lens=torch.tensor([1]),
-                       mask=torch.ones(1, 1, 2, dtype=torch.bool))
+        masked_softmax(
+            torch.randn(1, 1, 2),
+            valid_lens=torch.tensor([1]),
+            mask=torch.ones(1, 1, 2, dtype=torch.bool),
+        )
 
 
 def test_scaled_dot_product_matches_the_formula():
@@ -73,9 +84,13 @@ def test_additive_attention_handles_different_query_and_key_sizes():
     out, weights = attention(q, k, v, valid_lens=torch.tensor([2, 6]), need_weights=True)
     assert out.shape == (2, 1, 4) and weights.shape == (2, 1, 10)
     # score(q, k_j) = w_vᵀ tanh(W_q q + W_k k_j), written out for each valid key of row 1
-    scores = torch.stack([attention.w_v.weight @ torch.tanh(attention.W_q.weight @ q[1, 0]
-                                                            + attention.W_k.weight @ k[1, j])
-                          for j in range(6)]).squeeze(-1)
+    scores = torch.stack(
+        [
+            attention.w_v.weight
+            @ torch.tanh(attention.W_q.weight @ q[1, 0] + attention.W_k.weight @ k[1, j])
+            for j in range(6)
+        ]
+    ).squeeze(-1)
     assert torch.allclose(weights[1, 0, 3], torch.softmax(scores, 0)[3])
     assert torch.all(weights[0, 0, 2:] == 0) and torch.all(weights[1, 0, 6:] == 0)
     torch.testing.assert_close(out, weights @ v)
@@ -94,7 +109,8 @@ def test_gradcheck_scaled_dot_product_attention():
     v = torch.randn(2, 5, 3, dtype=torch.double, requires_grad=True)
     mask = lengths_to_mask(torch.tensor([3, 5]), 5)
     assert torch.autograd.gradcheck(
-        lambda q, k, v: scaled_dot_product_attention(q, k, v, mask), (q, k, v))
+        lambda q, k, v: scaled_dot_product_attention(q, k, v, mask), (q, k, v)
+    )
 
 
 def test_gradcheck_additive_attention():
@@ -110,12 +126,15 @@ def test_float_gates_of_zero_and_one_act_as_a_boolean_mask():
     scores = torch.randn(2, 3, 5)
     mask = torch.rand(2, 3, 5) > 0.4
     mask[..., 0] = True  # no fully masked row: those are checked below
-    torch.testing.assert_close(masked_softmax(scores, mask=mask.float()),
-                               masked_softmax(scores, mask=mask))
+    torch.testing.assert_close(
+        masked_softmax(scores, mask=mask.float()), masked_softmax(scores, mask=mask)
+    )
     # a dropped key scoring far above the kept ones must not underflow them to nothing
     far = torch.tensor([200.0, 0.0, 1.0])
-    torch.testing.assert_close(masked_softmax(far, mask=torch.tensor([0.0, 1.0, 1.0])),
-                               masked_softmax(far, mask=torch.tensor([False, True, True])))
+    torch.testing.assert_close(
+        masked_softmax(far, mask=torch.tensor([0.0, 1.0, 1.0])),
+        masked_softmax(far, mask=torch.tensor([False, True, True])),
+    )
 
 
 def test_float_gates_weigh_each_key_and_a_row_of_zero_gates_stays_zero():

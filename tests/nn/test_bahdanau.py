@@ -9,8 +9,9 @@ PAD = 0
 @pytest.fixture(params=[False, True], ids=["forwards", "bidirectional"])
 def model(request):
     """Each test builds the model both ways: a forward encoder and the paper's two-way one."""
-    return lambda: BahdanauSeq2Seq(15, 17, embed_size=8, num_hiddens=16, num_layers=2,
-                                   bidirectional=request.param).eval()
+    return lambda: BahdanauSeq2Seq(
+        15, 17, embed_size=8, num_hiddens=16, num_layers=2, bidirectional=request.param
+    ).eval()
 
 
 @torch.no_grad()
@@ -38,8 +39,9 @@ def test_a_batch_equals_its_sentences_one_by_one(model):
 def test_attention_weights_cover_only_real_source_tokens(model):
     m = model()
     src = torch.tensor([[3, 4, PAD]])
-    _, _, weights = m.decode(torch.tensor([[1, 5]]), m.start(src, padding_mask(src, PAD)),
-                             need_weights=True)
+    _, _, weights = m.decode(
+        torch.tensor([[1, 5]]), m.start(src, padding_mask(src, PAD)), need_weights=True
+    )
     assert weights.shape == (1, 2, 3)
     assert torch.all(weights[..., 2] == 0)
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, 2))
@@ -64,8 +66,9 @@ def test_the_bidirectional_encoder_reads_both_ways():
     changed = torch.tensor([[3, 4, 5, 9]])  # only the last word differs
     for bidirectional, sees_later in ((False, False), (True, True)):
         torch.manual_seed(0)
-        m = BahdanauSeq2Seq(15, 17, embed_size=8, num_hiddens=16,
-                            bidirectional=bidirectional).eval()
+        m = BahdanauSeq2Seq(
+            15, 17, embed_size=8, num_hiddens=16, bidirectional=bidirectional
+        ).eval()
         a, b = (m.start(x, padding_mask(x, PAD)) for x in (src, changed))
         assert a.enc_outputs.shape == (1, 4, 32 if bidirectional else 16)
         assert (not torch.equal(a.enc_outputs[:, 0], b.enc_outputs[:, 0])) == sees_later

@@ -7,9 +7,17 @@ PAD = 0
 
 
 def model_and_batch(norm="post"):
-    model = build_transformer(TransformerConfig(src_vocab_size=31, d_model=32, d_ff=64, num_heads=4,
-                                                num_encoder_layers=2, num_decoder_layers=3,
-                                                norm=norm)).eval()
+    model = build_transformer(
+        TransformerConfig(
+            src_vocab_size=31,
+            d_model=32,
+            d_ff=64,
+            num_heads=4,
+            num_encoder_layers=2,
+            num_decoder_layers=3,
+            norm=norm,
+        )
+    ).eval()
     src = torch.randint(4, 31, (3, 7))
     src[1, 4:] = PAD
     return model, src, torch.randint(4, 31, (3, 9))

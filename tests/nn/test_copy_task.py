@@ -25,8 +25,11 @@ def train_copy(model, steps, outcome, lr=None, d_model=64, warmup=100):
     """The paper's Adam + warm-up schedule at half the paper's rate (peak 0.0063; at the full
     rate one seed in three spiked late), or plain Adam at ``lr``, in ``outcome``'s precision."""
     generator = torch.Generator().manual_seed(outcome.seed(1))
-    optimizer = (paper_adam(model.parameters()) if lr is None
-                 else torch.optim.Adam(model.parameters(), lr=lr))
+    optimizer = (
+        paper_adam(model.parameters())
+        if lr is None
+        else torch.optim.Adam(model.parameters(), lr=lr)
+    )
     schedule = warmup_schedule(optimizer, d_model, warmup, factor=0.5) if lr is None else None
     loss_fn = LabelSmoothedCrossEntropy(0.0, PAD)
     model.train()
@@ -64,15 +67,24 @@ def copy_loss(model):
 
 def test_tiny_transformer_learns_to_copy(outcome):
     torch.manual_seed(outcome.seed(0))
-    model = build_transformer(TransformerConfig(src_vocab_size=VOCAB, d_model=64, d_ff=128,
-                                                num_heads=4, num_encoder_layers=2,
-                                                num_decoder_layers=2, dropout=0.0))
+    model = build_transformer(
+        TransformerConfig(
+            src_vocab_size=VOCAB,
+            d_model=64,
+            d_ff=128,
+            num_heads=4,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            dropout=0.0,
+        )
+    )
     assert copy_accuracy(model) < 0.05  # untrained, it cannot
     train_copy(model, steps=500, outcome=outcome)
     # measured over seeds, threads, precisions and kernels (benchmarks/outcomes/spread.md):
     # loss 0.001-0.038, accuracy 0.95-1.00
-    assert outcome.record("loss", copy_loss(model)) < 0.1
-    assert outcome.record("accuracy", copy_accuracy(model)) > 0.85
+    # what the test is about: exact copies of unseen sequences; the loss says how sure it is
+    outcome.check("accuracy", copy_accuracy(model))
+    outcome.check("loss", copy_loss(model))
 
 
 def test_bahdanau_baseline_learns_to_copy(outcome):
@@ -81,4 +93,4 @@ def test_bahdanau_baseline_learns_to_copy(outcome):
     assert copy_accuracy(model) < 0.05
     train_copy(model, steps=400, outcome=outcome, lr=5e-3)
     # measured 0.91-1.00 (benchmarks/outcomes/spread.md)
-    assert outcome.record("accuracy", copy_accuracy(model)) > 0.8
+    outcome.check("accuracy", copy_accuracy(model))

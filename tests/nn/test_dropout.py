@@ -15,7 +15,7 @@ def test_drop_rate_matches_p(p):
     torch.manual_seed(0)
     n = 1 << 20
     keep, q = keep_mask((n,), p)
-    assert abs(q - p) <= 2 ** -17  # p rounded to a multiple of 2⁻¹⁶
+    assert abs(q - p) <= 2**-17  # p rounded to a multiple of 2⁻¹⁶
     sigma = math.sqrt(p * (1 - p) / n)
     assert abs((1 - keep.float().mean().item()) - p) < 5 * sigma
 

@@ -25,10 +25,12 @@ def test_parity_with_torch_multihead_attention(need_weights):
     query, memory = torch.randn(3, 5, 32), torch.randn(3, 7, 32)
     lengths = torch.tensor([7, 4, 1])
     key_padding = torch.arange(7)[None, :] >= lengths[:, None]  # theirs: True = ignore
-    expected, expected_w = theirs(query, memory, memory, key_padding_mask=key_padding,
-                                  average_attn_weights=False)
-    out, weights = ours(query, memory, memory, mask=~key_padding[:, None, :],
-                        need_weights=need_weights)
+    expected, expected_w = theirs(
+        query, memory, memory, key_padding_mask=key_padding, average_attn_weights=False
+    )
+    out, weights = ours(
+        query, memory, memory, mask=~key_padding[:, None, :], need_weights=need_weights
+    )
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     if need_weights:
         torch.testing.assert_close(weights, expected_w, atol=1e-5, rtol=1e-5)
@@ -96,7 +98,6 @@ def test_bf16_autocast_on_cpu_stays_close_to_float32():
 def test_heads_must_divide_model_size():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(d_model=30, num_heads=4)
-
 
 
 def test_dropout_acts_on_the_fused_path_used_in_training():

@@ -17,9 +17,13 @@ def test_nadaraya_watson_matches_the_kernel_formula():
 
 
 def test_vector_values_and_mask():
-    pooled, weights = gaussian_pooling(torch.zeros(1, 1), torch.tensor([[0.0, 9.0]]),
-                                       torch.tensor([[[1.0, 2.0], [3.0, 4.0]]]), 1.0,
-                                       mask=torch.tensor([[[False, True]]]))
+    pooled, weights = gaussian_pooling(
+        torch.zeros(1, 1),
+        torch.tensor([[0.0, 9.0]]),
+        torch.tensor([[[1.0, 2.0], [3.0, 4.0]]]),
+        1.0,
+        mask=torch.tensor([[[False, True]]]),
+    )
     torch.testing.assert_close(pooled, torch.tensor([[[3.0, 4.0]]]))
     assert weights[0, 0, 0] == 0
 
@@ -42,8 +46,8 @@ def test_learned_width_fits_better_than_the_fixed_kernel(outcome):
             value.backward()
             optimizer.step()
         # measured 0.45-0.55 of the start, and w 2.4-2.6 (benchmarks/outcomes/spread.md)
-        assert outcome.record("loss_ratio", loss().item() / start) < 0.9
-    assert outcome.record("w", model.w.item()) > 1.0  # a narrower kernel fits this curve
+        outcome.check("loss_ratio", loss().item() / start)
+    outcome.check("w", model.w.item())  # a narrower kernel fits this curve
 
 
 def test_gradcheck_gaussian_pooling():
@@ -51,5 +55,6 @@ def test_gradcheck_gaussian_pooling():
     k = torch.randn(4, dtype=torch.double, requires_grad=True)
     v = torch.randn(4, dtype=torch.double, requires_grad=True)
     w = torch.tensor(1.3, dtype=torch.double, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda q, k, v, w: gaussian_pooling(q, k, v, w)[0],
-                                    (q, k, v, w))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v, w: gaussian_pooling(q, k, v, w)[0], (q, k, v, w)
+    )

@@ -9,17 +9,29 @@ PAD = 0
 
 
 def small_model(norm="post", **overrides):
-    config = TransformerConfig(src_vocab_size=23, d_model=32, d_ff=64, num_heads=4,
-                               num_encoder_layers=2, num_decoder_layers=2, dropout=0.1,
-                               norm=norm, **overrides)
+    config = TransformerConfig(
+        src_vocab_size=23,
+        d_model=32,
+        d_ff=64,
+        num_heads=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dropout=0.1,
+        norm=norm,
+        **overrides,
+    )
     return build_transformer(config).eval()
 
 
 def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     q, k, v = theirs.in_proj_weight.chunk(3)
     qb, kb, vb = theirs.in_proj_bias.chunk(3)
-    for proj, w, b in ((ours.q_proj, q, qb), (ours.k_proj, k, kb), (ours.v_proj, v, vb),
-                       (ours.out_proj, theirs.out_proj.weight, theirs.out_proj.bias)):
+    for proj, w, b in (
+        (ours.q_proj, q, qb),
+        (ours.k_proj, k, kb),
+        (ours.v_proj, v, vb),
+        (ours.out_proj, theirs.out_proj.weight, theirs.out_proj.bias),
+    ):
         proj.weight.copy_(w)
         proj.bias.copy_(b)
 
@@ -53,9 +65,16 @@ def copy_from_torch_transformer(model, reference: nn.Transformer) -> None:
 def test_parity_with_torch_transformer(norm):
     """Same weights, same outputs. nn.Transformer always ends each stack with a LayerNorm;
     the paper's post-norm model has none, so for the comparison we add one to ours."""
-    reference = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
-                               dim_feedforward=64, dropout=0.0, batch_first=True,
-                               norm_first=norm == "pre").eval()
+    reference = nn.Transformer(
+        d_model=32,
+        nhead=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=64,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=norm == "pre",
+    ).eval()
     model = small_model(norm)
     if norm == "post":
         model.encoder.norm, model.decoder.norm = nn.LayerNorm(32), nn.LayerNorm(32)
@@ -65,12 +84,18 @@ def test_parity_with_torch_transformer(norm):
     key_padding = torch.arange(7)[None] >= lengths[:, None]  # theirs: True = padding
     causal = nn.Transformer.generate_square_subsequent_mask(5)
     with torch.no_grad():
-        expected = reference(src, tgt, tgt_mask=causal, src_key_padding_mask=key_padding,
-                             memory_key_padding_mask=key_padding)
+        expected = reference(
+            src,
+            tgt,
+            tgt_mask=causal,
+            src_key_padding_mask=key_padding,
+            memory_key_padding_mask=key_padding,
+        )
         src_mask = ~key_padding[:, None, :]
         memory, _ = model.encoder(src, src_mask)
-        out = model.decoder(tgt, model.decoder.init_cache(memory, src_mask),
-                            subsequent_mask(5)).hidden
+        out = model.decoder(
+            tgt, model.decoder.init_cache(memory, src_mask), subsequent_mask(5)
+        ).hidden
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -116,8 +141,9 @@ def test_shared_vocabulary_ties_all_three_embeddings():
     model = small_model()
     assert model.src_embed is model.tgt_embed
     assert model.generator.weight is model.tgt_embed.weight
-    separate = build_transformer(TransformerConfig(src_vocab_size=20, tgt_vocab_size=30,
-                                                   d_model=16, d_ff=32, num_heads=2))
+    separate = build_transformer(
+        TransformerConfig(src_vocab_size=20, tgt_vocab_size=30, d_model=16, d_ff=32, num_heads=2)
+    )
     assert separate.src_embed is not separate.tgt_embed
     assert separate.generator.weight is separate.tgt_embed.weight
     assert separate.generator.out_features == 30

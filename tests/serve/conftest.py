@@ -1,44 +1,39 @@
-import contextlib
+"""The browser the page tests drive (fixtures reach every test module of this folder)."""
+
 import os
-import re
-import select
-import subprocess
-import sys
-import time
-import urllib.request
+import shutil
+import tempfile
 
 import pytest
 
+from tests.helpers.serving import CHROMIUM, DRIVER, MISSING, REQUIRED
 
-@contextlib.contextmanager
-def serve(run, *args):
-    """A real `transduce serve RUN` on 127.0.0.1, on the free port it chose itself (--port 0:
-    no race with other tests for a port picked beforehand); yields its URL once /health
-    answers."""
-    process = subprocess.Popen([sys.executable, "-m", "transduce", "serve", str(run), "--port",
-                                "0", *args], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, bufsize=0)
+
+@pytest.fixture
+def browser():
+    """Headless Chromium through Selenium; skipped where Chromium is missing, failed where
+    TRANSDUCE_REQUIRE_CHROMIUM=1 (CI) asks for it."""
+    if not (CHROMIUM and DRIVER):
+        (pytest.fail if REQUIRED else pytest.skip)(MISSING)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,1000",
+    ):
+        options.add_argument(flag)
+    # Chromium leaves its singleton-socket folder in TMPDIR after quit: a short one of the
+    # test's (a pytest tmp_path under xdist makes the socket's path too long), removed after
+    scratch = tempfile.mkdtemp(prefix="chromium-")
+    env = {**os.environ, "TMPDIR": scratch}
     try:
-        seen, found, deadline = b"", None, time.time() + 60
-        while found is None:  # the line that names the port it chose
-            if time.time() > deadline:
-                pytest.fail(f"transduce serve did not start: {seen.decode(errors='replace')}")
-            if select.select([process.stdout], [], [], 0.2)[0]:
-                chunk = os.read(process.stdout.fileno(), 65536)
-                if not chunk:  # it ended
-                    pytest.fail(f"transduce serve ended: {seen.decode(errors='replace')}")
-                seen += chunk
-                found = re.search(rb"http://127\.0\.0\.1:\d+/", seen)
-        url = found.group(0).decode()
-        while True:
-            try:
-                urllib.request.urlopen(url + "health", timeout=1)
-                break
-            except OSError:
-                if process.poll() is not None or time.time() > deadline:
-                    pytest.fail(f"transduce serve did not answer: {seen.decode()}")
-                time.sleep(0.2)
-        yield url
+        driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
+        yield driver
+        driver.quit()
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        shutil.rmtree(scratch, ignore_errors=True)

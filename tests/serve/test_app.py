@@ -46,12 +46,14 @@ def test_translate_keeps_count_and_order_with_empty_and_long_lines(client, model
 
 
 def test_translations_come_with_what_the_model_could_not_read(client, model):
-    got = client.post("/translate", json={"sentences": ["seven €", "seven", "sev\x00en"],
-                                          "beam": 1}).json()
+    got = client.post(
+        "/translate", json={"sentences": ["seven €", "seven", "sev\x00en"], "beam": 1}
+    ).json()
     warnings = got["warnings"]
     assert len(warnings) == 3 and warnings[1] == []
-    assert warnings[0] == ['"€" unknown to the model (never seen in training); its '
-                           'translation is a guess']
+    assert warnings[0] == [
+        '"€" unknown to the model (never seen in training); its translation is a guess'
+    ]
     assert warnings[2] == ["1 control character removed"]
     assert got["translations"][2] == model.translate("seven", beam=1)
 
@@ -80,9 +82,17 @@ def test_explain_endpoints_give_the_apis_numbers(client, model):
     api = model.explain("seven thousand", beam=3)
     assert got["steps"] == api.steps and got["nbest"] == api.nbest
     assert (got["layers"], got["heads"]) == (len(api.maps.cross), api.maps.cross[0].shape[0])
-    head = client.post("/explain/head", json={"sentence": "seven thousand", "beam": 3,
-                                              "kind": "decoder", "layer": 0, "head": 1,
-                                              "query": 1}).json()
+    head = client.post(
+        "/explain/head",
+        json={
+            "sentence": "seven thousand",
+            "beam": 3,
+            "kind": "decoder",
+            "layer": 0,
+            "head": 1,
+            "query": 1,
+        },
+    ).json()
     numbers = model.head("seven thousand", "decoder", 0, 1, 1, beam=3)
     assert head["weights"] == pytest.approx(numbers.weights.tolist(), abs=1e-6)
     assert head["scores"][2:] == [None] * (len(numbers.key_tokens) - 2)  # masked: later keys
@@ -90,18 +100,36 @@ def test_explain_endpoints_give_the_apis_numbers(client, model):
     assert "/explain" in paths and "/explain/head" in paths
 
 
-@pytest.mark.parametrize("body, status, message", [
-    ({"sentence": "seven", "kind": "sideways", "layer": 0, "head": 0, "query": 0}, 422,
-     "kind: Input should be 'encoder', 'decoder' or 'cross'"),
-    ({"sentence": "seven", "kind": "cross", "layer": 99, "head": 0, "query": 0}, 422,
-     "layer must be between 0 and"),
-    ({"sentence": "seven", "kind": "cross", "layer": 0, "head": 0, "query": 500}, 422,
-     "query must be between 0 and"),
-    ({"sentence": "seven", "kind": "cross", "layer": -1, "head": 0, "query": 0}, 422,
-     "layer: Input should be greater than or equal to 0"),
-    ({"sentence": " ", "kind": "cross", "layer": 0, "head": 0, "query": 0}, 422,
-     "the sentence is empty"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (
+            {"sentence": "seven", "kind": "sideways", "layer": 0, "head": 0, "query": 0},
+            422,
+            "kind: Input should be 'encoder', 'decoder' or 'cross'",
+        ),
+        (
+            {"sentence": "seven", "kind": "cross", "layer": 99, "head": 0, "query": 0},
+            422,
+            "layer must be between 0 and",
+        ),
+        (
+            {"sentence": "seven", "kind": "cross", "layer": 0, "head": 0, "query": 500},
+            422,
+            "query must be between 0 and",
+        ),
+        (
+            {"sentence": "seven", "kind": "cross", "layer": -1, "head": 0, "query": 0},
+            422,
+            "layer: Input should be greater than or equal to 0",
+        ),
+        (
+            {"sentence": " ", "kind": "cross", "layer": 0, "head": 0, "query": 0},
+            422,
+            "the sentence is empty",
+        ),
+    ],
+)
 def test_bad_head_requests_get_a_json_error(client, body, status, message):
     response = client.post("/explain/head", json=body)
     assert response.status_code == status, response.text
@@ -109,32 +137,56 @@ def test_bad_head_requests_get_a_json_error(client, body, status, message):
     assert client.post("/explain", json={"sentence": "five"}).status_code == 200
 
 
-@pytest.mark.parametrize("body, status, message", [
-    (b"{not json", 400, "not valid JSON"),
-    (b'{"sentences": ["\xff\xfe"]}', 400, "not valid JSON (UTF-8)"),
-    (b"[" * 100_000 + b"]" * 100_000, 400, "not valid JSON (UTF-8)"),  # nested too deep
-    (json.dumps({"sentences": "one"}).encode(), 422, "sentences: Input should be a valid list"),
-    (json.dumps({"sentences": []}).encode(), 422, "sentences: List should have at least 1"),
-    (json.dumps({"sentences": ["x"] * (MAX_SENTENCES + 1)}).encode(), 422,
-     f"at most {MAX_SENTENCES} items"),
-    (json.dumps({"sentences": ["x" * (MAX_CHARS + 1)]}).encode(), 422,
-     f"at most {MAX_CHARS} characters"),
-    (json.dumps({"sentences": [3]}).encode(), 422, "sentences.0: Input should be a valid string"),
-    (json.dumps({"sentences": ["x"], "beam": 0}).encode(), 422, "beam: Input should be greater"),
-    (json.dumps({"sentences": ["x"], "beam": 2, "nbest": 3}).encode(), 422,
-     "nbest must not exceed beam"),
-    (json.dumps({"sentences": ["x"], "lenpen": "nan"}).encode(), 422, "lenpen"),
-    (json.dumps({"sentences": ["x"], "bogus": 1}).encode(), 422, "bogus: Extra inputs"),
-    (json.dumps({"sentences": ["x"], "beam": True}).encode(), 422, "beam: Input should be a "
-     "valid integer"),
-    (json.dumps({"sentences": ["x"], "lenpen": "0.6"}).encode(), 422, "lenpen: Input should "
-     "be a valid number"),
-    (b"x" * (MAX_BODY + 1), 413, "request body over"),
-])
-def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body, status,
-                                                                     message):
-    response = client.post("/translate", content=body,
-                           headers={"content-type": "application/json"})
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b'{"sentences": ["\xff\xfe"]}', 400, "not valid JSON (UTF-8)"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, "not valid JSON (UTF-8)"),  # nested too deep
+        (json.dumps({"sentences": "one"}).encode(), 422, "sentences: Input should be a valid list"),
+        (json.dumps({"sentences": []}).encode(), 422, "sentences: List should have at least 1"),
+        (
+            json.dumps({"sentences": ["x"] * (MAX_SENTENCES + 1)}).encode(),
+            422,
+            f"at most {MAX_SENTENCES} items",
+        ),
+        (
+            json.dumps({"sentences": ["x" * (MAX_CHARS + 1)]}).encode(),
+            422,
+            f"at most {MAX_CHARS} characters",
+        ),
+        (
+            json.dumps({"sentences": [3]}).encode(),
+            422,
+            "sentences.0: Input should be a valid string",
+        ),
+        (
+            json.dumps({"sentences": ["x"], "beam": 0}).encode(),
+            422,
+            "beam: Input should be greater",
+        ),
+        (
+            json.dumps({"sentences": ["x"], "beam": 2, "nbest": 3}).encode(),
+            422,
+            "nbest must not exceed beam",
+        ),
+        (json.dumps({"sentences": ["x"], "lenpen": "nan"}).encode(), 422, "lenpen"),
+        (json.dumps({"sentences": ["x"], "bogus": 1}).encode(), 422, "bogus: Extra inputs"),
+        (
+            json.dumps({"sentences": ["x"], "beam": True}).encode(),
+            422,
+            "beam: Input should be a valid integer",
+        ),
+        (
+            json.dumps({"sentences": ["x"], "lenpen": "0.6"}).encode(),
+            422,
+            "lenpen: Input should be a valid number",
+        ),
+        (b"x" * (MAX_BODY + 1), 413, "request body over"),
+    ],
+)
+def test_bad_requests_get_a_json_error_and_the_server_keeps_serving(client, body, status, message):
+    response = client.post("/translate", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
     assert message in response.json()["error"]
     assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
@@ -146,17 +198,23 @@ def test_a_body_that_is_not_sent_as_json_is_told_how_to_send_it(client):
         response = client.post("/translate", content=body, headers=headers)
         assert response.status_code == 415, response.text
         assert "Content-Type: application/json" in response.json()["error"]
-    assert client.post("/translate", content=body, headers={
-        "content-type": "application/json; charset=utf-8"}).status_code == 200
+    assert (
+        client.post(
+            "/translate", content=body, headers={"content-type": "application/json; charset=utf-8"}
+        ).status_code
+        == 200
+    )
 
 
 def test_a_body_sent_in_chunks_without_a_length_is_limited_too(client):
     chunk = b"x" * (MAX_BODY // 4)
-    response = client.post("/translate", content=iter([chunk] * 5),  # no Content-Length
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/translate",
+        content=iter([chunk] * 5),  # no Content-Length
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == 413, response.text
-    assert response.json()["error"] == (f"request body over {MAX_BODY} bytes; send fewer "
-                                        "sentences")
+    assert response.json()["error"] == (f"request body over {MAX_BODY} bytes; send fewer sentences")
     assert client.post("/translate", json={"sentences": ["five"]}).status_code == 200
 
 
@@ -178,9 +236,12 @@ def test_concurrent_requests_are_batched_and_never_mixed_up(model, trained_run):
         transport = httpx.ASGITransport(app=app)
         async with app.router.lifespan_context(app):
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-                replies = await asyncio.gather(*[
-                    c.post("/translate", json={"sentences": [s, s], "beam": 1})
-                    for s in sentences])
+                replies = await asyncio.gather(
+                    *[
+                        c.post("/translate", json={"sentences": [s, s], "beam": 1})
+                        for s in sentences
+                    ]
+                )
                 info = (await c.get("/info")).json()
         return [r.json()["translations"] for r in replies], info
 
@@ -196,8 +257,9 @@ def test_a_forecast_run_is_served(forecast_run):
         info = c.get("/info").json()
         assert info["kind"] == "forecast" and info["example"].startswith("date,load,temp")
         assert info["run"] == "run" and str(run.parent) not in json.dumps(info)
-        assert info["rows_hint"] == ("Paste at least 48 recent rows as CSV (a header with "
-                                     "the date column and load, temp).")
+        assert info["rows_hint"] == (
+            "Paste at least 48 recent rows as CSV (a header with the date column and load, temp)."
+        )
         got = c.post("/forecast", json={"csv": csv.read_text()}).json()
         assert got["forecast"] == forecaster.forecast(csv.read_text())
         assert len(got["history"]) == 48 and got["date_column"] == "date"
@@ -221,20 +283,40 @@ def test_a_forecast_run_is_served(forecast_run):
 def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
     """/info's example is what the page starts from: with a known-future covariate it must
     end in the future's rows (only the known column filled in), or posting it fails."""
-    from tests.forecasting.test_covariates import TINY, write_shifted
+    from tests.helpers.forecasting import SHIFTED_SETTINGS as TINY
+    from tests.helpers.forecasting import write_shifted
     from transduce.cli.main import main
 
     csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "columns=y", "inputs=a,b", "known=k",
-                 *TINY[:-2], "max_epochs=1", "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "columns=y",
+                "inputs=a,b",
+                "known=k",
+                *TINY[:-2],
+                "max_epochs=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     forecaster = transduce.load(run)
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
-        assert info["description"] == ("forecaster transformer; forecasts y; 8 steps from the "
-                                       "last 24; inputs a, b; known ahead k")
-        assert info["rows_hint"].endswith("then the 8 rows to forecast: their date and k, "
-                                          "known ahead, with the other columns left blank.")
+        assert info["description"] == (
+            "forecaster transformer; forecasts y; 8 steps from the "
+            "last 24; inputs a, b; known ahead k"
+        )
+        assert info["rows_hint"].endswith(
+            "then the 8 rows to forecast: their date and k, "
+            "known ahead, with the other columns left blank."
+        )
         rows = info["example"].splitlines()
         last = csv.read_text().splitlines()[-8:]
         assert len(rows) == 1 + 24 + 8 and rows[0] == "date,y,a,b,k"
@@ -247,13 +329,28 @@ def test_the_example_of_a_forecaster_with_covariates_forecasts(tmp_path):
 def test_the_example_holds_only_the_columns_the_model_reads(tmp_path):
     """A column of the CSV that the run does not read stays out of the example (filled in
     the future's rows, it read as if it were known ahead)."""
-    from tests.forecasting.test_covariates import TINY, write_shifted
+    from tests.helpers.forecasting import SHIFTED_SETTINGS as TINY
+    from tests.helpers.forecasting import write_shifted
     from transduce.cli.main import main
 
     csv, _ = write_shifted(tmp_path / "shifted.csv", n=600)
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "columns=y", "known=k", *TINY[:-2],
-                 "max_epochs=1", "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "columns=y",
+                "known=k",
+                *TINY[:-2],
+                "max_epochs=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     forecaster = transduce.load(run)
     with TestClient(create_app(forecaster, describe(str(run), forecaster))) as c:
         info = c.get("/info").json()
@@ -270,19 +367,25 @@ def test_requests_without_settings_use_the_runs_decoding(trained_run, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(trained_run, run)
-    (run / "decoding.json").write_text(json.dumps({"beam": 2, "lenpen": 0.0, "last": 1,
-                                                   "no_repeat_ngram": 2}))
+    (run / "decoding.json").write_text(
+        json.dumps({"beam": 2, "lenpen": 0.0, "last": 1, "no_repeat_ngram": 2})
+    )
     model = transduce.load(run, verbose=False)
     seen = []
     search = model.search
-    model.search = lambda lines, beam, lenpen, nbest, **kw: seen.append(
-        (beam, lenpen, kw.get("no_repeat_ngram", 0))) or search(lines, beam, lenpen, nbest, **kw)
+    model.search = lambda lines, beam, lenpen, nbest, **kw: (
+        seen.append((beam, lenpen, kw.get("no_repeat_ngram", 0)))
+        or search(lines, beam, lenpen, nbest, **kw)
+    )
     with TestClient(create_app(model, describe(str(run), model))) as c:
         info = c.get("/info").json()
         assert info["decoding"]["beam"] == 2 and "decoding.json" in info["decoding"]["source"]
         assert c.post("/translate", json={"sentences": ["five"]}).status_code == 200
-        assert c.post("/translate", json={"sentences": ["five"], "beam": 4,
-                                          "lenpen": 1.0}).status_code == 200
+        assert (
+            c.post("/translate", json={"sentences": ["five"], "beam": 4, "lenpen": 1.0}).status_code
+            == 200
+        )
         assert c.post("/translate", json={"sentences": ["five"], "nbest": 3}).json() == {
-            "error": "nbest must not exceed beam (2)"}
+            "error": "nbest must not exceed beam (2)"
+        }
     assert seen == [(2, 0.0, 2), (4, 1.0, 2)]

@@ -7,18 +7,10 @@ Set TRANSDUCE_SERVE_RUN to serve another run (the README's screenshot uses a dem
 TRANSDUCE_SCREENSHOT to keep the screenshot."""
 
 import os
-import shutil
-import tempfile
 
 import pytest
 
-from tests.serve.conftest import serve
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER),
-    reason="no Chromium here: apt-get install -y chromium chromium-driver (.ci/run does)")
+from tests.helpers.serving import serve
 
 
 @pytest.fixture
@@ -28,33 +20,13 @@ def server(trained_run):
         yield url
 
 
-@pytest.fixture
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                 "--window-size=1200,1000"):
-        options.add_argument(flag)
-    # Chromium leaves its singleton-socket folder in TMPDIR after quit: a short one of the
-    # test's (a pytest tmp_path under xdist makes the socket's path too long), removed after
-    scratch = tempfile.mkdtemp(prefix="chromium-")
-    env = {**os.environ, "TMPDIR": scratch}
-    try:
-        driver = webdriver.Chrome(service=Service(DRIVER, env=env), options=options)
-        yield driver
-        driver.quit()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 def cells(browser):
     from selenium.webdriver.common.by import By
 
-    return [c.get_attribute("data-weight")
-            for c in browser.find_elements(By.CSS_SELECTOR, "#attention td.ta-cell")]
+    return [
+        c.get_attribute("data-weight")
+        for c in browser.find_elements(By.CSS_SELECTOR, "#attention td.ta-cell")
+    ]
 
 
 def test_the_page_translates_and_draws_attention(server, browser):
@@ -70,8 +42,7 @@ def test_the_page_translates_and_draws_attention(server, browser):
     box.send_keys("three hundred twenty-one")
     browser.find_element(By.ID, "go").click()
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#results .hyp"))
-    assert browser.find_element(By.CSS_SELECTOR, "#results .src").text == \
-        "three hundred twenty-one"
+    assert browser.find_element(By.CSS_SELECTOR, "#results .src").text == "three hundred twenty-one"
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#attention td.ta-cell"))
 
     # cross-attention: one row per output token, one column per source token (+ </s>)
@@ -83,25 +54,32 @@ def test_the_page_translates_and_draws_attention(server, browser):
     assert all(0 <= float(w) <= 1 for w in mean)
 
     Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-head")).select_by_value("0")
-    wait.until(lambda b: b.find_element(By.ID, "attention").get_attribute("data-showing")
-               == "cross/0/0")
+    wait.until(
+        lambda b: b.find_element(By.ID, "attention").get_attribute("data-showing") == "cross/0/0"
+    )
     assert cells(browser) != mean  # one head's weights are not the heads' mean
 
     Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-kind")).select_by_value(
-        "decoder")
-    wait.until(lambda b: b.find_element(By.ID, "attention").get_attribute("data-showing")
-               .startswith("decoder/"))
+        "decoder"
+    )
+    wait.until(
+        lambda b: (
+            b.find_element(By.ID, "attention").get_attribute("data-showing").startswith("decoder/")
+        )
+    )
     n = len(browser.find_elements(By.CSS_SELECTOR, "#attention th.ta-row"))
     weights = [float(w) for w in cells(browser)]
     above = [weights[q * n + k] for q in range(n) for k in range(q + 1, n)]
     assert above and all(w == 0 for w in above)  # the causal triangle is drawn
 
     Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-kind")).select_by_value(
-        "cross")
+        "cross"
+    )
     layers = Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-layer"))
     layers.select_by_index(len(layers.options) - 1)  # the last layer, heads' mean
     Select(browser.find_element(By.CSS_SELECTOR, "#attention select.ta-head")).select_by_value(
-        "mean")
+        "mean"
+    )
     target = os.environ.get("TRANSDUCE_SCREENSHOT")
     if target:
         browser.save_screenshot(target)
@@ -124,15 +102,33 @@ def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.forecasting.test_cli import write_sine
+    from tests.helpers.forecasting import write_sine
     from transduce.cli.main import main
 
     csv = write_sine(tmp_path / "sine.csv", n=400)
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "model=patch", "input_length=48",
-                 "horizon=12", "patch_len=8", "stride=4", "d_model=16", "d_ff=32",
-                 "quantiles=0.1,0.5,0.9", "max_epochs=1", "threads=1",
-                 "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "model=patch",
+                "input_length=48",
+                "horizon=12",
+                "patch_len=8",
+                "stride=4",
+                "d_model=16",
+                "d_ff=32",
+                "quantiles=0.1,0.5,0.9",
+                "max_epochs=1",
+                "threads=1",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     with serve(run) as url:
         wait = WebDriverWait(browser, 60)
         browser.get(url)
@@ -143,12 +139,14 @@ def test_the_forecast_page_draws_history_forecast_and_its_band(tmp_path, browser
         for chart in charts:
             assert chart.find_elements(By.CSS_SELECTOR, "polygon.band")
             assert chart.find_element(By.CSS_SELECTOR, "text.legend").text.endswith(
-                "(grey: history, orange: forecast, shaded: quantiles 0.1–0.9)")
+                "(grey: history, orange: forecast, shaded: quantiles 0.1–0.9)"
+            )
             for line in chart.find_elements(By.CSS_SELECTOR, "polyline"):
                 assert "NaN" not in line.get_attribute("points")
         assert browser.find_element(By.ID, "forecast-error").text == ""
         assert browser.find_element(By.ID, "rows-hint").text.startswith(
-            "Paste at least 48 recent rows as CSV")  # the server's, for this model
+            "Paste at least 48 recent rows as CSV"
+        )  # the server's, for this model
 
 
 def test_the_page_of_a_global_run_picks_a_series_by_id(tmp_path, browser):
@@ -158,13 +156,28 @@ def test_the_page_of_a_global_run_picks_a_series_by_id(tmp_path, browser):
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    from tests.forecasting.test_panel import TINY, table
+    from tests.helpers.forecasting import PANEL_SETTINGS as TINY
+    from tests.helpers.forecasting import table
     from transduce.cli.main import main
 
     csv = table(tmp_path / "train.csv")
     run = tmp_path / "run"
-    assert main(["forecast", "train", f"csv={csv}", "model=patch", "patch_len=12",
-                 "stride=6", *TINY, "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "model=patch",
+                "patch_len=12",
+                "stride=6",
+                *TINY,
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     with serve(run) as url:
         wait = WebDriverWait(browser, 60)
         browser.get(url)

@@ -16,16 +16,21 @@ def test_a_port_in_use_is_one_line_before_the_model_loads(trained_run, capsys):
         port = taken.getsockname()[1]
         assert main(["serve", str(trained_run), "--port", str(port)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"transduce: error: --host 127.0.0.1 --port {port}: Address already in "
-                   "use; give another --port (0: any free one) or --host"]  # no "using" line
+    assert err == [
+        f"transduce: error: --host 127.0.0.1 --port {port}: Address already in "
+        "use; give another --port (0: any free one) or --host"
+    ]  # no "using" line
     assert main(["serve", str(trained_run), "--host", "no-such-host.invalid"]) == 2
     assert "--host no-such-host.invalid: " in capsys.readouterr().err
 
 
 def test_port_zero_serves_on_a_free_port_and_says_which(trained_run):
-    process = subprocess.Popen([sys.executable, "-m", "transduce", "serve", str(trained_run),
-                                "--port", "0"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "transduce", "serve", str(trained_run), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = process.stdout.readline()  # printed once the model is loaded
         url = re.search(r"http://127\.0\.0\.1:(\d+)/", line)

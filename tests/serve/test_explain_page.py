@@ -14,14 +14,11 @@ import numpy as np
 import pytest
 
 import transduce
-from tests.serve.conftest import serve
-from tests.serve.test_browser import CHROMIUM, DRIVER, browser  # noqa: F401 (a fixture)
+from tests.helpers.serving import serve
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER),
-    reason="no Chromium here: apt-get install -y chromium chromium-driver (.ci/run does)")
-SENTENCE = os.environ.get("TRANSDUCE_EXPLAIN_SENTENCE",
-                          "seven hundred forty-two thousand one hundred nine")
+SENTENCE = os.environ.get(
+    "TRANSDUCE_EXPLAIN_SENTENCE", "seven hundred forty-two thousand one hundred nine"
+)
 
 
 def wait(browser, condition, seconds=60):
@@ -74,7 +71,7 @@ def run_and_model(trained_run):
 
 
 @pytest.fixture
-def page(run_and_model, browser):  # noqa: F811
+def page(run_and_model, browser):
     run, model = run_and_model
     with serve(run, "--threads", "1") as url:
         yield url, browser, model
@@ -99,7 +96,8 @@ def test_stepping_shows_the_beam_and_the_attention_of_each_token(page):
     finished = [c for c in api.steps[2]["candidates"] if c["status"] == "finished"]
     assert len(css(browser, "#beam-table tr.st-finished")) == len(finished)
     assert len(css(browser, "#tree .tree-node")) == sum(
-        1 for s in api.steps[:3] for c in s["candidates"] if c["status"] != "dropped")
+        1 for s in api.steps[:3] for c in s["candidates"] if c["status"] != "dropped"
+    )
     browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
     assert step_label(browser) == f"step 2 of {len(api.steps)}"
     now = css(browser, "#output .tok.now")[0].text
@@ -111,11 +109,15 @@ def test_stepping_shows_the_beam_and_the_attention_of_each_token(page):
     for line in lines:
         h, k = int(line.get_attribute("data-head")), int(line.get_attribute("data-key"))
         assert float(line.get_attribute("data-weight")) == pytest.approx(
-            float(api.maps.cross[last][h][1][k]), abs=1e-4)
-    drawn = {(int(x.get_attribute("data-head")), int(x.get_attribute("data-key")))
-             for x in lines}
-    expected = {(h, k) for h in range(api.maps.cross[last].shape[0])
-                for k, w in enumerate(api.maps.cross[last][h][1]) if w >= 0.005}
+            float(api.maps.cross[last][h][1][k]), abs=1e-4
+        )
+    drawn = {(int(x.get_attribute("data-head")), int(x.get_attribute("data-key"))) for x in lines}
+    expected = {
+        (h, k)
+        for h in range(api.maps.cross[last].shape[0])
+        for k, w in enumerate(api.maps.cross[last][h][1])
+        if w >= 0.005
+    }
     assert drawn == expected
     shot(browser, "decoding", "#decoding")
     shot(browser, "head_view", "#attention")
@@ -124,26 +126,32 @@ def test_stepping_shows_the_beam_and_the_attention_of_each_token(page):
 def test_a_head_picked_in_the_model_view_opens_with_the_models_numbers(page):
     url, browser, model = page
     explained(browser, url, SENTENCE)
-    layers, heads = len(model.attention(SENTENCE).cross), model.model.decoder.layers[0] \
-        .cross_attn.num_heads
+    layers, heads = (
+        len(model.attention(SENTENCE).cross),
+        model.model.decoder.layers[0].cross_attn.num_heads,
+    )
     thumbs = css(browser, "#model-view .thumb")
     assert len(thumbs) == layers * heads
     browser.execute_script("window.lastHead = null")
-    pick = [t for t in thumbs if t.get_attribute("data-layer") == "0"
-            and t.get_attribute("data-head") == str(heads - 1)][0]
+    pick = [
+        t
+        for t in thumbs
+        if t.get_attribute("data-layer") == "0" and t.get_attribute("data-head") == str(heads - 1)
+    ][0]
     browser.execute_script(  # an SVG group takes a dispatched click
-        "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", pick)
+        "arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", pick
+    )
     wait(browser, lambda b: b.execute_script("return window.lastHead"))
     numbers = browser.execute_script("return window.lastHead")
     assert (numbers["kind"], numbers["layer"], numbers["head"]) == ("cross", 0, heads - 1)
     api = model.head(SENTENCE, "cross", 0, heads - 1, numbers["query"])
     scores = [float(x.get_attribute("data-score")) for x in css(browser, "#head-numbers .score")]
-    weights = [float(x.get_attribute("data-weight"))
-               for x in css(browser, "#head-numbers .weight")]
+    weights = [float(x.get_attribute("data-weight")) for x in css(browser, "#head-numbers .weight")]
     np.testing.assert_allclose(scores, api.scores, atol=1e-4)
     np.testing.assert_allclose(weights, api.weights, atol=1e-4)
-    np.testing.assert_allclose(weights, model.attention(SENTENCE).cross[0][heads - 1][
-        numbers["query"]], atol=1e-4)
+    np.testing.assert_allclose(
+        weights, model.attention(SENTENCE).cross[0][heads - 1][numbers["query"]], atol=1e-4
+    )
     shot(browser, "head", "#head")
     shot(browser, "model_view", "#model-view")
 
@@ -154,20 +162,21 @@ def test_the_decoder_head_shows_the_mask_and_positions_are_drawn(page):
     url, browser, model = page
     explained(browser, url, SENTENCE)
     Select(css(browser, "#kind")[0]).select_by_value("decoder")
-    wait(browser, lambda b: b.execute_script(
-        "return window.lastHead && window.lastHead.kind === 'decoder'"))
+    wait(
+        browser,
+        lambda b: b.execute_script("return window.lastHead && window.lastHead.kind === 'decoder'"),
+    )
     numbers = browser.execute_script("return window.lastHead")
     masked = css(browser, "#head-numbers .score.masked")
     assert len(masked) == len(numbers["key_tokens"]) - numbers["query"] - 1
-    assert all(s is None for s in numbers["scores"][numbers["query"] + 1:])
+    assert all(s is None for s in numbers["scores"][numbers["query"] + 1 :])
     table = model.explain(SENTENCE).positions["table"]
     assert len(css(browser, "#pe-table rect")) == 1 + table.size  # the background, then cells
     assert len(css(browser, "#pe-curves polyline")) == 4
     shot(browser, "positions", "#positions")
 
 
-@pytest.mark.parametrize("view", ["head-view", "model-view", "head-numbers", "pe-table",
-                                  "tree"])
+@pytest.mark.parametrize("view", ["head-view", "model-view", "head-numbers", "pe-table", "tree"])
 def test_every_view_exports_as_svg_and_png(page, view):
     url, browser, _ = page
     explained(browser, url, SENTENCE)
@@ -175,7 +184,9 @@ def test_every_view_exports_as_svg_and_png(page, view):
         done = browser.execute_async_script(
             "var cb = arguments[arguments.length - 1];"
             "window.explainExport(arguments[0], arguments[1]).then(cb, e => cb(String(e)))",
-            view, kind)
+            view,
+            kind,
+        )
         assert isinstance(done, dict), done
         assert done["href"].startswith(start) and done["bytes"] > 500
         assert done["view"] == f"{view}.{kind}"
@@ -183,18 +194,37 @@ def test_every_view_exports_as_svg_and_png(page, view):
     assert link.get_attribute("download") == f"{view}.png"
 
 
-def test_a_six_layer_eight_head_model_and_a_sixty_token_sentence(tmp_path, browser,  # noqa: F811
-                                                                  record_property):
+def test_a_six_layer_eight_head_model_and_a_sixty_token_sentence(
+    tmp_path,
+    browser,
+    record_property,
+):
     """The page holds a 6+6-layer, 8-head model (a demo run of two updates: the size, not
     the skill, is the point) and a 60-token sentence; how long one step takes to draw is
     recorded (a benchmark figure, printed, never asserted)."""
     from transduce.cli.main import main
 
     run = tmp_path / "big"
-    assert main(["demo", "max_steps=2", "num_encoder_layers=6", "num_decoder_layers=6",
-                 "num_heads=8", "d_model=64", "d_ff=128", "max_len=160", "held_out=5",
-                 "valid_every=2",
-                 "threads=1", "--output", str(run)]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "max_steps=2",
+                "num_encoder_layers=6",
+                "num_decoder_layers=6",
+                "num_heads=8",
+                "d_model=64",
+                "d_ff=128",
+                "max_len=160",
+                "held_out=5",
+                "valid_every=2",
+                "threads=1",
+                "--output",
+                str(run),
+            ]
+        )
+        == 0
+    )
     model = transduce.load(run, device="cpu", precision="fp32", verbose=False)
     words = ("seven hundred forty-two thousand one hundred ninety-nine " * 7).split()
     sentence = " ".join(words)
@@ -213,32 +243,58 @@ def test_a_six_layer_eight_head_model_and_a_sixty_token_sentence(tmp_path, brows
         median = float(np.median(times))
         record_property("explain_step_ms", median)
         record_property("explain_first_step_ms", first)
-        print(f"explain: one step of a 6-layer, 8-head model over {len(source)} source tokens "
-              f"drew in {median:.0f} ms (median of 10); the first, with the 48 thumbnails, "
-              f"in {first:.0f} ms")
+        print(
+            f"explain: one step of a 6-layer, 8-head model over {len(source)} source tokens "
+            f"drew in {median:.0f} ms (median of 10); the first, with the 48 thumbnails, "
+            f"in {first:.0f} ms"
+        )
         out = os.environ.get("TRANSDUCE_EXPLAIN_TIMING")
         if out:
-            Path(out).write_text(json.dumps({"source_tokens": len(source), "layers": 6,
-                                             "heads": 8, "median_step_ms": median, "first_step_ms": first,
-                                             "steps_ms": times, "when": time.time()}))
+            Path(out).write_text(
+                json.dumps(
+                    {
+                        "source_tokens": len(source),
+                        "layers": 6,
+                        "heads": 8,
+                        "median_step_ms": median,
+                        "first_step_ms": first,
+                        "steps_ms": times,
+                        "when": time.time(),
+                    }
+                )
+            )
 
 
-def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):  # noqa: F811
+def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from tests.forecasting.test_cli import write_sine
+    from tests.helpers.forecasting import write_sine
     from transduce.api.forecaster import Forecaster
 
     csv = write_sine(tmp_path / "sine.csv", n=400)
-    model = Forecaster.fit(csv, tmp_path / "run", model="transformer", input_length=48,
-                           horizon=12, d_model=16, d_ff=32, num_heads=2, max_epochs=1,
-                           threads=1)
+    model = Forecaster.fit(
+        csv,
+        tmp_path / "run",
+        model="transformer",
+        input_length=48,
+        horizon=12,
+        d_model=16,
+        d_ff=32,
+        num_heads=2,
+        max_epochs=1,
+        threads=1,
+    )
     api = model.attention(csv)
     with serve(tmp_path / "run", "--threads", "1") as url:
         browser.get(url + "explain")
-        wait(browser, lambda b: b.find_element(By.ID, "series").is_displayed()
-             and b.find_element(By.ID, "rows").get_attribute("value"))
+        wait(
+            browser,
+            lambda b: (
+                b.find_element(By.ID, "series").is_displayed()
+                and b.find_element(By.ID, "rows").get_attribute("value")
+            ),
+        )
         rows = browser.find_element(By.ID, "rows")
         rows.clear()
         rows.send_keys(open(csv, encoding="utf-8").read())
@@ -249,12 +305,12 @@ def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):  #
         mean = np.array(api["weights"]).mean(0)
         for cell in cells[::37]:
             i, j = int(cell.get_attribute("data-row")), int(cell.get_attribute("data-col"))
-            assert float(cell.get_attribute("data-weight")) == pytest.approx(mean[i, j],
-                                                                              abs=1e-4)
+            assert float(cell.get_attribute("data-weight")) == pytest.approx(mean[i, j], abs=1e-4)
         labels = [t.text for t in css(browser, "#series-map text")]
         assert api["columns"][0] in labels and api["forecast_dates"][0] in labels
         Select(browser.find_element(By.ID, "series-head")).select_by_index(2)
         first = css(browser, "#series-map rect.series-cell")[0]
         assert float(first.get_attribute("data-weight")) == pytest.approx(
-            api["weights"][1][0][0], abs=1e-4)
+            api["weights"][1][0][0], abs=1e-4
+        )
         shot(browser, "forecast_attention", "#series")

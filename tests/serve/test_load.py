@@ -2,7 +2,7 @@
 none lost, none mixed up, no error; and concurrent clients are batched together."""
 
 import transduce
-from tests.serve.conftest import serve
+from tests.helpers.serving import serve
 from transduce.data.numbers import english
 from transduce.serve.load import run_load
 

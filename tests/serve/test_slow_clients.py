@@ -5,11 +5,13 @@ import socket
 import time
 import urllib.request
 
-from tests.serve.conftest import serve
+from tests.helpers.serving import serve
 
 HALF_HEADERS = b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"
-HALF_BODY = (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-             b"\r\nContent-Length: 40\r\n\r\n{\"sentences\": [\"one")
+HALF_BODY = (
+    b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+    b'\r\nContent-Length: 40\r\n\r\n{"sentences": ["one'
+)
 
 
 def _stall(url: str, request: bytes) -> socket.socket:
@@ -38,8 +40,9 @@ def _answer(sock: socket.socket, wait: float) -> bytes | None:
 def test_stalled_requests_are_timed_out_and_the_server_keeps_serving(trained_run):
     with serve(trained_run, "--threads", "1", "--read-timeout", "1") as url:
         kinds = {"no bytes": b"", "half the headers": HALF_HEADERS, "half the body": HALF_BODY}
-        stalled = {name: [_stall(url, request) for _ in range(7)]
-                   for name, request in kinds.items()}  # 21 connections
+        stalled = {
+            name: [_stall(url, request) for _ in range(7)] for name, request in kinds.items()
+        }  # 21 connections
         start = time.monotonic()
         answers = {}
         for name, sockets in stalled.items():

@@ -31,13 +31,16 @@ def arm(point: str, n: int) -> None:
             if reached():
                 die()
             return result
+
         setattr(owner, name, wrapped)
 
     if point == "spm":
         import sentencepiece
+
         after(sentencepiece.SentencePieceTrainer, "train")
     elif point == "save":
         import torch
+
         original = torch.save
 
         def half_save(obj, path, *args, **kwargs):
@@ -46,12 +49,15 @@ def arm(point: str, n: int) -> None:
                 with open(path, "r+b") as f:
                     f.truncate(os.path.getsize(path) // 2)
                 die()
+
         torch.save = half_save
     elif point == "checkpoint":
         from transduce import runs
+
         after(runs, "save_checkpoint")
     elif point == "update":
         from transduce.training.engine import Engine
+
         after(Engine, "update")
     elif point == "metrics":
         import json
@@ -64,6 +70,7 @@ def arm(point: str, n: int) -> None:
                     f.write(json.dumps(row)[:20])
                 die()
             original(run_dir, row)
+
         original = runs.append_metrics
         runs.append_metrics = torn_row
     else:

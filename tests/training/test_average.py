@@ -6,8 +6,14 @@ from transduce.runs import average_checkpoints, load_checkpoint, save_checkpoint
 
 
 def fake_checkpoint(path, value, tokenizer="abc"):
-    save_checkpoint(path, {"model": {"w": torch.full((2, 2), value), "steps": torch.tensor(7)},
-                           "model_config": {"src_vocab_size": 5}, "tokenizer": tokenizer})
+    save_checkpoint(
+        path,
+        {
+            "model": {"w": torch.full((2, 2), value), "steps": torch.tensor(7)},
+            "model_config": {"src_vocab_size": 5},
+            "tokenizer": tokenizer,
+        },
+    )
     return path
 
 
@@ -19,8 +25,10 @@ def test_average_equals_the_hand_average(tmp_path):
 
 
 def test_checkpoints_of_different_runs_are_refused(tmp_path):
-    paths = [fake_checkpoint(tmp_path / "a.pt", 1.0),
-             fake_checkpoint(tmp_path / "b.pt", 2.0, tokenizer="other")]
+    paths = [
+        fake_checkpoint(tmp_path / "a.pt", 1.0),
+        fake_checkpoint(tmp_path / "b.pt", 2.0, tokenizer="other"),
+    ]
     with pytest.raises(Exception, match="another run"):
         average_checkpoints(paths)
 

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.forecasting.test_cli import TINY as FORECAST_TINY
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import SINE_YAML as FORECAST_TINY
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint, step_checkpoints
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(not torch.distributed.is_available(),
-                                reason="this PyTorch build has no torch.distributed")
+pytestmark = pytest.mark.skipif(
+    not torch.distributed.is_available(), reason="this PyTorch build has no torch.distributed"
+)
 
 
 def torchrun(*args, processes=2, module="transduce"):
@@ -26,9 +27,18 @@ def torchrun(*args, processes=2, module="transduce"):
     thread per process: two processes share this machine's two cores). device=cpu: on a
     machine with one GPU, device=auto would give the second process a cuda:1 that is not
     there."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={processes}", "-m", module, *map(str, args), "threads=1",
-            "device=cpu"]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={processes}",
+        "-m",
+        module,
+        *map(str, args),
+        "threads=1",
+        "device=cpu",
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -39,8 +49,14 @@ def _launcher_scratch(tmp_path, monkeypatch):
 
 def run(command, timeout=240):
     # a process that dies of a signal prints where each of its threads was (faulthandler)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"})
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -55,11 +71,20 @@ def assert_close(a, b, atol):
 def test_two_processes_make_the_update_of_one_on_both_batches(config, tmp_path, segmentation):
     # dropout off: the two processes draw other masks than one process would; BPE-dropout
     # on: every process must draw the segmentation that one process draws
-    settings = ["dropout=0", "max_steps=1", "valid_every=1", "valid_bleu_sentences=2",
-                "precision=fp32", "device=cpu", segmentation]
+    settings = [
+        "dropout=0",
+        "max_steps=1",
+        "valid_every=1",
+        "valid_bleu_sentences=2",
+        "precision=fp32",
+        "device=cpu",
+        segmentation,
+    ]
     run(torchrun("train", config, *settings, "--run-dir", tmp_path / "two"))
-    assert main(["train", str(config), *settings, "accumulate=2",
-                 "--run-dir", str(tmp_path / "one")]) == 0
+    assert (
+        main(["train", str(config), *settings, "accumulate=2", "--run-dir", str(tmp_path / "one")])
+        == 0
+    )
     two = load_checkpoint(tmp_path / "two/checkpoints/step_1.pt")
     one = load_checkpoint(tmp_path / "one/checkpoints/step_1.pt")
     assert len(two["rng"]) == 2 and len(one["rng"]) == 1  # a stream per process
@@ -71,9 +96,12 @@ def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
     settings = ["max_steps=16", "precision=fp32"]
     run(torchrun("train", config, *settings, "--run-dir", tmp_path / "whole"))
     killed = tmp_path / "killed"
-    process = subprocess.Popen(torchrun("train", config, *settings, "--run-dir", killed),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        torchrun("train", config, *settings, "--run-dir", killed),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 180
     while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -81,19 +109,32 @@ def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
     process.wait()
     assert not (killed / "checkpoints" / "step_16.pt").exists()
     run(torchrun("train", "--run-dir", killed))  # resumes from the run's own config.yaml
-    assert_close(load_checkpoint(tmp_path / "whole/checkpoints/step_16.pt")["model"],
-                 load_checkpoint(killed / "checkpoints/step_16.pt")["model"], atol=0)
+    assert_close(
+        load_checkpoint(tmp_path / "whole/checkpoints/step_16.pt")["model"],
+        load_checkpoint(killed / "checkpoints/step_16.pt")["model"],
+        atol=0,
+    )
 
 
 def test_a_two_process_run_stopped_by_sigterm_saves_and_resumes(config, tmp_path):
     """As a scheduler stops a job: SIGTERM to torchrun, which passes it to its workers. Both
     finish the same update, save it, and exit; the run then resumes from that step."""
-    from tests.training.test_kill import stopped_by_sigterm
+    from tests.helpers.processes import stopped_by_sigterm
 
     run_dir = tmp_path / "stopped"
-    status, err = stopped_by_sigterm(torchrun("train", config, "max_steps=100000",
-                                              "valid_every=1000", "log_every=1",
-                                              "precision=fp32", "--run-dir", run_dir), run_dir)
+    status, err = stopped_by_sigterm(
+        torchrun(
+            "train",
+            config,
+            "max_steps=100000",
+            "valid_every=1000",
+            "log_every=1",
+            "precision=fp32",
+            "--run-dir",
+            run_dir,
+        ),
+        run_dir,
+    )
     assert status != 0
     saved = step_checkpoints(run_dir)
     assert len(saved) == 1, err[-3000:]
@@ -110,8 +151,11 @@ def test_two_process_forecasting_trains_and_resumes(tmp_path):
     config.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
     common = ["model=transformer", "dropout=0.1"]
     run(torchrun("forecast", "train", config, *common, "--run-dir", tmp_path / "whole"))
-    run(torchrun("forecast", "train", config, *common, "max_epochs=2",
-                 "--run-dir", tmp_path / "split"))
+    run(
+        torchrun(
+            "forecast", "train", config, *common, "max_epochs=2", "--run-dir", tmp_path / "split"
+        )
+    )
     run(torchrun("forecast", "train", config, *common, "--run-dir", tmp_path / "split"))
     a = load_checkpoint(step_checkpoints(tmp_path / "whole")[-1])
     b = load_checkpoint(step_checkpoints(tmp_path / "split")[-1])
@@ -128,7 +172,16 @@ def test_the_ddp_wrapper_is_gone_before_the_process_group(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")
     config = tmp_path / "tiny.yaml"
     config.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
-    result = run(torchrun("forecast", "train", config, "model=transformer", "max_epochs=1",
-                          "--run-dir", tmp_path / "run", module="tests.training.teardown"))
-    assert result.stdout.count("DistributedDataParallel alive at teardown: [0]") == 2, \
-        result.stdout
+    result = run(
+        torchrun(
+            "forecast",
+            "train",
+            config,
+            "model=transformer",
+            "max_epochs=1",
+            "--run-dir",
+            tmp_path / "run",
+            module="tests.training.teardown",
+        )
+    )
+    assert result.stdout.count("DistributedDataParallel alive at teardown: [0]") == 2, result.stdout

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from tests.forecasting.test_cli import TINY as FORECAST_TINY
-from tests.forecasting.test_cli import write_sine
+from tests.helpers.forecasting import SINE_YAML as FORECAST_TINY
+from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
@@ -55,8 +55,14 @@ class ToyTask:
 def engine_for(task, tmp_path, **settings):
     cfg = EngineConfig(**{"max_steps": 1, "valid_every": 1, **settings})
     session = Session(0, 1, torch.device("cpu"), "fp32")
-    return Engine(task=task, cfg=cfg, session=session, run_dir=tmp_path / "run", config={},
-                  log=logging.getLogger("test"))
+    return Engine(
+        task=task,
+        cfg=cfg,
+        session=session,
+        run_dir=tmp_path / "run",
+        config={},
+        log=logging.getLogger("test"),
+    )
 
 
 def test_accumulation_gives_the_gradient_of_the_merged_batch(tmp_path):
@@ -82,8 +88,7 @@ class ConstantGradient(ToyTask):
 
 def test_cooldown_lowers_the_rate_linearly_to_zero_over_the_end_of_the_budget(tmp_path):
     x = torch.tensor([[1.0, 2.0, 3.0]])
-    engine = engine_for(ConstantGradient([x]), tmp_path, max_steps=4, cooldown=0.5,
-                        log_every=1)
+    engine = engine_for(ConstantGradient([x]), tmp_path, max_steps=4, cooldown=0.5, log_every=1)
     start = engine.model.weight.detach().clone()
     engine.run()
     # Progress before updates 1..4 is 0, 1/4, 1/2, 3/4: factors 1, 1, 1, 1/2.
@@ -107,20 +112,23 @@ def test_an_epoch_budget_bar_counts_epochs_once_they_end(tmp_path, monkeypatch):
     batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
     engine = engine_for(ToyTask(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0)
     seen, original = [], Engine.update
-    monkeypatch.setattr(Engine, "update", lambda self, *a: (original(self, *a),
-                                                            seen.append(self.report.bar.n)))
+    monkeypatch.setattr(
+        Engine, "update", lambda self, *a: (original(self, *a), seen.append(self.report.bar.n))
+    )
     engine.run()
     assert seen == [0, 0, 1, 1, 1, 2]  # not 1 while the first epoch is still training
 
 
-def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(tmp_path,
-                                                                              monkeypatch):
+def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(
+    tmp_path, monkeypatch
+):
     batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(2)]
     # a config's hour of training, cut to 4 updates on the command line: the steps end it
     engine = engine_for(ToyTask(batches), tmp_path, max_steps=4, max_minutes=60.0)
     seen, original = [], Engine.update
-    monkeypatch.setattr(Engine, "update", lambda self, *a: (original(self, *a),
-                                                            seen.append(self.report.bar.n)))
+    monkeypatch.setattr(
+        Engine, "update", lambda self, *a: (original(self, *a), seen.append(self.report.bar.n))
+    )
     engine.run()
     assert engine.report.bar_unit == "%" and seen == pytest.approx([25, 50, 75, 100])
 
@@ -177,10 +185,13 @@ def test_ctrl_c_saves_the_run_after_the_update_and_it_resumes_as_if_never_stoppe
     assert [r["step"] for r in rows if "score" in r] == [3]  # no validation for the stop
 
     engine_for(ToyTask(batches), tmp_path / "stopped", **settings).run()  # resumes at 4
-    final, expected = (load_checkpoint(r / "run" / "checkpoints" / "step_7.pt")
-                       for r in (tmp_path / "stopped", tmp_path / "whole"))
-    torch.testing.assert_close(final["model"]["weight"], expected["model"]["weight"],
-                               rtol=0, atol=0)
+    final, expected = (
+        load_checkpoint(r / "run" / "checkpoints" / "step_7.pt")
+        for r in (tmp_path / "stopped", tmp_path / "whole")
+    )
+    torch.testing.assert_close(
+        final["model"]["weight"], expected["model"]["weight"], rtol=0, atol=0
+    )
     rows = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     assert [r["step"] for r in rows if "score" in r] == [3, 6, 7]  # as the whole run's
 
@@ -195,21 +206,25 @@ class Scores(ToyTask):
 
 def test_rows_and_bar_count_completed_epochs_and_the_bar_ends_on_the_last_validation(tmp_path):
     batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
-    engine = engine_for(Scores(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0,
-                        log_every=3)
+    engine = engine_for(
+        Scores(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0, log_every=3
+    )
     engine.run()
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     # a training row and the validation row at the end of an epoch name the same epoch
     assert [(r["step"], r["epoch"], "score" in r) for r in rows] == [
-        (3, 1, False), (3, 1, True), (6, 2, False), (6, 2, True)]
+        (3, 1, False),
+        (3, 1, True),
+        (6, 2, False),
+        (6, 2, True),
+    ]
     postfix = engine.report.bar.postfix
     assert "epoch=2" in postfix and "score=2" in postfix, postfix
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5])
 def test_cooldown_outside_zero_to_one_is_refused(value):
-    assert [key for key, _ in EngineConfig(max_steps=1, cooldown=value).problems()] == [
-        "cooldown"]
+    assert [key for key, _ in EngineConfig(max_steps=1, cooldown=value).problems()] == ["cooldown"]
 
 
 def test_a_run_without_batches_stops_at_once_with_one_line(tmp_path):
@@ -234,8 +249,9 @@ def test_processes_that_computed_different_batches_stop_at_once():
     ours = [torch.tensor([3, 0]), torch.tensor([2, 1])]
     other = TwoProcesses()
     check_same_batches(other, 0, [torch.tensor([3, 0]), torch.tensor([1, 2])])
-    check_same_batches(TwoProcesses(theirs=other.sent), 0,
-                       [torch.tensor([3, 0]), torch.tensor([1, 2])])  # the same: carries on
+    check_same_batches(
+        TwoProcesses(theirs=other.sent), 0, [torch.tensor([3, 0]), torch.tensor([1, 2])]
+    )  # the same: carries on
     with pytest.raises(RuntimeError, match="2 processes computed different batches for epoch 3"):
         check_same_batches(TwoProcesses(theirs=other.sent), 2, ours)
 
@@ -245,9 +261,11 @@ def test_only_the_engine_steps_an_optimiser():
     which the study figures (tasks/figures.py) fit their toy models (a kernel width, a
     sequence reverser) in a few hundred plain steps: nothing to checkpoint, resume, budget
     or distribute."""
-    steppers = sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
-                      if re.search(r"(optimi[sz]er|scaler)\.step\(",
-                                   p.read_text(encoding="utf-8")))
+    steppers = sorted(
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        if re.search(r"(optimi[sz]er|scaler)\.step\(", p.read_text(encoding="utf-8"))
+    )
     assert steppers == ["training/engine.py", "training/toy.py"]
 
 
@@ -255,25 +273,39 @@ def test_every_task_trains_through_the_engine(config, tmp_path, monkeypatch):
     """Translation, forecasting and the demo: each update is the engine's."""
     updates = []
     original = Engine.update
-    monkeypatch.setattr(Engine, "update", lambda self, *a: (updates.append(self.task.kind),
-                                                              original(self, *a)))
+    monkeypatch.setattr(
+        Engine, "update", lambda self, *a: (updates.append(self.task.kind), original(self, *a))
+    )
     assert main(["train", str(config), "max_steps=2", "--run-dir", str(tmp_path / "t")]) == 0
     csv = write_sine(tmp_path / "sine.csv")
     forecast = tmp_path / "forecast.yaml"
     forecast.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
-    assert main(["forecast", "train", str(forecast), "max_steps=3",
-                 "--run-dir", str(tmp_path / "f")]) == 0
-    assert main(["demo", "max_steps=2", "held_out=5", "valid_numbers=5", "batch_size=8",
-                 "--out", str(tmp_path / "d")]) == 0
+    assert (
+        main(["forecast", "train", str(forecast), "max_steps=3", "--run-dir", str(tmp_path / "f")])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "demo",
+                "max_steps=2",
+                "held_out=5",
+                "valid_numbers=5",
+                "batch_size=8",
+                "--out",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
     assert updates == ["translation"] * 2 + ["forecast"] * 3 + ["numbers"] * 2
 
 
 def test_a_resumed_run_repeats_no_metrics_and_logs_every_curve(config, tmp_path):
     run = tmp_path / "run"
-    assert main(["train", str(config), "max_steps=6", "log_every=1",
-                 "--run-dir", str(run)]) == 0
+    assert main(["train", str(config), "max_steps=6", "log_every=1", "--run-dir", str(run)]) == 0
     with open(run / "metrics.jsonl", "a", encoding="utf-8") as f:  # a run that died after
-        for step in (7, 8):                                          # its last checkpoint
+        for step in (7, 8):  # its last checkpoint
             f.write(json.dumps({"step": step, "train_loss": 1.0}) + "\n")
     assert main(["train", "--run-dir", str(run), "max_steps=12"]) == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").open(encoding="utf-8")]
@@ -283,22 +315,33 @@ def test_a_resumed_run_repeats_no_metrics_and_logs_every_curve(config, tmp_path)
 
     events = EventAccumulator(str(run / "tensorboard")).Reload()
     assert {"train_loss", "lr", "tokens_per_s", "grad_norm", "valid_bleu"} <= set(
-        events.Tags()["scalars"])
+        events.Tags()["scalars"]
+    )
 
 
 @pytest.fixture
 def forecast_config(tmp_path):
     csv = write_sine(tmp_path / "sine.csv")
     path = tmp_path / "tiny.yaml"
-    path.write_text(FORECAST_TINY.format(csv=csv) + "dropout: 0.1\nmodel: transformer\n",
-                    encoding="utf-8")
+    path.write_text(
+        FORECAST_TINY.format(csv=csv) + "dropout: 0.1\nmodel: transformer\n", encoding="utf-8"
+    )
     return path
 
 
 def test_forecasting_resumes_exactly_from_the_middle_of_an_epoch(forecast_config, tmp_path):
     def train(run, *settings):
-        return main(["forecast", "train", str(forecast_config), "max_epochs=2", *settings,
-                     "--run-dir", str(tmp_path / run)])
+        return main(
+            [
+                "forecast",
+                "train",
+                str(forecast_config),
+                "max_epochs=2",
+                *settings,
+                "--run-dir",
+                str(tmp_path / run),
+            ]
+        )
 
     assert train("whole") == 0
     assert train("split", "max_steps=5") == 0
@@ -314,8 +357,19 @@ def test_forecasting_resumes_exactly_from_the_middle_of_an_epoch(forecast_config
 
 def test_forecasting_checks_its_time_budget_after_every_update(forecast_config, tmp_path):
     run = tmp_path / "run"
-    assert main(["forecast", "train", str(forecast_config), "max_minutes=0.00001",
-                 "--run-dir", str(run)]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                str(forecast_config),
+                "max_minutes=0.00001",
+                "--run-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
     last = load_checkpoint(step_checkpoints(run)[-1])
     assert (last["step"], last["epoch"]) == (1, 0)
     assert "reached max_minutes" in (run / "train.log").read_text(encoding="utf-8")
@@ -326,6 +380,18 @@ def test_training_on_a_cpu_retains_freed_memory(forecast_config, tmp_path, monke
     calls = []
     monkeypatch.setattr(train_module, "retain_freed_memory", lambda: calls.append(1) or True)
     # device=cpu: on a machine with a GPU, device=auto trains there and glibc is not asked
-    assert main(["forecast", "train", str(forecast_config), "max_steps=1", "device=cpu",
-                 "--run-dir", str(tmp_path / "run")]) == 0
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                str(forecast_config),
+                "max_steps=1",
+                "device=cpu",
+                "--run-dir",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 0
+    )
     assert calls == [1]

@@ -35,19 +35,35 @@ def test_no_pair_surviving_filtering_stops_at_once_and_writes_nothing(config, tm
     assert not run.exists()
 
 
-@pytest.mark.parametrize("setting, named", [
-    ("dropout=1.5", "dropout"), ("dropout=-0.5", "dropout"), ("num_heads=0", "num_heads"),
-    ("num_heads=-2", "num_heads"), ("d_model=0", "d_model"),
-    ("num_encoder_layers=0", "num_encoder_layers"), ("num_decoder_layers=0", "num_decoder_layers"),
-    ("vocab_size=5", "vocab_size"), ("spm_model_type=foo", "spm_model_type"), ("lr=-1", "lr"),
-    ("lr=nan", "lr"), ("label_smoothing=2", "label_smoothing"), ("patience=-1", "patience"),
-    ("max_minutes=-1", "max_minutes"), ("valid_bleu_sentences=-1", "valid_bleu_sentences"),
-    ("max_ratio=0", "max_ratio"), ("threads=-1", "threads"), ("bpe_dropout=1", "bpe_dropout"),
-    ("bpe_dropout=-0.1", "bpe_dropout"), ("weight_decay=-0.01", "weight_decay"),
-    ("weight_decay=1", "weight_decay"),
-])
-def test_invalid_values_are_refused_before_anything_is_written(config, tmp_path, capsys,
-                                                               setting, named):
+@pytest.mark.parametrize(
+    "setting, named",
+    [
+        ("dropout=1.5", "dropout"),
+        ("dropout=-0.5", "dropout"),
+        ("num_heads=0", "num_heads"),
+        ("num_heads=-2", "num_heads"),
+        ("d_model=0", "d_model"),
+        ("num_encoder_layers=0", "num_encoder_layers"),
+        ("num_decoder_layers=0", "num_decoder_layers"),
+        ("vocab_size=5", "vocab_size"),
+        ("spm_model_type=foo", "spm_model_type"),
+        ("lr=-1", "lr"),
+        ("lr=nan", "lr"),
+        ("label_smoothing=2", "label_smoothing"),
+        ("patience=-1", "patience"),
+        ("max_minutes=-1", "max_minutes"),
+        ("valid_bleu_sentences=-1", "valid_bleu_sentences"),
+        ("max_ratio=0", "max_ratio"),
+        ("threads=-1", "threads"),
+        ("bpe_dropout=1", "bpe_dropout"),
+        ("bpe_dropout=-0.1", "bpe_dropout"),
+        ("weight_decay=-0.01", "weight_decay"),
+        ("weight_decay=1", "weight_decay"),
+    ],
+)
+def test_invalid_values_are_refused_before_anything_is_written(
+    config, tmp_path, capsys, setting, named
+):
     run = tmp_path / "run"
     assert train(config, run, setting) == 2
     line = one_line(capsys)
@@ -59,8 +75,9 @@ def test_bpe_dropout_needs_a_bpe_tokenizer():
     from transduce.tasks.translation.config import TrainConfig
 
     assert TrainConfig(bpe_dropout=0.1).problems() == []
-    assert [key for key, _ in TrainConfig(bpe_dropout=0.1, spm_model_type="unigram").problems()
-            ] == ["bpe_dropout"]
+    assert [
+        key for key, _ in TrainConfig(bpe_dropout=0.1, spm_model_type="unigram").problems()
+    ] == ["bpe_dropout"]
 
 
 def test_an_invalid_value_from_a_file_names_the_file(config, tmp_path, capsys):
@@ -122,10 +139,21 @@ def test_a_second_writer_is_refused_naming_the_holder(config, tmp_path, capsys):
 
 def test_two_trainings_on_one_directory_exactly_one_proceeds(config, tmp_path):
     run = tmp_path / "run"
-    command = [sys.executable, "-m", "transduce", "train", str(config), "max_steps=30",
-               "valid_every=30", "--run-dir", str(run)]
-    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for _ in range(2)]
+    command = [
+        sys.executable,
+        "-m",
+        "transduce",
+        "train",
+        str(config),
+        "max_steps=30",
+        "valid_every=30",
+        "--run-dir",
+        str(run),
+    ]
+    processes = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stderr.read()) for p in processes]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 2], results
@@ -137,10 +165,13 @@ def test_two_trainings_on_one_directory_exactly_one_proceeds(config, tmp_path):
 
 def test_a_lock_left_by_a_killed_process_does_not_stick(config, tmp_path):
     run = tmp_path / "run"
-    script = ("import sys, time\nfrom transduce import runs\nheld = runs.lock(sys.argv[1])\n"
-              "held.__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n")
-    holder = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE,
-                              text=True)
+    script = (
+        "import sys, time\nfrom transduce import runs\nheld = runs.lock(sys.argv[1])\n"
+        "held.__enter__()\nprint('held', flush=True)\ntime.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE, text=True
+    )
     assert holder.stdout.readline().strip() == "held"
     holder.kill()
     holder.wait()
@@ -148,8 +179,9 @@ def test_a_lock_left_by_a_killed_process_does_not_stick(config, tmp_path):
     assert train(config, run, "max_steps=2", "valid_every=2") == 0
 
 
-def test_a_validation_line_longer_than_the_positions_is_cut_not_fatal(config, corpus, tmp_path,
-                                                                      capsys):
+def test_a_validation_line_longer_than_the_positions_is_cut_not_fatal(
+    config, corpus, tmp_path, capsys
+):
     with open(corpus / "val.en", "a", encoding="utf-8") as f:
         f.write("seven " * 9000 + "\n")
     with open(corpus / "val.de", "a", encoding="utf-8") as f:
@@ -198,12 +230,15 @@ def test_a_deleted_config_is_not_rewritten_by_other_settings(config, tmp_path, c
     assert yaml.safe_load((run / runs.CONFIG).read_text())["model"]["d_model"] == 32
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "config.yaml: empty; delete it to resume"),
-    ("d_model: [\n", "config.yaml:2: not valid YAML"),
-    ("d_model: !!python/object/apply:os.system ['echo hacked']\n", "not valid YAML"),
-    ("bogus_key: 3\n", "unknown config key 'bogus_key'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "config.yaml: empty; delete it to resume"),
+        ("d_model: [\n", "config.yaml:2: not valid YAML"),
+        ("d_model: !!python/object/apply:os.system ['echo hacked']\n", "not valid YAML"),
+        ("bogus_key: 3\n", "unknown config key 'bogus_key'"),
+    ],
+)
 def test_a_damaged_run_config_is_one_line(config, tmp_path, capsys, text, message):
     run = tmp_path / "run"
     assert train(config, run, "max_steps=2", "valid_every=2") == 0
@@ -241,20 +276,27 @@ def test_files_of_a_run_get_the_permissions_open_gives(config, tmp_path):
         assert train(config, run, "max_steps=2", "valid_every=2") == 0
     finally:
         os.umask(old)
-    for name in ("config.yaml", "spm.model", "checkpoints/step_2.pt", "checkpoints/best.pt",
-                 "metrics.jsonl"):
+    for name in (
+        "config.yaml",
+        "spm.model",
+        "checkpoints/step_2.pt",
+        "checkpoints/best.pt",
+        "metrics.jsonl",
+    ):
         assert stat.S_IMODE((run / name).stat().st_mode) == 0o644, name
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda s: s.pop("model_config"), "not a transduce checkpoint"),
-    (lambda s: s["model_config"].update(bogus=1), "do not fit a transduce model"),
-    (lambda s: s["model_config"].update(d_model="wide"), "do not fit a transduce model"),
-    (lambda s: s.update(model_config=[1, 2]), "do not fit a transduce model"),
-    (lambda s: s["model"].pop(next(iter(s["model"]))), "do not fit a transduce model"),
-])
-def test_a_checkpoint_with_a_bad_field_is_one_line(trained_run, tmp_path, capsys, damage,
-                                                   message):
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda s: s.pop("model_config"), "not a transduce checkpoint"),
+        (lambda s: s["model_config"].update(bogus=1), "do not fit a transduce model"),
+        (lambda s: s["model_config"].update(d_model="wide"), "do not fit a transduce model"),
+        (lambda s: s.update(model_config=[1, 2]), "do not fit a transduce model"),
+        (lambda s: s["model"].pop(next(iter(s["model"]))), "do not fit a transduce model"),
+    ],
+)
+def test_a_checkpoint_with_a_bad_field_is_one_line(trained_run, tmp_path, capsys, damage, message):
     import shutil
 
     run = tmp_path / "copy"
@@ -289,9 +331,11 @@ def test_a_newest_checkpoint_cut_short_names_the_file_to_delete(config, tmp_path
     newest = run / "checkpoints" / "step_4.pt"
     newest.write_bytes(newest.read_bytes()[:1000])
     assert main(["train", "--run-dir", str(run), "max_steps=6"]) == 2
-    assert one_line(capsys) == (f"transduce: error: {newest}: not a transduce checkpoint "
-                                "(RuntimeError): the run's newest checkpoint is damaged; "
-                                "delete it to resume from step_2.pt, or use a new --run-dir")
+    assert one_line(capsys) == (
+        f"transduce: error: {newest}: not a transduce checkpoint "
+        "(RuntimeError): the run's newest checkpoint is damaged; "
+        "delete it to resume from step_2.pt, or use a new --run-dir"
+    )
     newest.unlink()
     assert main(["train", "--run-dir", str(run), "max_steps=6"]) == 0
     assert runs.step_checkpoints(run)[-1].name == "step_6.pt"
@@ -307,6 +351,7 @@ def test_a_refused_writer_waits_briefly_for_the_holder_to_write_its_name(tmp_pat
 
     def write_name():
         path.write_text("process 42 on host\n")
+
     threading.Timer(0.2, write_name).start()
     with open(path, "a+", encoding="utf-8") as handle:
         assert runs._holder(handle) == "process 42 on host"

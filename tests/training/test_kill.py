@@ -11,24 +11,51 @@ from pathlib import Path
 
 import torch
 
+from tests.helpers.processes import stopped_by_sigterm
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ["max_steps=12", "valid_every=4", "precision=fp32", "log_every=2"]
 # (point, n): the n-th arrival at the point in that attempt (see tests/training/killer.py)
-KILLS = [("spm", 1), ("update", 3), ("save", 1), ("checkpoint", 1), ("metrics", 2),
-         ("save", 2), ("update", 2), ("checkpoint", 2), ("metrics", 1), ("update", 3)]
+KILLS = [
+    ("spm", 1),
+    ("update", 3),
+    ("save", 1),
+    ("checkpoint", 1),
+    ("metrics", 2),
+    ("save", 2),
+    ("update", 2),
+    ("checkpoint", 2),
+    ("metrics", 1),
+    ("update", 3),
+]
 
 
 def attempt(config, run_dir, point, n):
-    command = [sys.executable, "-m", "tests.training.killer", point, str(n), "train",
-               str(config), *SETTINGS, "--run-dir", str(run_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.training.killer",
+        point,
+        str(n),
+        "train",
+        str(config),
+        *SETTINGS,
+        "--run-dir",
+        str(run_dir),
+    ]
     # a kill inside SentencePiece training leaves its scratch folder in TMPDIR: the test's own
     scratch = run_dir.parent / "tmp"
     scratch.mkdir(exist_ok=True)
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMPDIR": str(scratch)})
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
 
 
 def validation_rows(run_dir):
@@ -54,32 +81,32 @@ def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(config, tmp_p
     assert validation_rows(killed) == validation_rows(whole)  # none lost, none repeated
 
     def files(run):
-        return sorted(str(p.relative_to(run)) for p in run.rglob("*")
-                      if p.is_file() and "tensorboard" not in p.parts)
+        return sorted(
+            str(p.relative_to(run))
+            for p in run.rglob("*")
+            if p.is_file() and "tensorboard" not in p.parts
+        )
+
     assert files(killed) == files(whole)  # nothing stray: no staging file or folder
-
-
-def stopped_by_sigterm(command, run_dir):
-    """Run ``command`` (a training of ``run_dir``), send it SIGTERM once training has begun
-    (its first metrics row), as a scheduler stops a job; returns (exit status, stderr)."""
-    import time
-
-    process = subprocess.Popen(list(map(str, command)), cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    deadline = time.time() + 180
-    while not (run_dir / "metrics.jsonl").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    err = process.communicate(timeout=120)[1]
-    return process.returncode, err
 
 
 def test_sigterm_saves_the_run_and_exits_as_the_signal_would(config, tmp_path):
     run_dir = tmp_path / "run"
-    status, err = stopped_by_sigterm([sys.executable, "-m", "transduce", "train", config,
-                                      "max_steps=100000", "valid_every=1000", "log_every=1",
-                                      "--run-dir", run_dir], run_dir)
+    status, err = stopped_by_sigterm(
+        [
+            sys.executable,
+            "-m",
+            "transduce",
+            "train",
+            config,
+            "max_steps=100000",
+            "valid_every=1000",
+            "log_every=1",
+            "--run-dir",
+            run_dir,
+        ],
+        run_dir,
+    )
     assert status == 128 + signal.SIGTERM, err[-2000:]  # 143, as a shell says
     saved = sorted((run_dir / "checkpoints").glob("step_*.pt"))
     assert len(saved) == 1 and f"saved {saved[0]}; run the same command to resume" in err

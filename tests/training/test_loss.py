@@ -27,8 +27,9 @@ def test_equals_torch_cross_entropy_with_label_smoothing_and_ignored_padding():
     target[0, 4:] = 0
     target[2, 1:] = 0
     ours = LabelSmoothedCrossEntropy(0.1, ignore_index=0)(logits, target)
-    theirs = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), ignore_index=0,
-                             label_smoothing=0.1)
+    theirs = F.cross_entropy(
+        logits.reshape(-1, 11), target.reshape(-1), ignore_index=0, label_smoothing=0.1
+    )
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-6)
 
 
@@ -39,7 +40,8 @@ def test_padding_contributes_nothing():
     changed[0, 2] = torch.randn(5) * 10  # any logits at a padding target
     assert loss_fn(logits, target).item() == pytest.approx(loss_fn(changed, target).item())
     assert loss_fn(logits[:, :2], target[:, :2]).item() == pytest.approx(
-        loss_fn(logits, target).item())
+        loss_fn(logits, target).item()
+    )
 
 
 def test_no_smoothing_is_plain_negative_log_likelihood():
@@ -61,7 +63,8 @@ def test_fused_output_layer_loss_equals_logits_then_loss(chunk, epsilon):
     weight = torch.randn(11, 8, requires_grad=True)
     target = torch.randint(1, 11, (20,))
     expected = LabelSmoothedCrossEntropy(epsilon, ignore_index=-1, reduction="sum")(
-        hidden @ weight.t(), target)
+        hidden @ weight.t(), target
+    )
     expected.backward(torch.tensor(2.0))
     want = hidden.grad.clone(), weight.grad.clone()
     hidden.grad = weight.grad = None
@@ -83,7 +86,8 @@ def test_fused_loss_is_exact_when_logits_span_far_beyond_the_exp_floor():
     assert (logits.amax(-1, keepdim=True) - logits).max() > 4 * -EXP_FLOOR
     target = logits.argmin(-1)  # the gold logit far below the floor: a loss in the hundreds
     expected = LabelSmoothedCrossEntropy(0.1, ignore_index=-1, reduction="sum")(
-        hidden @ weight.t(), target)
+        hidden @ weight.t(), target
+    )
     expected.backward()
     want = hidden.grad.clone(), weight.grad.clone()
     hidden.grad = weight.grad = None
@@ -100,7 +104,8 @@ def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
     weight = torch.randn(11, 8, requires_grad=True)
     target = torch.randint(0, 11, (16,))
     exact = LabelSmoothedCrossEntropy(0.1, ignore_index=-1, reduction="sum")(
-        hidden @ weight.t(), target)
+        hidden @ weight.t(), target
+    )
     exact.backward()
     want = hidden.grad.clone(), weight.grad.clone()
     hidden.grad = weight.grad = None

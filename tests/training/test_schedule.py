@@ -4,12 +4,15 @@ import torch
 from transduce.training import noam_rate, paper_adam, warmup_schedule
 
 
-@pytest.mark.parametrize("step, expected", [
-    (1, 512**-0.5 * 4000**-1.5),      # warm-up: linear in step
-    (2000, 512**-0.5 * 2000 * 4000**-1.5),
-    (4000, 512**-0.5 * 4000**-0.5),   # the peak, 6.99e-4
-    (16000, 512**-0.5 * 16000**-0.5), # decay: 1/√step
-])
+@pytest.mark.parametrize(
+    "step, expected",
+    [
+        (1, 512**-0.5 * 4000**-1.5),  # warm-up: linear in step
+        (2000, 512**-0.5 * 2000 * 4000**-1.5),
+        (4000, 512**-0.5 * 4000**-0.5),  # the peak, 6.99e-4
+        (16000, 512**-0.5 * 16000**-0.5),  # decay: 1/√step
+    ],
+)
 def test_noam_rate_at_known_steps(step, expected):
     assert noam_rate(step, d_model=512, warmup=4000) == pytest.approx(expected, rel=1e-12)
 

@@ -31,10 +31,20 @@ def test_run_directory_holds_everything(config, tmp_path, capsys):
     run = tmp_path / "run"
     assert train(config, run) == 0
     names = {p.name for p in run.iterdir()}
-    assert {"config.yaml", "spm.model", "checkpoints", "metrics.jsonl", "train.log",
-            "tensorboard"} <= names
+    assert {
+        "config.yaml",
+        "spm.model",
+        "checkpoints",
+        "metrics.jsonl",
+        "train.log",
+        "tensorboard",
+    } <= names
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
-        "best.pt", "step_12.pt", "step_4.pt", "step_8.pt"]
+        "best.pt",
+        "step_12.pt",
+        "step_4.pt",
+        "step_8.pt",
+    ]
     assert "valid_bleu" in (run / "metrics.jsonl").read_text()
     log = (run / "train.log").read_text()
     assert "training pairs: 300 kept of 300" in log
@@ -48,10 +58,10 @@ def test_run_directory_holds_everything(config, tmp_path, capsys):
 def test_training_rows_reach_the_log_file_every_log_every_updates(config, tmp_path, capsys):
     run = tmp_path / "run"
     assert train(config, run, "log_every=3") == 0
-    rows = [line for line in (run / "metrics.jsonl").read_text().splitlines()
-            if "train_loss" in line]
-    logged = [line for line in (run / "train.log").read_text().splitlines()
-              if "train_loss" in line]
+    rows = [
+        line for line in (run / "metrics.jsonl").read_text().splitlines() if "train_loss" in line
+    ]
+    logged = [line for line in (run / "train.log").read_text().splitlines() if "train_loss" in line]
     assert len(rows) == 4 and len(logged) == 4  # steps 3, 6, 9 and 12
     assert "step 3 " in logged[0] and "lr " in logged[0] and "tokens_per_s " in logged[0]
     assert "train_loss" not in capsys.readouterr().err  # the terminal has the progress bar
@@ -61,16 +71,29 @@ def test_a_stopped_run_resumes_to_the_same_weights(config, tmp_path):
     assert train(config, tmp_path / "whole") == 0
     assert train(config, tmp_path / "parts", "max_steps=6") == 0  # stops between checkpoints
     assert train(config, tmp_path / "parts") == 0
-    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_12.pt"),
-                        weights(tmp_path / "parts/checkpoints/step_12.pt"))
+    assert_same_weights(
+        weights(tmp_path / "whole/checkpoints/step_12.pt"),
+        weights(tmp_path / "parts/checkpoints/step_12.pt"),
+    )
 
 
 def test_a_killed_run_resumes_to_the_same_weights(config, tmp_path):
     assert train(config, tmp_path / "whole", "max_steps=40") == 0
     killed = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, "-m", "transduce", "train", str(config),
-                                "max_steps=40", "--run-dir", str(killed)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "transduce",
+            "train",
+            str(config),
+            "max_steps=40",
+            "--run-dir",
+            str(killed),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -78,8 +101,10 @@ def test_a_killed_run_resumes_to_the_same_weights(config, tmp_path):
     process.wait()
     assert not (killed / "checkpoints" / "step_40.pt").exists()
     assert train(config, killed, "max_steps=40") == 0
-    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_40.pt"),
-                        weights(killed / "checkpoints/step_40.pt"))
+    assert_same_weights(
+        weights(tmp_path / "whole/checkpoints/step_40.pt"),
+        weights(killed / "checkpoints/step_40.pt"),
+    )
 
 
 def test_resuming_with_other_settings_is_refused(config, tmp_path, capsys):
@@ -89,8 +114,7 @@ def test_resuming_with_other_settings_is_refused(config, tmp_path, capsys):
     assert "started with model.d_model=32, not 64" in capsys.readouterr().err
 
 
-def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(config, tmp_path, capsys,
-                                                           monkeypatch):
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(config, tmp_path, capsys, monkeypatch):
     from transduce.tasks.translation import task as translation
 
     original, calls = translation.linear_label_smoothed_ce, []
@@ -143,9 +167,11 @@ def test_unknown_config_key_in_the_yaml(config, tmp_path, capsys):
     config.write_text(config.read_text() + "dropuot: 0.3\n", encoding="utf-8")
     assert train(config, tmp_path / "run") == 2
     error = capsys.readouterr().err
-    assert ("tiny.yaml: unknown config key 'dropuot'; did you mean 'dropout'? valid keys: "
-            "bpe_dropout, data_dir, "
-            "engine.accumulate,") in error
+    assert (
+        "tiny.yaml: unknown config key 'dropuot'; did you mean 'dropout'? valid keys: "
+        "bpe_dropout, data_dir, "
+        "engine.accumulate,"
+    ) in error
     assert not (tmp_path / "run").exists()
 
 
@@ -156,10 +182,20 @@ def test_wrong_value_type_in_the_yaml(config, tmp_path, capsys):
 
 
 def test_accumulation_makes_one_update_per_group_of_batches(config, tmp_path):
-    assert train(config, tmp_path / "one", "max_epochs=1", "max_steps=1000",
-                 "valid_every=1000") == 0
-    assert train(config, tmp_path / "two", "max_epochs=1", "max_steps=1000",
-                 "valid_every=1000", "accumulate=2") == 0
+    assert (
+        train(config, tmp_path / "one", "max_epochs=1", "max_steps=1000", "valid_every=1000") == 0
+    )
+    assert (
+        train(
+            config,
+            tmp_path / "two",
+            "max_epochs=1",
+            "max_steps=1000",
+            "valid_every=1000",
+            "accumulate=2",
+        )
+        == 0
+    )
     one = load_checkpoint(next((tmp_path / "one/checkpoints").glob("step_*.pt")))["step"]
     two = load_checkpoint(next((tmp_path / "two/checkpoints").glob("step_*.pt")))["step"]
     assert one > 4 and two == (one + 1) // 2
@@ -169,13 +205,21 @@ def test_patience_stops_a_run_that_no_longer_improves(config, tmp_path, monkeypa
     from transduce.tasks.translation import task as translation
 
     bleu = iter([10.0, 12.0, 11.0, 11.5, 20.0])
-    monkeypatch.setattr(translation, "validate", lambda *args, **kwargs: {
-        "valid_loss": 1.0, "valid_ppl": 2.72, "valid_bleu": next(bleu)})
+    monkeypatch.setattr(
+        translation,
+        "validate",
+        lambda *args, **kwargs: {"valid_loss": 1.0, "valid_ppl": 2.72, "valid_bleu": next(bleu)},
+    )
     run = tmp_path / "run"
     assert train(config, run, "patience=2", "max_steps=40") == 0
     # validations at steps 4, 8, 12, 16 score 10, 12 (best), 11, 11.5: two without a gain
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
-        "best.pt", "step_12.pt", "step_16.pt", "step_4.pt", "step_8.pt"]
+        "best.pt",
+        "step_12.pt",
+        "step_16.pt",
+        "step_4.pt",
+        "step_8.pt",
+    ]
     assert load_checkpoint(run / "checkpoints" / "best.pt")["step"] == 8
     assert "no valid_bleu gain in 2 validations" in (run / "train.log").read_text()
 
@@ -204,8 +248,12 @@ def test_a_config_file_in_the_flat_layout_is_compared_key_by_key(config, tmp_pat
     run = tmp_path / "run"
     assert train(config, run, "max_steps=4") == 0
     nested = yaml.safe_load((run / "config.yaml").read_text())
-    flat = {k: v for section in ("model", "engine") for k, v in nested.pop(section).items()
-            if k not in ("max_len",)}
+    flat = {
+        k: v
+        for section in ("model", "engine")
+        for k, v in nested.pop(section).items()
+        if k not in ("max_len",)
+    }
     (run / "config.yaml").write_text(yaml.safe_dump({**nested, **flat}))
     capsys.readouterr()
     assert train(config, run, "d_model=64") == 2
@@ -217,8 +265,10 @@ def test_bpe_dropout_trains_on_new_segmentations_and_resumes_exactly(config, tmp
     assert train(config, tmp_path / "whole", "bpe_dropout=0.1") == 0
     assert train(config, tmp_path / "parts", "bpe_dropout=0.1", "max_steps=6") == 0
     assert train(config, tmp_path / "parts", "bpe_dropout=0.1") == 0
-    assert_same_weights(weights(tmp_path / "whole/checkpoints/step_12.pt"),
-                        weights(tmp_path / "parts/checkpoints/step_12.pt"))
+    assert_same_weights(
+        weights(tmp_path / "whole/checkpoints/step_12.pt"),
+        weights(tmp_path / "parts/checkpoints/step_12.pt"),
+    )
     dropped = weights(tmp_path / "parts/checkpoints/step_6.pt")
     plain = weights(tmp_path / "plain/checkpoints/step_6.pt")
     assert any(not torch.equal(dropped[k], plain[k]) for k in plain)
@@ -260,7 +310,8 @@ def test_weight_decay_reaches_the_optimizer_of_a_translation_run(config, tmp_pat
 
 
 def test_lowercase_trains_and_validates_in_lowercase_and_translates_into_it(
-        config, corpus, tmp_path, monkeypatch):
+    config, corpus, tmp_path, monkeypatch
+):
     import transduce
     from transduce.data.tokenizer import SubwordTokenizer
     from transduce.tasks.translation import validate
@@ -269,16 +320,26 @@ def test_lowercase_trains_and_validates_in_lowercase_and_translates_into_it(
     capitalised.mkdir()
     for path in corpus.iterdir():
         lines = path.read_text(encoding="utf-8").splitlines()
-        (capitalised / path.name).write_text("".join(f"{line.capitalize()}\n" for line in lines),
-                                             encoding="utf-8")
+        (capitalised / path.name).write_text(
+            "".join(f"{line.capitalize()}\n" for line in lines), encoding="utf-8"
+        )
     scored = []
     monkeypatch.setattr(validate, "bleu", lambda hyps, refs: scored.append(refs) or 0.0)
     for name, lowercase in (("cased", "false"), ("lower", "true")):
-        assert train(config, tmp_path / name, f"data_dir={capitalised}", "max_steps=4",
-                     f"lowercase={lowercase}") == 0
+        assert (
+            train(
+                config,
+                tmp_path / name,
+                f"data_dir={capitalised}",
+                "max_steps=4",
+                f"lowercase={lowercase}",
+            )
+            == 0
+        )
     cased, lower = (SubwordTokenizer(tmp_path / name / "spm.model") for name in ("cased", "lower"))
-    upper = [any(c.isupper() for i in range(4, len(t)) for c in t.pieces([i])[0])
-             for t in (cased, lower)]
+    upper = [
+        any(c.isupper() for i in range(4, len(t)) for c in t.pieces([i])[0]) for t in (cased, lower)
+    ]
     assert upper == [True, False] and (cased.lowercases, lower.lowercases) == (False, True)
     assert any(r[0].isupper() for r in scored[0])  # the cased run's first validation
     assert all(r == r.lower() for r in scored[-1])  # the lowercase run's last

@@ -11,10 +11,14 @@ def test_the_legend_sits_just_above_the_top_panel(monkeypatch, tmp_path, channel
     saved = []
     monkeypatch.setattr(forecast, "_save", lambda fig, path: saved.append(fig))
     rng = np.random.default_rng(0)
-    forecast.plot_forecast(rng.normal(size=(48, channels)), rng.normal(size=(12, channels)),
-                           rng.normal(size=(12, channels)),
-                           [f"c{i}" for i in range(channels)], tmp_path / "f.png",
-                           title="a title")
+    forecast.plot_forecast(
+        rng.normal(size=(48, channels)),
+        rng.normal(size=(12, channels)),
+        rng.normal(size=(12, channels)),
+        [f"c{i}" for i in range(channels)],
+        tmp_path / "f.png",
+        title="a title",
+    )
     fig = saved[0]
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -34,8 +38,15 @@ def test_the_backtest_figure_draws_each_fold_where_its_rows_are(monkeypatch, tmp
     saved = []
     monkeypatch.setattr(forecast, "_save", lambda fig, path: saved.append(fig))
     dates = [datetime(2020, 1, 1) + timedelta(days=i) for i in range(100)]
-    forecast.plot_backtest(dates, np.arange(100.0), "OT", [(40, 50, 70, 0.25), (30, 40, 60, 0.5)],
-                           (70, 80, 100), tmp_path / "b.png", columns=3)
+    forecast.plot_backtest(
+        dates,
+        np.arange(100.0),
+        "OT",
+        [(40, 50, 70, 0.25), (30, 40, 60, 0.5)],
+        (70, 80, 100),
+        tmp_path / "b.png",
+        columns=3,
+    )
     top, bars = saved[0].axes
     assert [t.get_text() for t in bars.get_yticklabels()] == ["fold 2", "fold 1", "protocol"]
     spans = [c.get_paths()[0].get_extents() for c in bars.collections]  # train, val, test per row

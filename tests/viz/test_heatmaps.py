@@ -26,8 +26,13 @@ def test_a_long_output_does_not_widen_the_figure(tmp_path):
     weights = torch.softmax(torch.randn(2, 4, 25, 6), dim=-1)
     short, long = tmp_path / "short.png", tmp_path / "long.png"
     plot_attention(weights, list("abcdef"), [f"q{i}" for i in range(25)], short, "a → b")
-    plot_attention(weights, list("abcdef"), [f"q{i}" for i in range(25)], long,
-                   "cross-attention: " + "einhundertdreiundzwanzig" * 20)
+    plot_attention(
+        weights,
+        list("abcdef"),
+        [f"q{i}" for i in range(25)],
+        long,
+        "cross-attention: " + "einhundertdreiundzwanzig" * 20,
+    )
     assert matplotlib.image.imread(long).shape[1] == matplotlib.image.imread(short).shape[1]
 
 
@@ -36,14 +41,18 @@ def test_positional_encoding_colour_bar_is_labelled(tmp_path, monkeypatch):
 
     labels = []
     original = matplotlib.figure.Figure.colorbar
-    monkeypatch.setattr(matplotlib.figure.Figure, "colorbar", lambda self, *a, **k: (
-        labels.append(k.get("label")), original(self, *a, **k))[1])
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "colorbar",
+        lambda self, *a, **k: (labels.append(k.get("label")), original(self, *a, **k))[1],
+    )
     plot_positional_encoding(sinusoidal_table(16, 8), tmp_path / "pe.png")
     assert labels and labels[0] and "encoding value" in labels[0]
 
 
 def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     from datetime import datetime, timedelta
 
     import matplotlib.axes
@@ -55,11 +64,16 @@ def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
     imshow = matplotlib.axes.Axes.imshow
     titles = []
     set_title = matplotlib.axes.Axes.set_title
-    monkeypatch.setattr(matplotlib.axes.Axes, "imshow",
-                        lambda self, *a, **k: (seen.update(k), imshow(self, *a, **k))[1])
-    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
-                        lambda self, t, *a, **k: (titles.append(t),
-                                                  set_title(self, t, *a, **k))[1])
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "imshow",
+        lambda self, *a, **k: (seen.update(k), imshow(self, *a, **k))[1],
+    )
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "set_title",
+        lambda self, t, *a, **k: (titles.append(t), set_title(self, t, *a, **k))[1],
+    )
     L, K, H = 48, 4, 12
     weights = np.full((K + H, L), 1 / L) + np.random.default_rng(0).normal(0, 1e-4, (K + H, L))
     dates = [datetime(2021, 1, 1) + timedelta(hours=i) for i in range(L + H)]
@@ -68,6 +82,7 @@ def test_forecast_attention_says_it_averages_heads_and_keeps_a_uniform_map_pale(
     assert "mean of 4 heads" in titles[-1]
     left, right, bottom, top = seen["extent"]  # on the dates of the forecast's time axis
     import matplotlib.dates as mdates
+
     assert left < mdates.date2num(dates[0]) < right and top < bottom
 
 
@@ -78,8 +93,11 @@ def test_a_long_title_is_wrapped_between_words(tmp_path, monkeypatch):
 
     titles = []
     original = matplotlib.figure.Figure.suptitle
-    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", lambda self, t, **k: (
-        titles.append(t), original(self, t, **k))[1])
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "suptitle",
+        lambda self, t, **k: (titles.append(t), original(self, t, **k))[1],
+    )
     weights = torch.softmax(torch.randn(1, 1, 3, 3), dim=-1)
     sentence = "a man in an orange hat starring at something while his dog waits "
     plot_attention(weights, list("abc"), list("xyz"), tmp_path / "a.png", sentence.strip())

@@ -20,52 +20,85 @@ def describe(path: str, model) -> dict:
     """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
     and an example input for the page."""
     if isinstance(model, GlobalForecaster):
-        return {"kind": "global", "run": Path(model.run_dir).name,
-                "description": model.describe(), "series": model.ids,
-                "scores": runs.scores(model.run_dir), "example": model.ids[0]}
+        return {
+            "kind": "global",
+            "run": Path(model.run_dir).name,
+            "description": model.describe(),
+            "series": model.ids,
+            "scores": runs.scores(model.run_dir),
+            "example": model.ids[0],
+        }
     if isinstance(model, Forecaster):
-        return {"kind": "forecast", "run": Path(model.run_dir).name,
-                "description": f"forecaster {model.describe()}", "rows_hint": _rows_hint(model),
-                "scores": runs.scores(model.run_dir), "example": _example_rows(model)}
+        return {
+            "kind": "forecast",
+            "run": Path(model.run_dir).name,
+            "description": f"forecaster {model.describe()}",
+            "rows_hint": _rows_hint(model),
+            "scores": runs.scores(model.run_dir),
+            "example": _example_rows(model),
+        }
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
-        return {"kind": "ctranslate2", "export": Path(path).name,
-                "description": f"CTranslate2 export {Path(path).name}", "scores": {},
-                "example": "",
-                "decoding": decoding, "attention": False}
+        return {
+            "kind": "ctranslate2",
+            "export": Path(path).name,
+            "description": f"CTranslate2 export {Path(path).name}",
+            "scores": {},
+            "example": "",
+            "decoding": decoding,
+            "attention": False,
+        }
 
     params = sum(p.numel() for p in model.model.parameters())
     members = runs.ensemble_members(path)
     if members is not None:
-        return {"kind": "translation", "ensemble": [Path(m).name for m in members],
-                "description": f"ensemble of {len(members)} translation models, {params:,} "
-                               f"parameters in all, {Path(path).name}",
-                "parameters": params, "scores": {}, "example": "", "decoding": decoding,
-                "attention": False}
+        return {
+            "kind": "translation",
+            "ensemble": [Path(m).name for m in members],
+            "description": f"ensemble of {len(members)} translation models, {params:,} "
+            f"parameters in all, {Path(path).name}",
+            "parameters": params,
+            "scores": {},
+            "example": "",
+            "decoding": decoding,
+            "attention": False,
+        }
 
     checkpoint, run_dir = runs.find_checkpoint(path)
     # named within its run, never by its absolute path: the page may be seen from afar
-    checkpoint = (Path(run_dir).name / Path(checkpoint).relative_to(run_dir)).as_posix() \
-        if Path(checkpoint).is_relative_to(run_dir) else Path(checkpoint).name
+    checkpoint = (
+        (Path(run_dir).name / Path(checkpoint).relative_to(run_dir)).as_posix()
+        if Path(checkpoint).is_relative_to(run_dir)
+        else Path(checkpoint).name
+    )
     numbers = type(model.tokenizer).__name__ == "NumbersTokenizer"
-    return {"kind": "numbers" if numbers else "translation", "checkpoint": checkpoint,
-            "description": f"{'demo numbers' if numbers else 'translation'} model, "
-                           f"{params:,} parameters, {checkpoint}",
-            "parameters": params, "scores": runs.scores(run_dir),
-            "example": "three hundred twenty-one" if numbers else "", "decoding": decoding,
-            "attention": True}
+    return {
+        "kind": "numbers" if numbers else "translation",
+        "checkpoint": checkpoint,
+        "description": f"{'demo numbers' if numbers else 'translation'} model, "
+        f"{params:,} parameters, {checkpoint}",
+        "parameters": params,
+        "scores": runs.scores(run_dir),
+        "example": "three hundred twenty-one" if numbers else "",
+        "decoding": decoding,
+        "attention": True,
+    }
 
 
 def _rows_hint(forecaster) -> str:
     """What the page asks for: the rows a request must hold."""
     cfg = forecaster.cfg
-    hint = (f"Paste at least {cfg.input_length} recent rows as CSV (a header with the "
-            f"{cfg.date_column} column and {', '.join(forecaster.columns)})")
+    hint = (
+        f"Paste at least {cfg.input_length} recent rows as CSV (a header with the "
+        f"{cfg.date_column} column and {', '.join(forecaster.columns)})"
+    )
     if not forecaster.known:
         return hint + "."
     known = ", ".join(cfg.known_list())
-    return (hint + f", then the {cfg.horizon} rows to forecast: their {cfg.date_column} and "
-            f"{known}, known ahead, with the other columns left blank.")
+    return (
+        hint + f", then the {cfg.horizon} rows to forecast: their {cfg.date_column} and "
+        f"{known}, known ahead, with the other columns left blank."
+    )
 
 
 def _example_rows(forecaster) -> str:
@@ -81,11 +114,12 @@ def _example_rows(forecaster) -> str:
         if forecaster.known:
             # forecast columns and past-observed inputs: blank where the future begins
             blank = set(range(1, 1 + forecaster.inputs))
-            body = body[-(cfg.input_length + cfg.horizon):]
-            body[cfg.input_length:] = [["" if i in blank else v for i, v in enumerate(r)]
-                                       for r in body[cfg.input_length:]]
+            body = body[-(cfg.input_length + cfg.horizon) :]
+            body[cfg.input_length :] = [
+                ["" if i in blank else v for i, v in enumerate(r)] for r in body[cfg.input_length :]
+            ]
         else:
-            body = body[-cfg.input_length:]
+            body = body[-cfg.input_length :]
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows([header, *body])
         return out.getvalue()

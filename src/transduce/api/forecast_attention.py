@@ -16,42 +16,70 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
     ``series`` (see ``Forecaster.attention``)."""
     cfg, label = forecaster.cfg, forecaster.cfg.model.name
     attends = label in ("transformer", "patch") or (
-        label == "channel" and getattr(cfg.model, "mix_channels", False))
+        label == "channel" and getattr(cfg.model, "mix_channels", False)
+    )
     if is_blend(forecaster.run_dir):
-        raise UserError(f"{forecaster.run_dir}: a blend of runs has no one attention; load one "
-                        "of its runs to see it")
+        raise UserError(
+            f"{forecaster.run_dir}: a blend of runs has no one attention; load one "
+            "of its runs to see it"
+        )
     if not attends:
-        raise UserError(f"a {label} model has no attention to show; the transformer, patch "
-                        "and channel (mix_channels=true) models have")
+        raise UserError(
+            f"a {label} model has no attention to show; the transformer, patch "
+            "and channel (mix_channels=true) models have"
+        )
     dates, x, x_time, y_time, history = forecaster._window(series, name)
     _, weights = forecaster.model(x, x_time, y_time, need_weights=True)
     if weights is None:
-        raise UserError(f"this {label} model keeps no attention weights (residual "
-                        "attention); retrain without residual_attention to see them")
+        raise UserError(
+            f"this {label} model keeps no attention weights (residual "
+            "attention); retrain without residual_attention to see them"
+        )
     inputs = [series.dates[i] for i in range(history.start, history.stop)]
     text = list(format_dates(inputs + list(dates), series.date_text))
-    given, ahead = text[:len(inputs)], text[len(inputs):]
-    out = {"model": label, "date_column": cfg.date_column, "input_dates": given,
-           "forecast_dates": ahead}
+    given, ahead = text[: len(inputs)], text[len(inputs) :]
+    out = {
+        "model": label,
+        "date_column": cfg.date_column,
+        "input_dates": given,
+        "forecast_dates": ahead,
+    }
     if label == "transformer":
         known = cfg.model.label_length
         w = weights[0]  # (heads, K + H, L)
-        return {**out, "layout": "steps", "rows": given[len(given) - known:] + ahead,
-                "known_rows": known, "columns": given,
-                "weights": np.round(w.float().numpy(), 5).tolist()}
+        return {
+            **out,
+            "layout": "steps",
+            "rows": given[len(given) - known :] + ahead,
+            "known_rows": known,
+            "columns": given,
+            "weights": np.round(w.float().numpy(), 5).tolist(),
+        }
     if label == "patch":
         core = forecaster.model.model if hasattr(forecaster.model, "model") else forecaster.model
         member = core.members[0] if hasattr(core, "members") else core
         P, S = member.patch_len, member.stride
-        patches = [f"{given[min(n * S, len(given) - 1)]} – "
-                   f"{given[min(n * S + P - 1, len(given) - 1)]}"
-                   for n in range(member.num_patches)]
+        patches = [
+            f"{given[min(n * S, len(given) - 1)]} – {given[min(n * S + P - 1, len(given) - 1)]}"
+            for n in range(member.num_patches)
+        ]
         w = weights[0]  # (C, heads, N, N)
-        return {**out, "layout": "patches", "rows": patches, "columns": patches,
-                "channels": forecaster.columns[:forecaster.inputs], "patch_len": P, "stride": S,
-                "weights": np.round(w.float().numpy(), 5).tolist()}
+        return {
+            **out,
+            "layout": "patches",
+            "rows": patches,
+            "columns": patches,
+            "channels": forecaster.columns[: forecaster.inputs],
+            "patch_len": P,
+            "stride": S,
+            "weights": np.round(w.float().numpy(), 5).tolist(),
+        }
     w = weights[0]  # (heads, C, C)
-    names = list(forecaster.columns[:forecaster.inputs])
-    return {**out, "layout": "channels", "rows": names, "columns": names,
-            "weights": np.round(w.float().numpy(), 5).tolist()}
-
+    names = list(forecaster.columns[: forecaster.inputs])
+    return {
+        **out,
+        "layout": "channels",
+        "rows": names,
+        "columns": names,
+        "weights": np.round(w.float().numpy(), 5).tolist(),
+    }

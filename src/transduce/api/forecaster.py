@@ -4,7 +4,6 @@ from __future__ import annotations
 
 # size: the Forecaster's public methods (fit, predict, plot, test, forecast, attention, read)
 # and the helpers that turn a DataFrame or CSV into the rows it reads
-
 import contextlib
 import csv
 import io
@@ -29,7 +28,7 @@ from transduce.io import write_text
 from transduce.nn.forecasting.quantiles import column_name
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.rundir import evaluate_run, is_blend, load_model
+from transduce.tasks.forecasting.rundir import evaluate_run, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
 
@@ -58,7 +57,7 @@ class Forecaster:
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
         self.known = len(self.cfg.known_list())
         self.inputs = len(self.columns) - self.known  # forecast columns, then past covariates
-        self.targets = list(self.columns[:self.inputs - len(self.cfg.input_list())])
+        self.targets = list(self.columns[: self.inputs - len(self.cfg.input_list())])
 
     def __repr__(self) -> str:
         return f"Forecaster({str(self.run_dir)!r}: {self.describe()})"
@@ -67,9 +66,11 @@ class Forecaster:
         """What it forecasts from what, e.g. ``patch; forecasts sales; 12 steps from the last
         104; known ahead promo; quantiles 0.1, 0.5, 0.9``."""
         cfg = self.cfg
-        parts = [getattr(self.model, "label", cfg.model.name),
-                 f"forecasts {', '.join(self.targets)}",
-                 f"{cfg.horizon} steps from the last {cfg.input_length}"]
+        parts = [
+            getattr(self.model, "label", cfg.model.name),
+            f"forecasts {', '.join(self.targets)}",
+            f"{cfg.horizon} steps from the last {cfg.input_length}",
+        ]
         for name, columns in (("inputs", cfg.input_list()), ("known ahead", cfg.known_list())):
             if columns:
                 parts.append(f"{name} {', '.join(columns)}")
@@ -78,8 +79,9 @@ class Forecaster:
         return "; ".join(parts)
 
     @classmethod
-    def fit(cls, data, run_dir: str | Path, config: str | Path | None = None,
-            **settings) -> Forecaster:
+    def fit(
+        cls, data, run_dir: str | Path, config: str | Path | None = None, **settings
+    ) -> Forecaster:
         """Train a run on ``data`` (a CSV path, or a DataFrame, saved as RUN/series.csv) and
         load it. ``config``: a YAML file of settings (e.g. configs/forecast_etth1_patch.yaml);
         ``settings``: any key of ``forecast train`` (``horizon=24``, ``quantiles=[0.1, 0.9]``).
@@ -102,12 +104,19 @@ class Forecaster:
         dates, values = self.predict_arrays(series, name)
         n = _observed(series)
         shown = min(n, max(self.cfg.input_length, 2 * self.cfg.horizon))
-        history = series.values[n - shown:n, :len(self.targets)]
-        plot_forecast(history, None, values[..., 0], self.targets, path,
-                      f"{getattr(self.model, 'label', self.cfg.model.name)} · the "
-                      f"{self.cfg.horizon} {_unit(dates)} after the last row",
-                      values[..., 1:] if self.cfg.quantiles else None, self.cfg.quantiles,
-                      list(series.dates[n - shown:n]) + list(dates))
+        history = series.values[n - shown : n, : len(self.targets)]
+        plot_forecast(
+            history,
+            None,
+            values[..., 0],
+            self.targets,
+            path,
+            f"{getattr(self.model, 'label', self.cfg.model.name)} · the "
+            f"{self.cfg.horizon} {_unit(dates)} after the last row",
+            values[..., 1:] if self.cfg.quantiles else None,
+            self.cfg.quantiles,
+            list(series.dates[n - shown : n]) + list(dates),
+        )
         return Path(path)
 
     def test(self) -> dict:
@@ -141,22 +150,25 @@ class Forecaster:
         original units: ``[{"date": ..., COLUMN: value, ..., COLUMN_q0.1: value, ...}, ...]``
         (a column per quantile level of a probabilistic run)."""
         if not isinstance(csv_text, str):
-            raise TypeError(f"forecast() takes the rows as CSV text (a str), not "
-                            f"{type(csv_text).__name__}; predict() takes a path or a DataFrame")
+            raise TypeError(
+                f"forecast() takes the rows as CSV text (a str), not "
+                f"{type(csv_text).__name__}; predict() takes a path or a DataFrame"
+            )
         if "\n" not in csv_text.strip() and Path(csv_text.strip()).suffix.lower() == ".csv":
-            raise UserError(f"{name}: {csv_text.strip()!r} is a file name, not CSV rows; "
-                            "forecast() takes the rows as text, predict() takes a path")
+            raise UserError(
+                f"{name}: {csv_text.strip()!r} is a file name, not CSV rows; "
+                "forecast() takes the rows as text, predict() takes a path"
+            )
         return self.forecast_series(self.read(csv_text, name), name)
 
     def read(self, csv_text: str, name: str = "<rows>"):
         """The run's columns of CSV text, as a :class:`~transduce.data.timeseries.Series`."""
-        return parse_series(csv_text, name, self.cfg.date_column, self.columns,
-                            self._blank_tail())
+        return parse_series(csv_text, name, self.cfg.date_column, self.columns, self._blank_tail())
 
     def _blank_tail(self) -> tuple[str, ...]:
         """With known-future covariates, the file's last rows give their future values and
         leave the other columns blank."""
-        return tuple(self.columns[:self.inputs]) if self.known else ()
+        return tuple(self.columns[: self.inputs]) if self.known else ()
 
     @torch.no_grad()
     def predict_arrays(self, series, name: str = "<rows>") -> tuple[list, np.ndarray]:
@@ -176,9 +188,9 @@ class Forecaster:
         ``transformer``, each decoder position (its known rows, then the forecast steps) over
         the input steps (``rows``, ``columns``: dates); for ``patch``, each patch over the
         others, per channel (``columns``: each patch's first and last date); for ``channel``
-        with ``mix_channels``, the channels over each other. ``weights``: indexed ``[head][row][column]``
-        of the last layer (per channel for ``patch``). Other models have no attention: a
-        UserError says so."""
+        with ``mix_channels``, the channels over each other. ``weights``: indexed
+        ``[head][row][column]``, of the last layer (per channel for ``patch``). Other models
+        have no attention: a UserError says so."""
         series, name = self._history(data)
         return self.attention_of(series, name)
 
@@ -194,32 +206,41 @@ class Forecaster:
         n = _observed(series)
         future = len(series.dates) - n  # blank rows: the known covariates' future
         if self.known and future < H:
-            raise UserError(f"{name}: {future} rows after the last observed one give the known "
-                            f"covariates ({', '.join(self.cfg.known_list())}); the forecast "
-                            f"needs {H}, with the other columns left blank")
+            raise UserError(
+                f"{name}: {future} rows after the last observed one give the known "
+                f"covariates ({', '.join(self.cfg.known_list())}); the forecast "
+                f"needs {H}, with the other columns left blank"
+            )
         if n < cfg.input_length:
-            raise UserError(f"{name}: {n} row{'' if n == 1 else 's'} of values; the model "
-                            f"reads the last {cfg.input_length}, so it needs at least that many")
+            raise UserError(
+                f"{name}: {n} row{'' if n == 1 else 's'} of values; the model "
+                f"reads the last {cfg.input_length}, so it needs at least that many"
+            )
         history = slice(n - cfg.input_length, n)
-        x = torch.from_numpy(scaled[history, :self.inputs]).unsqueeze(0)  # (1, L, C)
+        x = torch.from_numpy(scaled[history, : self.inputs]).unsqueeze(0)  # (1, L, C)
         if self.known:
-            dates = series.dates[n:n + H]
+            dates = series.dates[n : n + H]
         else:
-            dates = next_dates(series.dates, H, infer_frequency(series.dates, name,
-                                                                series.lines))
-        known = scaled[:, self.inputs:]  # (N, known)
-        future_known = known[n:n + H] if self.known else np.zeros((H, 0), np.float32)
+            dates = next_dates(series.dates, H, infer_frequency(series.dates, name, series.lines))
+        known = scaled[:, self.inputs :]  # (N, known)
+        future_known = known[n : n + H] if self.known else np.zeros((H, 0), np.float32)
         x_time = np.concatenate([calendar_features(series.dates[history]), known[history]], 1)
         y_time = np.concatenate([calendar_features(dates), future_known], 1)
-        return (dates, x, torch.from_numpy(x_time).unsqueeze(0),
-                torch.from_numpy(y_time).unsqueeze(0), history)
+        return (
+            dates,
+            x,
+            torch.from_numpy(x_time).unsqueeze(0),
+            torch.from_numpy(y_time).unsqueeze(0),
+            history,
+        )
 
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
         """:meth:`forecast` of rows already read by :meth:`read`."""
         cfg = self.cfg
         dates, values = self.predict_arrays(series, name)
-        names = [self.targets] + [[column_name(c, level) for c in self.targets]
-                                  for level in cfg.quantiles]
+        names = [self.targets] + [
+            [column_name(c, level) for c in self.targets] for level in cfg.quantiles
+        ]
         rows = []
         for date, row in zip(format_dates(dates, series.date_text), values):  # row (C, 1 + Q)
             fields = {cfg.date_column: date}
@@ -240,7 +261,7 @@ def _in_frame(error: UserError, name: str) -> UserError:
     text = str(error)
     found = re.match(re.escape(name) + r":(\d+): ", text)
     if found:
-        return UserError(f"<DataFrame> row {int(found.group(1)) - 2}: {text[found.end():]}")
+        return UserError(f"<DataFrame> row {int(found.group(1)) - 2}: {text[found.end() :]}")
     return UserError(text.replace(name, "<DataFrame>", 1))
 
 
@@ -278,8 +299,7 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     frame = hasattr(data, "to_csv")
     csv_path = run_dir / SERIES if frame else Path(data)
     cfg = load_config(ForecastConfig, config, chosen=settings)
-    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings",
-                        strict=True)
+    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings", strict=True)
     if frame:  # once the settings are known good
         text = _frame_text(data, cfg.date_column)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -304,15 +324,20 @@ def _frame_kept_only_if_used(data, run_dir: str | Path):
         raise
 
 
-def backtest(data, run_dir: str | Path, config: str | Path | None = None, folds: int = 3,
-             step: int | None = None, **settings) -> dict:
+def backtest(
+    data,
+    run_dir: str | Path,
+    config: str | Path | None = None,
+    folds: int = 3,
+    step: int | None = None,
+    **settings,
+) -> dict:
     """Score a config on ``folds`` stretches of ``data`` before its test split, as
     ``forecast backtest`` does (see :mod:`transduce.tasks.forecasting.backtesting`); returns what
     it writes to RUN_DIR/backtest.json. ``config`` and ``settings`` as for
     :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
     with _frame_kept_only_if_used(data, run_dir):
-        return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds,
-                            step)
+        return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
 
 
 def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = None) -> str:
@@ -325,4 +350,3 @@ def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerows([list(rows[0]), *([row[k] for k in row] for row in rows)])
     return out.getvalue()
-

@@ -33,8 +33,12 @@ from transduce.tasks.forecasting.rundir import is_blend
 from transduce.tasks.translation.loading import load_ensemble, load_translation
 
 
-def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "auto",
-         precision: str = "auto", verbose: bool = True):
+def load(
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    device: str = "auto",
+    precision: str = "auto",
+    verbose: bool = True,
+):
     """The model in ``path``, ready to use.
 
     ``path`` is a run directory (its averaged, else best, else newest checkpoint), a
@@ -59,8 +63,10 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     listed = isinstance(path, (list, tuple))
     for one in path if listed else [path]:
         if not isinstance(one, (str, os.PathLike)) or not str(one):
-            raise TypeError(f"load() takes the path of a run directory, a checkpoint or an "
-                            f"export (or a list of runs), not {one!r}"[:200])
+            raise TypeError(
+                f"load() takes the path of a run directory, a checkpoint or an "
+                f"export (or a list of runs), not {one!r}"[:200]
+            )
     for name, value in (("device", device), ("precision", precision)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string such as 'auto', not {value!r}")
@@ -68,26 +74,42 @@ def load(path: str | os.PathLike | Sequence[str | os.PathLike], device: str = "a
     if members is not None:
         dev = pick_device(device)
         model, tokenizer, first_run = load_ensemble(members, verbose)
-        translator = Translator(model=model, tokenizer=tokenizer, device=dev,
-                                precision=resolve_precision(precision, dev))
+        translator = Translator(
+            model=model,
+            tokenizer=tokenizer,
+            device=dev,
+            precision=resolve_precision(precision, dev),
+        )
         translator.decoding = defaults.read(first_run if listed else path)
         return translator
     if (Path(path) / "model.bin").is_file():
-        return CTranslate2Translator(model_dir=path,
-                                     device=device)  # its decoding: from its transduce.json
+        return CTranslate2Translator(
+            model_dir=path, device=device
+        )  # its decoding: from its transduce.json
     dev = pick_device(device)
 
     if is_blend(path) or checkpoint_kind(path) == "forecast":
         # a setting that would be ignored is refused, as the command line does
-        ignored = [f"{name}={value}" for name, value, kept in (
-            ("device", device, ("auto", "cpu")), ("precision", precision, ("auto", "fp32")))
-            if value not in kept]
+        ignored = [
+            f"{name}={value}"
+            for name, value, kept in (
+                ("device", device, ("auto", "cpu")),
+                ("precision", precision, ("auto", "fp32")),
+            )
+            if value not in kept
+        ]
         if ignored:
-            raise UserError(f"{path}: a forecaster runs on the CPU in float32 (its models are "
-                            f"small); leave out {' and '.join(ignored)}")
+            raise UserError(
+                f"{path}: a forecaster runs on the CPU in float32 (its models are "
+                f"small); leave out {' and '.join(ignored)}"
+            )
         return GlobalForecaster(path) if is_global(path) else Forecaster(path)
     loaded = load_translation(path, verbose)
-    translator = Translator(model=loaded.model, tokenizer=loaded.tokenizer, device=dev,
-                            precision=resolve_precision(precision, dev))
+    translator = Translator(
+        model=loaded.model,
+        tokenizer=loaded.tokenizer,
+        device=dev,
+        precision=resolve_precision(precision, dev),
+    )
     translator.decoding = defaults.read(loaded.run_dir)
     return translator

@@ -23,8 +23,12 @@ class GlobalForecaster:
             series' next horizon steps (without it, such a run cannot forecast).
     """
 
-    def __init__(self, run_dir: str | Path, history: str | Path | None = None,
-                 known: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        history: str | Path | None = None,
+        known: str | Path | None = None,
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.cfg = runs.read_config(run_dir, ForecastConfig)
         names = tuple(self.cfg.known_list())
@@ -39,8 +43,10 @@ class GlobalForecaster:
         self.known = read_panel(path, known=tuple(self.cfg.known_list()), target=False)
 
     def describe(self) -> str:
-        return (f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "
-                f"{self.cfg.horizon}, input {self.cfg.input_length}")
+        return (
+            f"global {self.cfg.model.name} forecaster of {len(self.ids)} series, horizon "
+            f"{self.cfg.horizon}, input {self.cfg.input_length}"
+        )
 
     def forecast(self, series_id: str, shown: int | None = None) -> dict:
         """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
@@ -53,10 +59,19 @@ class GlobalForecaster:
 
         def text(step):
             return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
+
         levels = found["quantiles"]
-        ahead = [{"ds": text(step), "y": float(f"{row[0]:.6g}"),
-                  **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}")
-                     for k, level in enumerate(levels)}}
-                 for step, row in zip(found["steps"][series_id], found["forecast"][series_id])]
-        return {"date_column": "ds", "series": series_id, "forecast": ahead,
-                "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)]}
+        ahead = [
+            {
+                "ds": text(step),
+                "y": float(f"{row[0]:.6g}"),
+                **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}") for k, level in enumerate(levels)},
+            }
+            for step, row in zip(found["steps"][series_id], found["forecast"][series_id])
+        ]
+        return {
+            "date_column": "ds",
+            "series": series_id,
+            "forecast": ahead,
+            "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)],
+        }

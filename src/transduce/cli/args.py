@@ -39,11 +39,17 @@ def positive_float(text: str) -> float:
 
 def add_run_arguments(parser: argparse.ArgumentParser, configs: str, example: str) -> None:
     """``[CONFIG] key=value ... --run-dir DIR``: the arguments of a command that trains."""
-    parser.add_argument("items", nargs="*", metavar="[CONFIG] key=value",
-                        help=f"a YAML file of settings (see {configs}), then settings to "
-                             f"change, e.g. {example}")
-    parser.add_argument("--run-dir", required=True,
-                        help="where everything of the run lives; an existing one resumes")
+    parser.add_argument(
+        "items",
+        nargs="*",
+        metavar="[CONFIG] key=value",
+        help=f"a YAML file of settings (see {configs}), then settings to change, e.g. {example}",
+    )
+    parser.add_argument(
+        "--run-dir",
+        required=True,
+        help="where everything of the run lives; an existing one resumes",
+    )
 
 
 def config_and_overrides(cls, items: list[str], run_dir: str | None):

@@ -17,22 +17,37 @@ from transduce.viz.heatmaps import plot_attention
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "attention", help=summary,
+        "attention",
+        help=summary,
         description="Translate SENTENCE and draw its attention weights: a PNG grid of heatmaps "
-                    "(every layer × head, or their mean), or a self-contained interactive HTML "
-                    "page (choose kind, layer and head; hover a cell for its weight).")
-    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
-                        help="a translation run directory (its averaged, else best, else newest "
-                             "checkpoint) or a checkpoint file")
+        "(every layer × head, or their mean), or a self-contained interactive HTML "
+        "page (choose kind, layer and head; hover a cell for its weight).",
+    )
+    parser.add_argument(
+        "model",
+        metavar="RUN_DIR|CHECKPOINT",
+        help="a translation run directory (its averaged, else best, else newest "
+        "checkpoint) or a checkpoint file",
+    )
     parser.add_argument("sentence", help="the sentence to translate")
-    parser.add_argument("--output", "--out", dest="out", required=True,
-                        help="FILE.png or FILE.html (--out: the same)")
-    parser.add_argument("--kind", default="cross", choices=["cross", "encoder", "decoder"],
-                        help="cross-attention (default), encoder or decoder self-attention "
-                             "(PNG; the HTML page has all three)")
+    parser.add_argument(
+        "--output",
+        "--out",
+        dest="out",
+        required=True,
+        help="FILE.png or FILE.html (--out: the same)",
+    )
+    parser.add_argument(
+        "--kind",
+        default="cross",
+        choices=["cross", "encoder", "decoder"],
+        help="cross-attention (default), encoder or decoder self-attention "
+        "(PNG; the HTML page has all three)",
+    )
     parser.add_argument("--mean", action="store_true", help="PNG: the mean of the heads")
-    parser.add_argument("--beam", type=int,
-                        help="beam size (default: the run's decoding.json, else 5)")
+    parser.add_argument(
+        "--beam", type=int, help="beam size (default: the run's decoding.json, else 5)"
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.set_defaults(run=run)
 
@@ -58,10 +73,14 @@ def run(args: argparse.Namespace) -> int:
         if args.mean:
             weights, heads = weights.mean(axis=1, keepdims=True), ["mean of heads"]
         rows, cols = maps.labels(args.kind)
-        names = {"cross": ("source", "output"), "encoder": ("source (key)", "source (query)"),
-                 "decoder": ("output so far (key)", "output so far (query)")}[args.kind]
-        plot_attention(weights, cols, rows, args.out, f"{args.kind} attention: {title}",
-                       names, heads)
+        names = {
+            "cross": ("source", "output"),
+            "encoder": ("source (key)", "source (query)"),
+            "decoder": ("output so far (key)", "output so far (query)"),
+        }[args.kind]
+        plot_attention(
+            weights, cols, rows, args.out, f"{args.kind} attention: {title}", names, heads
+        )
     print(maps.translation)
     print(f"wrote {args.out}")
     return 0

@@ -14,16 +14,25 @@ from transduce.tasks.numbers.task import DemoConfig
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "demo", help=summary,
+        "demo",
+        help=summary,
         description="Train a small Transformer to translate English number words into German "
-                    "ones, report held-out exact match, and draw cross-attention and "
-                    "positional-encoding heatmaps. The output folder is a run directory: "
-                    "running again resumes it.",
-        epilog=settings_epilog(DemoConfig()), formatter_class=SettingsHelpFormatter)
-    parser.add_argument("items", nargs="*", metavar="key=value",
-                        help="change a setting, e.g. max_steps=500")
-    parser.add_argument("--output", "--out", dest="out", default="runs/demo",
-                        help="run directory to write (default: runs/demo)")
+        "ones, report held-out exact match, and draw cross-attention and "
+        "positional-encoding heatmaps. The output folder is a run directory: "
+        "running again resumes it.",
+        epilog=settings_epilog(DemoConfig()),
+        formatter_class=SettingsHelpFormatter,
+    )
+    parser.add_argument(
+        "items", nargs="*", metavar="key=value", help="change a setting, e.g. max_steps=500"
+    )
+    parser.add_argument(
+        "--output",
+        "--out",
+        dest="out",
+        default="runs/demo",
+        help="run directory to write (default: runs/demo)",
+    )
     parser.set_defaults(run=run)
 
 

@@ -44,10 +44,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     of every command (for tests and documentation)."""
     parser = OneLineParser(
         prog="transduce",
-        description="The Transformer of 'Attention Is All You Need', from scratch in PyTorch.")
+        description="The Transformer of 'Attention Is All You Need', from scratch in PyTorch.",
+    )
     parser.add_argument("--version", action="version", version=f"transduce {__version__}")
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND",
-                                     parser_class=OneLineParser)
+    commands = parser.add_subparsers(
+        title="commands", metavar="COMMAND", parser_class=OneLineParser
+    )
     given = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     for name, summary in COMMANDS.items():
         if argv is None or name == given:
@@ -82,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # what a shell reports for a process ended by SIGPIPE
     except OSError as error:  # the filesystem refused: read-only, full, a file for a folder
         where = error.filename or "a file"
-        print(f"transduce: error: {where}: {error.strerror or error}; check that the path "
-              "exists, is the right kind and may be written", file=sys.stderr)
+        print(
+            f"transduce: error: {where}: {error.strerror or error}; check that the path "
+            "exists, is the right kind and may be written",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt as error:  # training's Interrupted has saved the run first
         print("transduce: interrupted", file=sys.stderr)
@@ -92,4 +97,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

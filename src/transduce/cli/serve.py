@@ -19,38 +19,61 @@ from transduce.serve.http import READ_TIMEOUT, with_read_timeout
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "serve", help=summary,
+        "serve",
+        help=summary,
         description="Serve a translation, demo or forecasting run (or a CTranslate2 export): "
-                    "a web page at /, the explainer at /explain, a JSON API (POST /translate, "
-                    "/attention, /explain, /explain/head, /forecast; GET /health, /info) "
-                    "described by /openapi.json. Concurrent requests are batched together.")
+        "a web page at /, the explainer at /explain, a JSON API (POST /translate, "
+        "/attention, /explain, /explain/head, /forecast; GET /health, /info) "
+        "described by /openapi.json. Concurrent requests are batched together.",
+    )
     add_options(parser)
     parser.set_defaults(run=run, page="/")
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The options of `serve` (and of `explain`, which serves the same app)."""
-    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT|EXPORT",
-                        help="a translation run directory, a checkpoint file, an ensemble "
-                             "directory (transduce tune RUN RUN … --output; no attention), or a "
-                             "folder `transduce export` wrote")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=8000,
-                        help="port (default 8000; 0: a free one, printed at start)")
+    parser.add_argument(
+        "model",
+        metavar="RUN_DIR|CHECKPOINT|EXPORT",
+        help="a translation run directory, a checkpoint file, an ensemble "
+        "directory (transduce tune RUN RUN … --output; no attention), or a "
+        "folder `transduce export` wrote",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port (default 8000; 0: a free one, printed at start)",
+    )
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
-    parser.add_argument("--known", metavar="FILE",
-                        help="a global forecasting run that reads known covariates: a long "
-                             "table of unique_id, ds and those columns at each series' next "
-                             "horizon steps")
-    parser.add_argument("--window-ms", type=positive_int, default=10,
-                        help="how long a request waits for others to batch with (default 10)")
-    parser.add_argument("--read-timeout", type=positive_float, default=READ_TIMEOUT,
-                        metavar="SECONDS",
-                        help="how long a client may take to send a whole request, headers and "
-                             f"body (default {READ_TIMEOUT:g}); a slower one gets 408 and is "
-                             "disconnected")
+    parser.add_argument(
+        "--known",
+        metavar="FILE",
+        help="a global forecasting run that reads known covariates: a long "
+        "table of unique_id, ds and those columns at each series' next "
+        "horizon steps",
+    )
+    parser.add_argument(
+        "--window-ms",
+        type=positive_int,
+        default=10,
+        help="how long a request waits for others to batch with (default 10)",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=READ_TIMEOUT,
+        metavar="SECONDS",
+        help="how long a client may take to send a whole request, headers and "
+        f"body (default {READ_TIMEOUT:g}); a slower one gets 408 and is "
+        "disconnected",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,14 +87,17 @@ def run(args: argparse.Namespace) -> int:
     model = load(args.model, args.device)
     if args.known:
         if not isinstance(model, GlobalForecaster):
-            raise UserError(f"--known is for a global forecasting run (layout=long); "
-                            f"{args.model} is not one")
+            raise UserError(
+                f"--known is for a global forecasting run (layout=long); {args.model} is not one"
+            )
         model.read_known(args.known)
     app = create_app(model, describe(args.model, model), args.window_ms / 1000)
     host, port = sock.getsockname()[:2]  # --port 0: the one the system chose
     host = f"[{host}]" if ":" in host else host
-    print(f"transduce: serving {args.model} on http://{host}:{port}{args.page} (Ctrl-C stops)",
-          flush=True)
+    print(
+        f"transduce: serving {args.model} on http://{host}:{port}{args.page} (Ctrl-C stops)",
+        flush=True,
+    )
     config = uvicorn.Config(app, log_level="warning", http=with_read_timeout(args.read_timeout))
     uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -82,11 +108,14 @@ def _listen(host: str, port: int):
     use, a name that does not resolve) in one line; uvicorn would log it and exit 3."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         sock = socket.socket(family, kind, proto)
     except OSError as error:
-        raise UserError(f"--host {host}: {error.strerror or error}; give a name or address "
-                        "of this machine (default 127.0.0.1)") from None
+        raise UserError(
+            f"--host {host}: {error.strerror or error}; give a name or address "
+            "of this machine (default 127.0.0.1)"
+        ) from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restarts at once
         sock.bind(address)
@@ -94,5 +123,7 @@ def _listen(host: str, port: int):
         return sock
     except OSError as error:
         sock.close()
-        raise UserError(f"--host {host} --port {port}: {error.strerror or error}; give "
-                        "another --port (0: any free one) or --host") from None
+        raise UserError(
+            f"--host {host} --port {port}: {error.strerror or error}; give "
+            "another --port (0: any free one) or --host"
+        ) from None

@@ -33,14 +33,18 @@ def settings_epilog(config: Any) -> str:
     leaves = flatten(config)
     # a nested model config's settings that this command never reads (a forecaster's
     # vocabulary sizes) are not offered in its help
-    rows = [(f"{k}={v}", meaning or "") for (k, v), meaning in
-            zip(leaves.items(), setting_meanings(config).values())
-            if not (meaning or "").startswith("unused")]
+    rows = [
+        (f"{k}={v}", meaning or "")
+        for (k, v), meaning in zip(leaves.items(), setting_meanings(config).values())
+        if not (meaning or "").startswith("unused")
+    ]
     rows += _other_members(config, set(leaves))
     width = max(len(left) for left, _ in rows) + 2
     lines = [f"  {left:<{width}}{meaning}" for left, meaning in rows]
-    return ("settings, as key=value anywhere on the line (a key inside a section may be given "
-            "bare: d_model for model.d_model), with their defaults:\n" + "\n".join(lines))
+    return (
+        "settings, as key=value anywhere on the line (a key inside a section may be given "
+        "bare: d_model for model.d_model), with their defaults:\n" + "\n".join(lines)
+    )
 
 
 def other_members(config: Any, shown: set[str]) -> dict[str, tuple[Any, list[str], str]]:
@@ -62,9 +66,13 @@ def other_members(config: Any, shown: set[str]) -> dict[str, tuple[Any, list[str
 
 def _other_members(config: Any, shown: set[str]) -> list[tuple[str, str]]:
     """Rows for the settings of a union's other members, each with the members that have it."""
-    return [(f"{path}={value}", f"{' and '.join(tags)} {'models' if len(tags) > 1 else 'model'}"
-                                f": {meaning}")
-            for path, (value, tags, meaning) in other_members(config, shown).items()]
+    return [
+        (
+            f"{path}={value}",
+            f"{' and '.join(tags)} {'models' if len(tags) > 1 else 'model'}: {meaning}",
+        )
+        for path, (value, tags, meaning) in other_members(config, shown).items()
+    ]
 
 
 class SettingsHelpFormatter(argparse.HelpFormatter):
@@ -76,7 +84,12 @@ class SettingsHelpFormatter(argparse.HelpFormatter):
         for line in text.splitlines():
             row = re.match(r"  \S+\s{2,}", line)
             hang = " " * (row.end() if row else len(indent))
-            out.append(textwrap.fill(line, max(width, len(hang) + 30),
-                                     initial_indent="" if row else indent,
-                                     subsequent_indent=hang))
+            out.append(
+                textwrap.fill(
+                    line,
+                    max(width, len(hang) + 30),
+                    initial_indent="" if row else indent,
+                    subsequent_indent=hang,
+                )
+            )
         return "\n".join(out)

@@ -12,11 +12,14 @@ from transduce.tasks.translation.task import train
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "train", help=summary,
+        "train",
+        help=summary,
         description="Train a Transformer on parallel text. Starting again on an existing run "
-                    "directory resumes where it stopped; with no CONFIG it resumes with the "
-                    "run's own config.yaml. Under torchrun it trains on every process.",
-        epilog=settings_epilog(TrainConfig()), formatter_class=SettingsHelpFormatter)
+        "directory resumes where it stopped; with no CONFIG it resumes with the "
+        "run's own config.yaml. Under torchrun it trains on every process.",
+        epilog=settings_epilog(TrainConfig()),
+        formatter_class=SettingsHelpFormatter,
+    )
     add_run_arguments(parser, "configs/", "max_steps=500")
     parser.set_defaults(run=run)
 

@@ -21,41 +21,69 @@ from transduce.logs import progress
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser = commands.add_parser(
-        "translate", help=summary,
+        "translate",
+        help=summary,
         description="Translate one sentence per line. Exactly one output line per input line, "
-                    "in order; an empty line gives an empty line. With --nbest K > 1 each input"
-                    " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.")
-    parser.add_argument("model", metavar="RUN_DIR|CHECKPOINT",
-                        help="a run directory (its averaged, else best, else newest checkpoint)"
-                             ", a checkpoint file, or an ensemble directory (transduce tune "
-                             "RUN RUN … --output); with --engine ctranslate2, the directory "
-                             "`transduce export` wrote")
-    parser.add_argument("--engine", default="transduce", choices=["transduce", "ctranslate2"],
-                        help="our PyTorch search (default) or an exported CTranslate2 model")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="CPU threads (default: all cores)")
+        "in order; an empty line gives an empty line. With --nbest K > 1 each input"
+        " gives K lines 'INDEX ||| TRANSLATION ||| SCORE'.",
+    )
+    parser.add_argument(
+        "model",
+        metavar="RUN_DIR|CHECKPOINT",
+        help="a run directory (its averaged, else best, else newest checkpoint)"
+        ", a checkpoint file, or an ensemble directory (transduce tune "
+        "RUN RUN … --output); with --engine ctranslate2, the directory "
+        "`transduce export` wrote",
+    )
+    parser.add_argument(
+        "--engine",
+        default="transduce",
+        choices=["transduce", "ctranslate2"],
+        help="our PyTorch search (default) or an exported CTranslate2 model",
+    )
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
     parser.add_argument("--input", help="input file (default: standard input)")
     parser.add_argument("--output", help="output file (default: standard output)")
-    parser.add_argument("--beam", type=int,
-                        help="beam size; 1 is greedy (default: the run's decoding.json, which "
-                             "transduce tune writes, else 5)")
-    parser.add_argument("--lenpen", type=float,
-                        help="length penalty α of Wu et al. 2016 (default: the run's "
-                             "decoding.json, else 0.6)")
-    parser.add_argument("--lenpen-style", choices=["wu", "power"],
-                        help="score / ((5 + length) / 6)^α as the paper (wu, default for our "
-                             "engine) or / length^α (power, CTranslate2's only one)")
+    parser.add_argument(
+        "--beam",
+        type=int,
+        help="beam size; 1 is greedy (default: the run's decoding.json, which "
+        "transduce tune writes, else 5)",
+    )
+    parser.add_argument(
+        "--lenpen",
+        type=float,
+        help="length penalty α of Wu et al. 2016 (default: the run's decoding.json, else 0.6)",
+    )
+    parser.add_argument(
+        "--lenpen-style",
+        choices=["wu", "power"],
+        help="score / ((5 + length) / 6)^α as the paper (wu, default for our "
+        "engine) or / length^α (power, CTranslate2's only one)",
+    )
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per input (default 1)")
-    parser.add_argument("--no-repeat-ngram", type=int, metavar="N",
-                        help="forbid any N-gram of subwords twice in an output, against "
-                             "outputs that loop (default: the run's decoding.json, else 0: "
-                             "off)")
-    parser.add_argument("--max-tokens", type=int, default=6000,
-                        help="source tokens × beam per batch (default 6000)")
-    parser.add_argument("--device", default="auto",
-                        help="auto (CUDA, then Apple MPS, then CPU), cpu, mps, cuda or cuda:N")
-    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                        help="autocast type (default: bf16 where the hardware is fast at it)")
+    parser.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        metavar="N",
+        help="forbid any N-gram of subwords twice in an output, against "
+        "outputs that loop (default: the run's decoding.json, else 0: "
+        "off)",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=6000, help="source tokens × beam per batch (default 6000)"
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto (CUDA, then Apple MPS, then CPU), cpu, mps, cuda or cuda:N",
+    )
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "bf16", "fp16", "fp32"],
+        help="autocast type (default: bf16 where the hardware is fast at it)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -64,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     streaming = not args.input and not _is_file(sys.stdin)  # a terminal or a pipe
     lines = None if streaming else _read_input(args.input)  # checked before the model loads
     if args.engine == "ctranslate2":
-        translator = CTranslate2Translator(model_dir=args.model, device=args.device,
-                                           threads=args.threads)
+        translator = CTranslate2Translator(
+            model_dir=args.model, device=args.device, threads=args.threads
+        )
     else:
         if args.threads:
             torch.set_num_threads(args.threads)
@@ -80,13 +109,23 @@ def run(args: argparse.Namespace) -> int:
 
     def translate(lines: list[str], bar=None) -> list:
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
-        return translator.search(lines, d.beam, d.lenpen, args.nbest, args.max_tokens,
-                                 progress=bar, lenpen_style=style, **extra)
+        return translator.search(
+            lines,
+            d.beam,
+            d.lenpen,
+            args.nbest,
+            args.max_tokens,
+            progress=bar,
+            lenpen_style=style,
+            **extra,
+        )
 
     if lines is None:  # line by line
         if sys.stdin.isatty():
-            print("transduce: type a sentence and press Enter to translate it; Ctrl-D ends",
-                  file=sys.stderr)
+            print(
+                "transduce: type a sentence and press Enter to translate it; Ctrl-D ends",
+                file=sys.stderr,
+            )
         _stream(translate, args.nbest)
         return 0
     with progress(len(lines), "translating", "sent") as bar:
@@ -102,8 +141,9 @@ def run(args: argparse.Namespace) -> int:
 def _format(results: list, nbest: int, first: int = 0) -> str:
     if nbest == 1:
         return "".join(hyps[0][0] + "\n" for hyps in results)
-    return "".join(f"{i} ||| {t} ||| {s:.4f}\n" for i, hyps in enumerate(results, first)
-                   for t, s in hyps)
+    return "".join(
+        f"{i} ||| {t} ||| {s:.4f}\n" for i, hyps in enumerate(results, first) for t, s in hyps
+    )
 
 
 def _is_file(stream) -> bool:
@@ -131,8 +171,9 @@ def _stream(translate, nbest: int) -> None:
                 try:
                     lines.append(raw.rstrip(b"\r").decode("utf-8"))
                 except UnicodeDecodeError as error:
-                    raise UserError(f"<stdin>:{number}: invalid UTF-8 ({error.reason}); "
-                                    "send UTF-8 text") from None
+                    raise UserError(
+                        f"<stdin>:{number}: invalid UTF-8 ({error.reason}); send UTF-8 text"
+                    ) from None
             sys.stdout.write(_format(translate(lines), nbest, done))
             sys.stdout.flush()
             done += len(lines)
@@ -142,8 +183,11 @@ def _stream(translate, nbest: int) -> None:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse what no translation can use before loading or translating anything."""
-    if (args.beam is not None and not 1 <= args.beam <= MAX_BEAM) or args.nbest < 1 or \
-            (args.beam is not None and args.nbest > args.beam):
+    if (
+        (args.beam is not None and not 1 <= args.beam <= MAX_BEAM)
+        or args.nbest < 1
+        or (args.beam is not None and args.nbest > args.beam)
+    ):
         raise UserError(f"--beam must be 1 to {MAX_BEAM} and --nbest between 1 and --beam")
     if args.threads < 0:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
@@ -152,8 +196,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     if args.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.lenpen is not None and not lenpen_ok(args.lenpen):
-        raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not "
-                        f"{args.lenpen}")
+        raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not {args.lenpen}")
     if args.output:
         check_output_file(args.output, "--output")
 

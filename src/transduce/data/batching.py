@@ -11,8 +11,9 @@ from torch import Tensor
 from transduce.data.vocab import pad_batch
 
 
-def filter_pairs(src: Sequence[list[int]], tgt: Sequence[list[int]], max_len: int,
-                 max_ratio: float) -> tuple[list[int], Counter]:
+def filter_pairs(
+    src: Sequence[list[int]], tgt: Sequence[list[int]], max_len: int, max_ratio: float
+) -> tuple[list[int], Counter]:
     """Indices of the pairs fit for training, and a count of the others by reason.
 
     A pair is dropped when a side is empty, longer than ``max_len`` subwords, or when one side
@@ -31,8 +32,9 @@ def filter_pairs(src: Sequence[list[int]], tgt: Sequence[list[int]], max_len: in
     return keep, dropped
 
 
-def token_batches(lengths: Sequence[int], max_tokens: int,
-                  rng: random.Random | None = None) -> list[list[int]]:
+def token_batches(
+    lengths: Sequence[int], max_tokens: int, rng: random.Random | None = None
+) -> list[list[int]]:
     """Group example indices into batches of at most ``max_tokens`` padded tokens.
 
     Examples are sorted by length (ties in random order when ``rng`` is given) so a batch
@@ -58,8 +60,9 @@ def token_batches(lengths: Sequence[int], max_tokens: int,
     return batches
 
 
-def collate(src: Sequence[list[int]], tgt: Sequence[list[int]] | None, pad_id: int,
-            bos_id: int, eos_id: int) -> tuple[Tensor, Tensor | None]:
+def collate(
+    src: Sequence[list[int]], tgt: Sequence[list[int]] | None, pad_id: int, bos_id: int, eos_id: int
+) -> tuple[Tensor, Tensor | None]:
     """Source ids + EOS as (B, S); target framed as BOS … EOS as (B, T + 2), or None."""
     src_batch = pad_batch([list(s) + [eos_id] for s in src], pad_id)
     if tgt is None:

@@ -74,8 +74,9 @@ class BpeDropout:
                     scored.append((-score, i))
             scored.sort()
             known = self.transitions[n] = [
-                self._state(state[:i] + (state[i] + state[i + 1],) + state[i + 2:])
-                for _, i in scored]
+                self._state(state[:i] + (state[i] + state[i + 1],) + state[i + 2 :])
+                for _, i in scored
+            ]
         return known
 
     def ids_of(self, n: int) -> list[int]:
@@ -90,7 +91,7 @@ class BpeDropout:
         known = self._paths.get(word)
         if known is None:
             known = [self._state(tuple(word))]
-            while (after := self.after(known[-1])):
+            while after := self.after(known[-1]):
                 known.append(after[0])
             self._paths[word] = known
         return known
@@ -162,4 +163,4 @@ class DropoutCorpus:
                     n, skip = after[skip], skipped()
                 ids[j] = ids_of(n)
         b = self.bounds
-        return [list(chain.from_iterable(ids[b[n]:b[n + 1]])) for n in range(len(b) - 1)]
+        return [list(chain.from_iterable(ids[b[n] : b[n + 1]])) for n in range(len(b) - 1)]

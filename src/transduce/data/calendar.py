@@ -22,8 +22,11 @@ from transduce.errors import UserError
 DAY = timedelta(days=1)
 # The named frequencies: (adjective, what a count of their steps is called).
 MONTHLY = {1: ("monthly", "months"), 3: ("quarterly", "quarters"), 12: ("yearly", "years")}
-NAMED_STEPS = {timedelta(hours=1): ("hourly", "hours"), DAY: ("daily", "days"),
-               7 * DAY: ("weekly", "weeks")}
+NAMED_STEPS = {
+    timedelta(hours=1): ("hourly", "hours"),
+    DAY: ("daily", "days"),
+    7 * DAY: ("weekly", "weeks"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class Frequency:
             return "business days"
         if self.months:
             where = {"start": "month starts", "end": "month ends"}.get(
-                self.anchor, f"day {self.anchor}")  # type: ignore[arg-type]
+                self.anchor, f"day {self.anchor}"
+            )  # type: ignore[arg-type]
             return f"{MONTHLY[self.months][0]} ({where})"
         return _step_name(self.step)
 
@@ -80,8 +84,9 @@ def _last_day(date: datetime) -> int:
     return calendar.monthrange(date.year, date.month)[1]
 
 
-def infer_frequency(dates: Sequence[datetime], where: str = "the series",
-                    lines: Sequence[int] | None = None) -> Frequency:
+def infer_frequency(
+    dates: Sequence[datetime], where: str = "the series", lines: Sequence[int] | None = None
+) -> Frequency:
     """The frequency of strictly increasing ``dates``.
 
     Raises:
@@ -98,8 +103,7 @@ def infer_frequency(dates: Sequence[datetime], where: str = "the series",
     if usual < DAY:  # absolute time: an hour is an hour across a clock change
         gaps = [b - a for a, b in zip(dates, dates[1:])]
         usual = Counter(gaps).most_common(1)[0][0]
-    if usual == DAY and all(d.weekday() < 5 for d in dates) and \
-            any(g == 3 * DAY for g in gaps):
+    if usual == DAY and all(d.weekday() < 5 for d in dates) and any(g == 3 * DAY for g in gaps):
         for i, (a, g) in enumerate(zip(dates, gaps)):
             if g != (3 * DAY if a.weekday() == 4 else DAY):
                 _gap(dates, lines, where, i + 1, "business days (Monday to Friday)")
@@ -114,8 +118,10 @@ def _monthly(dates: Sequence[datetime], where: str, lines) -> Frequency:
     steps = [_months(a, b) for a, b in zip(dates, dates[1:])]
     months = Counter(steps).most_common(1)[0][0]
     if months not in MONTHLY:
-        raise UserError(f"{where}: the dates step by {months} months; supported calendar "
-                        "steps are 1 (monthly), 3 (quarterly) and 12 (yearly) months")
+        raise UserError(
+            f"{where}: the dates step by {months} months; supported calendar "
+            "steps are 1 (monthly), 3 (quarterly) and 12 (yearly) months"
+        )
     if all(d.day == 1 for d in dates):
         anchor: str | int = "start"
     elif all(d.day == _last_day(d) for d in dates):
@@ -124,8 +130,7 @@ def _monthly(dates: Sequence[datetime], where: str, lines) -> Frequency:
         anchor = max(d.day for d in dates)
     name = Frequency(months=months, anchor=anchor).name
     for i, (step, date) in enumerate(zip(steps, dates[1:])):
-        if step != months or date.day != _day(date, anchor) or \
-                date.time() != dates[0].time():
+        if step != months or date.day != _day(date, anchor) or date.time() != dates[0].time():
             _gap(dates, lines, where, i + 1, name)
     return Frequency(months=months, anchor=anchor)
 
@@ -140,9 +145,11 @@ def _day(date: datetime, anchor: str | int) -> int:
 
 def _gap(dates, lines, where: str, i: int, name: str) -> None:
     line = f"{where}:{lines[i]}" if lines else f"{where}, row {i + 1}"
-    raise UserError(f"{line}: date {format_dates([dates[i]])[0]} follows "
-                    f"{format_dates([dates[i - 1]])[0]}, but the series is {name}; fill "
-                    "the gap (or drop the rows before it) so that every step is present")
+    raise UserError(
+        f"{line}: date {format_dates([dates[i]])[0]} follows "
+        f"{format_dates([dates[i - 1]])[0]}, but the series is {name}; fill "
+        "the gap (or drop the rows before it) so that every step is present"
+    )
 
 
 def next_dates(dates: Sequence[datetime], count: int, frequency: Frequency) -> list[datetime]:
@@ -165,8 +172,10 @@ def next_dates(dates: Sequence[datetime], count: int, frequency: Frequency) -> l
         else:
             out = [last + frequency.step * k for k in range(1, count + 1)]
     except (OverflowError, ValueError):
-        raise UserError(f"the {count} dates after {last} go past the year 9999, the last "
-                        "date Python can hold; check the file's dates") from None
+        raise UserError(
+            f"the {count} dates after {last} go past the year 9999, the last "
+            "date Python can hold; check the file's dates"
+        ) from None
     return out
 
 

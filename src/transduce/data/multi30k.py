@@ -26,8 +26,10 @@ def _download(url: str, target: Path) -> None:
             shutil.copyfileobj(response, out)
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise UserError(f"{url}: download failed ({reason}); check the connection, or copy "
-                        "the files yourself and use --from LOCAL_DIR") from None
+        raise UserError(
+            f"{url}: download failed ({reason}); check the connection, or copy "
+            "the files yourself and use --from LOCAL_DIR"
+        ) from None
 
 
 def _gunzip(source: Path, target: Path) -> None:
@@ -41,12 +43,18 @@ def _gunzip(source: Path, target: Path) -> None:
 def _check(path: Path, expected_lines: int, origin: str) -> None:
     lines = len(split_lines(decode_utf8(path.read_bytes(), origin)))
     if lines != expected_lines:
-        raise UserError(f"{origin}: {lines} lines, expected {expected_lines}; the file is "
-                        "incomplete or not Multi30k")
+        raise UserError(
+            f"{origin}: {lines} lines, expected {expected_lines}; the file is "
+            "incomplete or not Multi30k"
+        )
 
 
-def fetch_multi30k(dest: str | os.PathLike, local: str | os.PathLike | None = None,
-                   url: str = DEFAULT_URL, log=print) -> list[Path]:
+def fetch_multi30k(
+    dest: str | os.PathLike,
+    local: str | os.PathLike | None = None,
+    url: str = DEFAULT_URL,
+    log=print,
+) -> list[Path]:
     """Put the nine raw files (train/val/test_2016_flickr × en/de/fr) into ``dest``.
 
     From ``local`` (a folder with the files, plain or .gz) when given, else downloaded from

@@ -15,19 +15,24 @@ from transduce.data.vocab import Vocab
 
 LIMIT = 1_000_000  # numbers 0 … LIMIT - 1
 
-_EN_SMALL = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-             "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+_EN_SMALL = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen"
+).split()
 _EN_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 # German units as they appear before "und", "hundert" and "tausend" (1 is "ein" there).
 _DE_UNITS = "_ ein zwei drei vier fünf sechs sieben acht neun".split()
-_DE_SMALL = ("null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn "
-             "vierzehn fünfzehn sechzehn siebzehn achtzehn neunzehn").split()
+_DE_SMALL = (
+    "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn "
+    "vierzehn fünfzehn sechzehn siebzehn achtzehn neunzehn"
+).split()
 _DE_TENS = "_ _ zwanzig dreißig vierzig fünfzig sechzig siebzig achtzig neunzig".split()
 
 # Every morpheme German number words are built from; the tokenizer splits on these.
-GERMAN_MORPHEMES = tuple(sorted(set(_DE_UNITS[1:] + _DE_SMALL + _DE_TENS[2:]
-                                    + ["und", "hundert", "tausend"])))
+GERMAN_MORPHEMES = tuple(
+    sorted(set(_DE_UNITS[1:] + _DE_SMALL + _DE_TENS[2:] + ["und", "hundert", "tausend"]))
+)
 ENGLISH_WORDS = tuple(sorted(set(_EN_SMALL + _EN_TENS[2:] + ["hundred", "thousand", "-"])))
 
 

@@ -13,8 +13,10 @@ def decode_utf8(data: bytes, origin: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(f"{origin}:{line}: invalid UTF-8 ({error.reason}); convert the file "
-                        "to UTF-8 (e.g. iconv -t UTF-8)") from None
+        raise UserError(
+            f"{origin}:{line}: invalid UTF-8 ({error.reason}); convert the file "
+            "to UTF-8 (e.g. iconv -t UTF-8)"
+        ) from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -48,12 +50,15 @@ def lines_of(data: bytes, name: str) -> list[str]:
     return split_lines(text)
 
 
-def read_parallel(src_path: str | os.PathLike,
-                  tgt_path: str | os.PathLike) -> tuple[list[str], list[str]]:
+def read_parallel(
+    src_path: str | os.PathLike, tgt_path: str | os.PathLike
+) -> tuple[list[str], list[str]]:
     """Source and target lines of a parallel corpus, which must have equally many lines."""
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
-        raise UserError(f"{src_path}: {len(src)} lines but {tgt_path} has {len(tgt)}; "
-                        f"parallel files must align line by line (they part at line "
-                        f"{min(len(src), len(tgt)) + 1})")
+        raise UserError(
+            f"{src_path}: {len(src)} lines but {tgt_path} has {len(tgt)}; "
+            f"parallel files must align line by line (they part at line "
+            f"{min(len(src), len(tgt)) + 1})"
+        )
     return src, tgt

@@ -54,11 +54,13 @@ class Series:
         """The same rows with only ``columns`` (in that order)."""
         missing = [c for c in columns if c not in self.columns]
         if missing:
-            raise UserError(f"{self.path}: no column {missing[0]!r}; columns are "
-                            f"{', '.join(self.columns)}")
+            raise UserError(
+                f"{self.path}: no column {missing[0]!r}; columns are {', '.join(self.columns)}"
+            )
         index = [self.columns.index(c) for c in columns]
-        return Series(self.dates, list(columns), self.values[:, index], self.path, self.lines,
-                      self.date_text)
+        return Series(
+            self.dates, list(columns), self.values[:, index], self.path, self.lines, self.date_text
+        )
 
 
 def parse_date(text: str, day_first: bool = False) -> datetime:
@@ -90,9 +92,11 @@ def _day_first(path: str, texts: list[str], lines: list[int]) -> bool:
     day = next(((line, text) for line, text, a, _ in pairs if a > 12), None)
     month = next(((line, text) for line, text, _, b in pairs if b > 12), None)
     if day and month:
-        raise UserError(f"{path}:{day[0]}: date {day[1].strip()!r} puts the day first, "
-                        f"line {month[0]}'s {month[1].strip()!r} the month; write every date "
-                        "the same way, best as ISO 8601 (2016-07-01)")
+        raise UserError(
+            f"{path}:{day[0]}: date {day[1].strip()!r} puts the day first, "
+            f"line {month[0]}'s {month[1].strip()!r} the month; write every date "
+            "the same way, best as ISO 8601 (2016-07-01)"
+        )
     if day or month or len(pairs) < 2:
         return day is not None
 
@@ -109,8 +113,9 @@ def _day_first(path: str, texts: list[str], lines: list[int]) -> bool:
     return not even(False) and even(True)
 
 
-def read_series(path: str | os.PathLike, date_column: str = "date",
-                columns: list[str] | None = None) -> Series:
+def read_series(
+    path: str | os.PathLike, date_column: str = "date", columns: list[str] | None = None
+) -> Series:
     """Read a CSV with a header, a date column and numeric columns (only ``columns``, in
     that order, when given: other columns may hold anything).
 
@@ -127,8 +132,13 @@ def read_series(path: str | os.PathLike, date_column: str = "date",
     return parse_series(text, str(path), date_column, columns)
 
 
-def parse_series(text: str, path: str, date_column: str = "date",
-                 columns: list[str] | None = None, blank_tail: tuple[str, ...] = ()) -> Series:
+def parse_series(
+    text: str,
+    path: str,
+    date_column: str = "date",
+    columns: list[str] | None = None,
+    blank_tail: tuple[str, ...] = (),
+) -> Series:
     """:func:`read_series` of CSV text; ``path`` names it in errors. ``blank_tail``: columns
     that may be empty (read as NaN) in the last rows, and only there: the future rows whose
     known covariates are given and whose forecast columns are not."""
@@ -138,31 +148,45 @@ def parse_series(text: str, path: str, date_column: str = "date",
     header = [h.strip() for h in next(reader, [])]
     if not header:
         raise UserError(f"{path}: empty file; expected a header and rows")
-    other = [name for mark, name in ((";", "semicolon"), ("\t", "tab"), ("|", "bar"))
-             if len(header) == 1 and mark in header[0]]
+    other = [
+        name
+        for mark, name in ((";", "semicolon"), ("\t", "tab"), ("|", "bar"))
+        if len(header) == 1 and mark in header[0]
+    ]
     if other:  # a European spreadsheet's export, say: the header reads as one column
-        raise UserError(f"{path}: the header is one field, {header[0][:60]!r}: the file looks "
-                        f"{other[0]}-separated; save it comma-separated (decimal points, "
-                        "not commas)")
+        raise UserError(
+            f"{path}: the header is one field, {header[0][:60]!r}: the file looks "
+            f"{other[0]}-separated; save it comma-separated (decimal points, "
+            "not commas)"
+        )
     if date_column not in header:
-        raise UserError(f"{path}: no {date_column!r} column in the header (it has "
-                        f"{', '.join(header[:8])}); set date_column")
+        raise UserError(
+            f"{path}: no {date_column!r} column in the header (it has "
+            f"{', '.join(header[:8])}); set date_column"
+        )
     twice = sorted({h for h in header if header.count(h) > 1})
     if twice:
-        raise UserError(f"{path}: the header names column {twice[0]!r} more than once; "
-                        "rename the columns so that each name is unique")
+        raise UserError(
+            f"{path}: the header names column {twice[0]!r} more than once; "
+            "rename the columns so that each name is unique"
+        )
     d = header.index(date_column)
     if len(header) == 1:
-        raise UserError(f"{path}: only a date column ({date_column!r}); add the columns of "
-                        "values to forecast")
+        raise UserError(
+            f"{path}: only a date column ({date_column!r}); add the columns of values to forecast"
+        )
     wanted = list(columns) if columns else [h for h in header if h != date_column]
     if date_column in wanted:
-        raise UserError(f"{path}: {date_column!r} is the date column, not a value column; "
-                        "name value columns in columns, inputs and known")
+        raise UserError(
+            f"{path}: {date_column!r} is the date column, not a value column; "
+            "name value columns in columns, inputs and known"
+        )
     missing = [c for c in wanted if c not in header]
     if missing:
-        raise UserError(f"{path}: no column {missing[0]!r}; columns are "
-                        f"{', '.join(h for h in header if h != date_column)}")
+        raise UserError(
+            f"{path}: no column {missing[0]!r}; columns are "
+            f"{', '.join(h for h in header if h != date_column)}"
+        )
     index = [header.index(c) for c in wanted]
     body, lines = [], []
     line = reader.line_num
@@ -178,37 +202,49 @@ def parse_series(text: str, path: str, date_column: str = "date",
     dates, rows = [], []
     for row, start in zip(body, lines):
         dates.append(_read_date(path, start, row[d], dates[-1] if dates else None, day_first))
-        rows.append([math.nan if wanted[k] in blank_tail and not row[i].strip() else
-                     _read_number(path, start, wanted[k], row[i])
-                     for k, i in enumerate(index)])
+        rows.append(
+            [
+                math.nan
+                if wanted[k] in blank_tail and not row[i].strip()
+                else _read_number(path, start, wanted[k], row[i])
+                for k, i in enumerate(index)
+            ]
+        )
     values = np.array(rows, dtype=np.float64).reshape(len(rows), len(wanted))
     blank = np.isnan(values).any(1)
     if blank.any():  # only a tail of rows may be blank
         first = int(np.argmax(blank))
         if not blank[first:].all():
             empty = [c for c, v in zip(wanted, values[first]) if np.isnan(v)]
-            raise UserError(f"{path}:{lines[first]}: {', '.join(empty)} "
-                            f"{'is' if len(empty) == 1 else 'are'} blank, but later rows have "
-                            "values; only the last rows (the future) may be blank")
-    return Series(dates, wanted, values.astype(np.float32), str(path), lines,
-                  body[-1][d].strip())
+            raise UserError(
+                f"{path}:{lines[first]}: {', '.join(empty)} "
+                f"{'is' if len(empty) == 1 else 'are'} blank, but later rows have "
+                "values; only the last rows (the future) may be blank"
+            )
+    return Series(dates, wanted, values.astype(np.float32), str(path), lines, body[-1][d].strip())
 
 
-def _read_date(path: str, line: int, field: str, previous: datetime | None,
-               day_first: bool = False) -> datetime:
+def _read_date(
+    path: str, line: int, field: str, previous: datetime | None, day_first: bool = False
+) -> datetime:
     try:
         date = parse_date(field, day_first)
     except ValueError:
-        raise UserError(f"{path}:{line}: cannot read date {field!r} (use ISO 8601, "
-                        "e.g. 2016-07-01 00:00:00)") from None
+        raise UserError(
+            f"{path}:{line}: cannot read date {field!r} (use ISO 8601, e.g. 2016-07-01 00:00:00)"
+        ) from None
     if previous is not None:
         if (date.tzinfo is None) != (previous.tzinfo is None):
-            raise UserError(f"{path}:{line}: date {field!r} "
-                            f"{'has no' if date.tzinfo is None else 'has a'} time zone, the "
-                            "previous row's not; give every date a time zone or none")
+            raise UserError(
+                f"{path}:{line}: date {field!r} "
+                f"{'has no' if date.tzinfo is None else 'has a'} time zone, the "
+                "previous row's not; give every date a time zone or none"
+            )
         if date <= previous:
-            raise UserError(f"{path}:{line}: date {field.strip()} does not come after the "
-                            "previous row's; sort the file by date and remove duplicates")
+            raise UserError(
+                f"{path}:{line}: date {field.strip()} does not come after the "
+                "previous row's; sort the file by date and remove duplicates"
+            )
     return date
 
 
@@ -221,10 +257,14 @@ def _read_number(path: str, line: int, column: str, field: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise UserError(f"{path}:{line}: column {column!r} holds {field!r}, not a number; "
-                        "fill or drop that row, or leave the column out (columns=a,b,...)")
+        raise UserError(
+            f"{path}:{line}: column {column!r} holds {field!r}, not a number; "
+            "fill or drop that row, or leave the column out (columns=a,b,...)"
+        )
     if abs(value) > FLOAT32_MAX:  # it would become inf in the float32 the models compute in
-        raise UserError(f"{path}:{line}: column {column!r} holds {field.strip()}, beyond the "
-                        f"±{FLOAT32_MAX:.1e} that float32 holds; rescale the column (e.g. "
-                        "into other units) or drop that row")
+        raise UserError(
+            f"{path}:{line}: column {column!r} holds {field.strip()}, beyond the "
+            f"±{FLOAT32_MAX:.1e} that float32 holds; rescale the column (e.g. "
+            "into other units) or drop that row"
+        )
     return value

@@ -32,18 +32,25 @@ class SubwordTokenizer:
             data = self.path.read_bytes()
             self.sp = spm.SentencePieceProcessor(model_proto=data)
         except (OSError, RuntimeError) as error:
-            raise UserError(f"{model_path}: not a readable SentencePiece model "
-                            f"({error})") from None
+            raise UserError(f"{model_path}: not a readable SentencePiece model ({error})") from None
         self.fingerprint = hashlib.sha256(data).hexdigest()[:16]
         self.lowercases = self.sp.normalize("A") in ("a", "\u2581a")  # trained lowercase=True
         self._bpe: BpeDropout | None = None
         if (self.sp.pad_id(), self.sp.bos_id(), self.sp.eos_id()) != (PAD_ID, BOS_ID, EOS_ID):
-            raise UserError(f"{model_path}: special ids differ from pad 0, bos 1, eos 2; "
-                            "train the tokenizer with transduce")
+            raise UserError(
+                f"{model_path}: special ids differ from pad 0, bos 1, eos 2; "
+                "train the tokenizer with transduce"
+            )
 
     @classmethod
-    def train(cls, sentences: Iterable[str], model_path: str | os.PathLike, vocab_size: int,
-              model_type: str = "bpe", lowercase: bool = False) -> SubwordTokenizer:
+    def train(
+        cls,
+        sentences: Iterable[str],
+        model_path: str | os.PathLike,
+        vocab_size: int,
+        model_type: str = "bpe",
+        lowercase: bool = False,
+    ) -> SubwordTokenizer:
         """Train on ``sentences`` (source and target text together, for a joint vocabulary)
         and write ``model_path`` atomically. With ``lowercase``, the model's own normaliser
         lowercases all text (SentencePiece's ``nmt_nfkc_cf`` rule: NFKC and case folding,
@@ -52,21 +59,32 @@ class SubwordTokenizer:
         model_path = Path(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         # Staged beside the model under a name that remove_staging() recognises.
-        with tempfile.TemporaryDirectory(prefix=f".{model_path.name}.", suffix=".tmp",
-                                         dir=model_path.parent) as tmp:
+        with tempfile.TemporaryDirectory(
+            prefix=f".{model_path.name}.", suffix=".tmp", dir=model_path.parent
+        ) as tmp:
             prefix = os.path.join(tmp, "spm")
             try:
                 spm.SentencePieceTrainer.train(
-                    sentence_iterator=iter(list(sentences)), model_prefix=prefix,
-                    vocab_size=vocab_size, model_type=model_type, character_coverage=1.0,
-                    pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID, unk_id=UNK_ID,
-                    num_threads=1, minloglevel=2, hard_vocab_limit=False,
-                    normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc")
+                    sentence_iterator=iter(list(sentences)),
+                    model_prefix=prefix,
+                    vocab_size=vocab_size,
+                    model_type=model_type,
+                    character_coverage=1.0,
+                    pad_id=PAD_ID,
+                    bos_id=BOS_ID,
+                    eos_id=EOS_ID,
+                    unk_id=UNK_ID,
+                    num_threads=1,
+                    minloglevel=2,
+                    hard_vocab_limit=False,
+                    normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+                )
             except (RuntimeError, ValueError) as error:  # e.g. fewer subwords than characters
                 reason = str(error).strip().splitlines()[-1][:300]
-                raise UserError(f"SentencePiece cannot train with vocab_size={vocab_size}, "
-                                f"spm_model_type={model_type} on this text: {reason}"
-                                ) from None
+                raise UserError(
+                    f"SentencePiece cannot train with vocab_size={vocab_size}, "
+                    f"spm_model_type={model_type} on this text: {reason}"
+                ) from None
             with atomic_path(model_path) as out:
                 os.replace(prefix + ".model", out)
         return cls(model_path)
@@ -82,8 +100,11 @@ class SubwordTokenizer:
         """The parts of ``text`` the model cannot read: those that map to unk (characters
         never seen in training), each once, in order."""
         pieces = self.sp.encode(text, out_type="proto").pieces
-        return list(dict.fromkeys(p.surface.strip() for p in pieces
-                                  if p.id == self.unk_id and p.surface.strip()))
+        return list(
+            dict.fromkeys(
+                p.surface.strip() for p in pieces if p.id == self.unk_id and p.surface.strip()
+            )
+        )
 
     def dropout_corpus(self, texts: Sequence[str]) -> DropoutCorpus:
         """``texts`` prepared for BPE-dropout (Provilkov et al. 2020): ``.draw(p, seed)``

@@ -40,41 +40,53 @@ def split_borders(n_rows: int, input_length: int, scheme: str) -> dict[str, tupl
         month = 30 * ETT_ROWS_PER_DAY[scheme]
         ends = np.cumsum(ETT_MONTHS) * month
         if n_rows < ends[-1]:
-            raise UserError(f"{scheme} borders need {ends[-1]} rows, the file has {n_rows}; "
-                            "use split=ratio")
+            raise UserError(
+                f"{scheme} borders need {ends[-1]} rows, the file has {n_rows}; use split=ratio"
+            )
         train_end, val_end, test_end = (int(e) for e in ends)
     elif scheme == "ratio":
         train_end = int(0.7 * n_rows)
         test_rows = int(0.2 * n_rows)
         val_end, test_end = n_rows - test_rows, n_rows
     else:
-        raise UserError(f"split must be ett_hour, ett_minute, ratio or rows:A,B,C, not "
-                        f"{scheme!r}")
-    return {"train": (0, train_end), "val": (train_end - input_length, val_end),
-            "test": (val_end - input_length, test_end)}
+        raise UserError(f"split must be ett_hour, ett_minute, ratio or rows:A,B,C, not {scheme!r}")
+    return {
+        "train": (0, train_end),
+        "val": (train_end - input_length, val_end),
+        "test": (val_end - input_length, test_end),
+    }
 
 
 def _row_borders(scheme: str, n_rows: int) -> tuple[int, int, int]:
     """The three row borders of a "rows:A,B,C" split, checked against the file."""
-    fields = scheme[len("rows:"):].split(",")
+    fields = scheme[len("rows:") :].split(",")
     try:
         ends = [int(f) for f in fields]
     except ValueError:
         ends = []
     if len(ends) != 3 or not 0 < ends[0] < ends[1] < ends[2]:
-        raise UserError(f"split={scheme}: give three increasing row numbers, rows:A,B,C "
-                        "(train ends at A, validation at B, test at C)")
+        raise UserError(
+            f"split={scheme}: give three increasing row numbers, rows:A,B,C "
+            "(train ends at A, validation at B, test at C)"
+        )
     if ends[2] > n_rows:
-        raise UserError(f"split={scheme}: the test split ends at row {ends[2]}, the file has "
-                        f"{n_rows} rows; lower C to at most {n_rows}")
+        raise UserError(
+            f"split={scheme}: the test split ends at row {ends[2]}, the file has "
+            f"{n_rows} rows; lower C to at most {n_rows}"
+        )
     return ends[0], ends[1], ends[2]
 
 
 def default_scheme(path: str | os.PathLike) -> str:
     """The protocol's split for a file: ETT borders for ETTh*/ETTm*, else 70/10/20."""
     name = Path(path).name
-    return "ett_hour" if name.startswith("ETTh") else \
-        "ett_minute" if name.startswith("ETTm") else "ratio"
+    return (
+        "ett_hour"
+        if name.startswith("ETTh")
+        else "ett_minute"
+        if name.startswith("ETTm")
+        else "ratio"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,9 +114,18 @@ class Scaler:
 
 def calendar_features(dates: list[datetime]) -> np.ndarray:
     """(N, 4) hour of day, day of week, day of month, day of year, each in [-0.5, 0.5]."""
-    return np.array([[d.hour / 23 - 0.5, d.weekday() / 6 - 0.5, (d.day - 1) / 30 - 0.5,
-                      (d.timetuple().tm_yday - 1) / 365 - 0.5] for d in dates],
-                    dtype=np.float32)
+    return np.array(
+        [
+            [
+                d.hour / 23 - 0.5,
+                d.weekday() / 6 - 0.5,
+                (d.day - 1) / 30 - 0.5,
+                (d.timetuple().tm_yday - 1) / 365 - 0.5,
+            ]
+            for d in dates
+        ],
+        dtype=np.float32,
+    )
 
 
 def window_count(start: int, end: int, input_length: int, horizon: int) -> int:
@@ -119,9 +140,18 @@ class Windows(Dataset):
     known-future covariates). Tensors: x (L, C), y (H, C'), x_time (L, F), y_time (H, F).
     """
 
-    def __init__(self, *, values: np.ndarray, times: np.ndarray, start: int, end: int,
-                 input_length: int, horizon: int, inputs: int | None = None,
-                 targets: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        values: np.ndarray,
+        times: np.ndarray,
+        start: int,
+        end: int,
+        input_length: int,
+        horizon: int,
+        inputs: int | None = None,
+        targets: int | None = None,
+    ) -> None:
         self.values, self.times = torch.from_numpy(values), torch.from_numpy(times)
         self.start, self.input_length, self.horizon = start, input_length, horizon
         self.inputs, self.targets = inputs or values.shape[1], targets or values.shape[1]
@@ -136,5 +166,9 @@ class Windows(Dataset):
         a = self.start + i
         b = a + self.input_length
         c = b + self.horizon
-        return (self.values[a:b, :self.inputs], self.values[b:c, :self.targets],
-                self.times[a:b], self.times[b:c])
+        return (
+            self.values[a:b, : self.inputs],
+            self.values[b:c, : self.targets],
+            self.times[a:b],
+            self.times[b:c],
+        )

@@ -67,14 +67,15 @@ def length_penalty(length: int | Tensor, alpha: float, style: str = "wu") -> flo
     ``style="power"`` |Y|^α (what CTranslate2 and Hugging Face ``generate`` divide by).
     |Y| counts EOS."""
     if style == "power":
-        return length ** alpha
+        return length**alpha
     if style != "wu":
         raise ValueError(f"length-penalty style must be one of {LENPEN_STYLES}, not {style!r}")
     return ((5 + length) / 6) ** alpha
 
 
-def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
-              longest: int, penalty) -> bool:
+def _can_stop(
+    finished: list[Hypothesis], nbest: int, best_alive: float, longest: int, penalty
+) -> bool:
     """Whether no live beam can still enter the top ``nbest``. Log-probabilities only fall
     as a beam grows, and the length penalty divides them by at most lp(longest), so a live
     beam's best future score is its log-probability / lp(longest)."""
@@ -85,11 +86,21 @@ def _can_stop(finished: list[Hypothesis], nbest: int, best_alive: float,
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_id: int,
-                beam_size: int = 5, alpha: float = 0.6, nbest: int = 1,
-                max_len: Tensor | None = None, extra_len: int = 50,
-                lenpen_style: str = "wu", no_repeat_ngram: int = 0,
-                trace: Callable[[BeamStep], None] | None = None) -> list[list[Hypothesis]]:
+def beam_search(
+    model: Seq2Seq,
+    src: Tensor,
+    src_mask: Tensor,
+    bos_id: int,
+    eos_id: int,
+    beam_size: int = 5,
+    alpha: float = 0.6,
+    nbest: int = 1,
+    max_len: Tensor | None = None,
+    extra_len: int = 50,
+    lenpen_style: str = "wu",
+    no_repeat_ngram: int = 0,
+    trace: Callable[[BeamStep], None] | None = None,
+) -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
     A sentence leaves the batch as soon as it is done (its best finished hypotheses cannot be
@@ -123,6 +134,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
 
     def penalty(length):
         return length_penalty(length, alpha, lenpen_style)
+
     B, K, device = src.shape[0], beam_size, src.device
     if max_len is None:
         max_len = src_mask.reshape(B, -1).sum(-1) + extra_len  # (B,)
@@ -145,8 +157,9 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         ending = [i for i, b in enumerate(alive) if t + 1 >= limits[b]]
         if ending:  # at the maximum length only EOS may follow
             ending = torch.tensor(ending, device=device)
-            candidates[ending] = torch.where(torch.arange(V, device=device) == eos_id,
-                                             candidates[ending], float("-inf"))
+            candidates[ending] = torch.where(
+                torch.arange(V, device=device) == eos_id, candidates[ending], float("-inf")
+            )
         candidates = candidates.add_(scores.unsqueeze(-1)).view(n, K * V)
         top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K): K of them are not EOS
         beam, token = top // V, top % V  # (n, 2K)
@@ -155,16 +168,30 @@ def beam_search(model: Seq2Seq, src: Tensor, src_mask: Tensor, bos_id: int, eos_
         # the K best non-EOS candidates continue, in score order
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (n, K)
         if trace is not None:
-            trace(BeamStep(t, list(alive), prefixes.cpu(), scores.cpu(), step_log_probs.cpu(),
-                           top_scores.cpu(), beam.cpu(), token.cpu(), is_eos.cpu(),
-                           keep.cpu(), float(penalty(t + 1))))
+            trace(
+                BeamStep(
+                    t,
+                    list(alive),
+                    prefixes.cpu(),
+                    scores.cpu(),
+                    step_log_probs.cpu(),
+                    top_scores.cpu(),
+                    beam.cpu(),
+                    token.cpu(),
+                    is_eos.cpu(),
+                    keep.cpu(),
+                    float(penalty(t + 1)),
+                )
+            )
         scores = top_scores.gather(1, keep)
-        source_rows = (torch.arange(n, device=device)[:, None] * K
-                       + beam.gather(1, keep))  # (n, K)
+        source_rows = torch.arange(n, device=device)[:, None] * K + beam.gather(1, keep)  # (n, K)
         tokens = token.gather(1, keep)
         best_alive = scores.max(1).values.tolist()
-        stay = [i for i, b in enumerate(alive)
-                if not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)]
+        stay = [
+            i
+            for i, b in enumerate(alive)
+            if not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)
+        ]
         if not stay:
             break
         kept = None
@@ -184,9 +211,12 @@ def _block_repeats(log_probs: Tensor, prefixes: Tensor, n: int) -> None:
     for row, tokens in enumerate(prefixes[:, 1:].tolist()):
         if len(tokens) < n - 1:
             continue
-        last = tuple(tokens[len(tokens) - n + 1:])
-        banned = [tokens[i + n - 1] for i in range(len(tokens) - n + 1)
-                  if tuple(tokens[i:i + n - 1]) == last]
+        last = tuple(tokens[len(tokens) - n + 1 :])
+        banned = [
+            tokens[i + n - 1]
+            for i in range(len(tokens) - n + 1)
+            if tuple(tokens[i : i + n - 1]) == last
+        ]
         if banned:
             log_probs[row, banned] = float("-inf")
 
@@ -200,9 +230,18 @@ def _expand(state, K: int, B: int, device: torch.device):
     return state.reorder(torch.arange(B, device=device).repeat_interleave(K)), False
 
 
-def _finish(finished: list[list[Hypothesis]], alive: list[int], prefixes: Tensor,
-            top_scores: Tensor, beam: Tensor, is_eos: Tensor, eos_id: int, t: int, K: int,
-            penalty) -> None:
+def _finish(
+    finished: list[list[Hypothesis]],
+    alive: list[int],
+    prefixes: Tensor,
+    top_scores: Tensor,
+    beam: Tensor,
+    is_eos: Tensor,
+    eos_id: int,
+    t: int,
+    K: int,
+    penalty,
+) -> None:
     """Move the EOS candidates ranked within the top K into the finished lists."""
     eos = is_eos[:, :K].nonzero().tolist()
     if not eos:

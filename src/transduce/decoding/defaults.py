@@ -35,7 +35,7 @@ class Decoding:
     source: str = "the paper's beam 5 and α 0.6"
 
     def describe(self) -> str:
-        block = (f", no {self.no_repeat_ngram}-gram twice" if self.no_repeat_ngram else "")
+        block = f", no {self.no_repeat_ngram}-gram twice" if self.no_repeat_ngram else ""
         return f"beam {self.beam}, α {self.lenpen:g}{block} ({self.source})"
 
     def values(self) -> dict:
@@ -47,8 +47,7 @@ PAPER = Decoding()
 
 def lenpen_ok(value) -> bool:
     """Whether ``value`` can be a length penalty α: a finite real number of at least 0."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and \
-        0 <= value < math.inf
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value < math.inf
 
 
 def check(values: dict, where: str) -> Decoding:
@@ -57,13 +56,22 @@ def check(values: dict, where: str) -> Decoding:
         beam, lenpen = int(values["beam"]), float(values["lenpen"])
         block, last = int(values.get("no_repeat_ngram", 0)), int(values.get("last", 0))
     except (KeyError, TypeError, ValueError) as error:
-        raise UserError(f"{where}: damaged decoding settings ({type(error).__name__}: "
-                        f"{error}); run transduce tune again or delete the file") from None
+        raise UserError(
+            f"{where}: damaged decoding settings ({type(error).__name__}: "
+            f"{error}); run transduce tune again or delete the file"
+        ) from None
     if beam < 1 or not lenpen_ok(lenpen) or block < 0 or last < 0:
-        raise UserError(f"{where}: beam must be at least 1, lenpen finite and at least 0, "
-                        "no_repeat_ngram and last at least 0; run transduce tune again")
-    return Decoding(beam=beam, lenpen=lenpen, no_repeat_ngram=block, last=last,
-                    source=f"chosen on validation data, {where}")
+        raise UserError(
+            f"{where}: beam must be at least 1, lenpen finite and at least 0, "
+            "no_repeat_ngram and last at least 0; run transduce tune again"
+        )
+    return Decoding(
+        beam=beam,
+        lenpen=lenpen,
+        no_repeat_ngram=block,
+        last=last,
+        source=f"chosen on validation data, {where}",
+    )
 
 
 def read(run_dir: str | os.PathLike) -> Decoding:
@@ -74,8 +82,9 @@ def read(run_dir: str | os.PathLike) -> Decoding:
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not a JSON file ({error}); run transduce tune again or "
-                        "delete it") from None
+        raise UserError(
+            f"{path}: not a JSON file ({error}); run transduce tune again or delete it"
+        ) from None
     if not isinstance(values, dict):
         raise UserError(f"{path}: not a JSON object; run transduce tune again or delete it")
     return check(values, str(path))
@@ -88,13 +97,23 @@ def write(run_dir: str | os.PathLike, chosen: Decoding, details: dict) -> Path:
     return path
 
 
-def resolve(default: Decoding, beam: int | None = None, lenpen: float | None = None,
-            no_repeat_ngram: int | None = None) -> Decoding:
+def resolve(
+    default: Decoding,
+    beam: int | None = None,
+    lenpen: float | None = None,
+    no_repeat_ngram: int | None = None,
+) -> Decoding:
     """``default`` with the values given here (None: keep the default's)."""
-    given = {k: v for k, v in (("beam", beam), ("lenpen", lenpen),
-                               ("no_repeat_ngram", no_repeat_ngram)) if v is not None}
+    given = {
+        k: v
+        for k, v in (("beam", beam), ("lenpen", lenpen), ("no_repeat_ngram", no_repeat_ngram))
+        if v is not None
+    }
     if not given:
         return default
-    source = "given" if len(given) == 3 else \
-        f"{', '.join(f'{k} given' for k in given)}; the rest: {default.source}"
+    source = (
+        "given"
+        if len(given) == 3
+        else f"{', '.join(f'{k} given' for k in given)}; the rest: {default.source}"
+    )
     return Decoding(**{**default.values(), **given}, source=source)

@@ -35,18 +35,23 @@ class EnsembleState:
     def expand_beams(self, beams: int) -> EnsembleState:
         """Each sentence's row repeated for its ``beams`` beams, in every member."""
         rows = self.sentences.repeat_interleave(beams)
-        states = tuple(s.expand_beams(beams) if hasattr(s, "expand_beams") else s.reorder(rows)
-                       for s in self.states)
-        return EnsembleState(states, tuple(hasattr(s, "expand_beams") for s in self.states),
-                             rows)
+        states = tuple(
+            s.expand_beams(beams) if hasattr(s, "expand_beams") else s.reorder(rows)
+            for s in self.states
+        )
+        return EnsembleState(states, tuple(hasattr(s, "expand_beams") for s in self.states), rows)
 
     def reorder(self, indices: Tensor, memory_rows: Tensor | None = None) -> EnsembleState:
         """Keep rows ``indices`` in every member (``memory_rows``: the sentences kept, for the
         members whose states are grouped by sentence)."""
         return EnsembleState(
-            tuple(s.reorder(indices, memory_rows) if g else s.reorder(indices)
-                  for s, g in zip(self.states, self.grouped)),
-            self.grouped, self.sentences.index_select(0, indices))
+            tuple(
+                s.reorder(indices, memory_rows) if g else s.reorder(indices)
+                for s, g in zip(self.states, self.grouped)
+            ),
+            self.grouped,
+            self.sentences.index_select(0, indices),
+        )
 
 
 class Ensemble(nn.Module):
@@ -71,9 +76,11 @@ class Ensemble(nn.Module):
 
     def start(self, src: Tensor, src_mask: Tensor) -> EnsembleState:
         """Encode the batch once per member."""
-        return EnsembleState(tuple(m.start(src, src_mask) for m in self.members),
-                             (False,) * len(self.members),
-                             torch.arange(src.shape[0], device=src.device))
+        return EnsembleState(
+            tuple(m.start(src, src_mask) for m in self.members),
+            (False,) * len(self.members),
+            torch.arange(src.shape[0], device=src.device),
+        )
 
     def step(self, tokens: Tensor, state: EnsembleState) -> tuple[Tensor, EnsembleState]:
         """Args: tokens (B, t). Returns: (B, t, V) float32 log of the members' mean
@@ -98,6 +105,7 @@ def check_vocabularies(paths: Sequence[Any], tokenizers: Sequence[Any]) -> None:
     the first one's."""
     for path, tokenizer in zip(paths[1:], tokenizers[1:]):
         if not same_vocabulary(tokenizers[0], tokenizer):
-            raise UserError(f"{path}: its vocabulary differs from that of {paths[0]}; "
-                            "ensemble runs trained on the same data with the same vocab_size")
-
+            raise UserError(
+                f"{path}: its vocabulary differs from that of {paths[0]}; "
+                "ensemble runs trained on the same data with the same vocab_size"
+            )

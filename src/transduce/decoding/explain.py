@@ -60,10 +60,16 @@ class Explanation:
 
     def to_dict(self) -> dict:
         """Plain lists, for JSON (the server's /explain)."""
-        return {**self.maps.to_dict(), "steps": self.steps, "nbest": self.nbest,
-                "beam": self.beam, "lenpen": self.lenpen,
-                "layers": len(self.maps.cross), "heads": int(self.maps.cross[0].shape[0]),
-                "positions": {k: np.round(v, 4).tolist() for k, v in self.positions.items()}}
+        return {
+            **self.maps.to_dict(),
+            "steps": self.steps,
+            "nbest": self.nbest,
+            "beam": self.beam,
+            "lenpen": self.lenpen,
+            "layers": len(self.maps.cross),
+            "heads": int(self.maps.cross[0].shape[0]),
+            "positions": {k: np.round(v, 4).tolist() for k, v in self.positions.items()},
+        }
 
 
 @dataclass
@@ -101,19 +107,32 @@ class HeadNumbers:
     def to_dict(self) -> dict:
         def plain(a):
             return np.round(a.astype(np.float64), 6).tolist()
-        return {"kind": self.kind, "layer": self.layer, "head": self.head,
-                "query": self.query, "query_token": self.query_token,
-                "key_tokens": self.key_tokens, "d_k": self.d_k, "q": plain(self.q),
-                "k": plain(self.k), "v": plain(self.v),
-                "scores": [None if not m else round(float(s), 6)
-                           for s, m in zip(self.scores, self.mask)],
-                "raw_scores": plain(self.scores), "mask": self.mask.tolist(),
-                "weights": plain(self.weights), "output": plain(self.output)}
+
+        return {
+            "kind": self.kind,
+            "layer": self.layer,
+            "head": self.head,
+            "query": self.query,
+            "query_token": self.query_token,
+            "key_tokens": self.key_tokens,
+            "d_k": self.d_k,
+            "q": plain(self.q),
+            "k": plain(self.k),
+            "v": plain(self.v),
+            "scores": [
+                None if not m else round(float(s), 6) for s, m in zip(self.scores, self.mask)
+            ],
+            "raw_scores": plain(self.scores),
+            "mask": self.mask.tolist(),
+            "weights": plain(self.weights),
+            "output": plain(self.output),
+        }
 
 
 @torch.no_grad()
-def explain(translator, sentence: str, beam: int = 5, lenpen: float = 0.6,
-            top_k: int = TOP_K) -> Explanation:
+def explain(
+    translator, sentence: str, beam: int = 5, lenpen: float = 0.6, top_k: int = TOP_K
+) -> Explanation:
     """Translate ``sentence`` with beam search, tracing every step, and collect the
     attention of the result (see :class:`Explanation`)."""
     model, tok, device = translator.model, translator.tokenizer, translator.device
@@ -121,15 +140,34 @@ def explain(translator, sentence: str, beam: int = 5, lenpen: float = 0.6,
     src = torch.tensor([src_ids], device=device)  # (1, S)
     mask = padding_mask(src, tok.pad_id)
     traced: list[BeamStep] = []
-    found = beam_search(model, src, mask, tok.bos_id, tok.eos_id, max(beam, 1), lenpen,
-                        nbest=max(beam, 1), extra_len=EXTRA_OUTPUT, trace=traced.append)[0]
+    found = beam_search(
+        model,
+        src,
+        mask,
+        tok.bos_id,
+        tok.eos_id,
+        max(beam, 1),
+        lenpen,
+        nbest=max(beam, 1),
+        extra_len=EXTRA_OUTPUT,
+        trace=traced.append,
+    )[0]
     best = [t for t in found[0].tokens if t != tok.eos_id]  # the search above: not run again
     maps = attention_maps(translator, sentence, ids=(src_ids, best))
-    nbest = [{"tokens": tok.pieces(h.tokens), "text": tok.decode(h.tokens),
-              "log_prob": round(h.log_prob, 4), "score": round(h.score, 4)} for h in found]
+    nbest = [
+        {
+            "tokens": tok.pieces(h.tokens),
+            "text": tok.decode(h.tokens),
+            "log_prob": round(h.log_prob, 4),
+            "score": round(h.score, 4),
+        }
+        for h in found
+    ]
     steps = [_step(s, tok, top_k) for s in traced]
-    positions = {"table": model.positions.table[:len(src_ids)].float().cpu().numpy(),
-                 "embeddings": model.src_embed(src)[0].float().cpu().numpy()}
+    positions = {
+        "table": model.positions.table[: len(src_ids)].float().cpu().numpy(),
+        "embeddings": model.src_embed(src)[0].float().cpu().numpy(),
+    }
     return Explanation(maps, steps, nbest, beam, lenpen, positions)
 
 
@@ -143,11 +181,17 @@ def _step(step: BeamStep, tok, top_k: int) -> dict:
             continue
         probs, ids = step.log_probs[0, k].exp().topk(top_k)
         slot_of[k] = len(hypotheses)
-        hypotheses.append({
-            "slot": k, "tokens": tok.pieces(step.prefixes[k, 1:].tolist()),
-            "log_prob": round(score, 4),
-            "next": [{"token": _piece(tok, i), "prob": round(float(p), 4)}
-                     for p, i in zip(probs.tolist(), ids.tolist())]})
+        hypotheses.append(
+            {
+                "slot": k,
+                "tokens": tok.pieces(step.prefixes[k, 1:].tolist()),
+                "log_prob": round(score, 4),
+                "next": [
+                    {"token": _piece(tok, i), "prob": round(float(p), 4)}
+                    for p, i in zip(probs.tolist(), ids.tolist())
+                ],
+            }
+        )
     kept = step.keep[0].tolist()
     candidates = []
     for j in range(step.top_scores.shape[1]):
@@ -155,16 +199,23 @@ def _step(step: BeamStep, tok, top_k: int) -> dict:
         if log_prob == float("-inf"):
             continue
         eos = bool(step.is_eos[0, j])
-        status = ("finished" if eos and j < K else "continues" if j in kept else "dropped")
-        entry = {"parent": slot_of.get(int(step.beam[0, j])), "slot": (kept.index(j)
-                 if status == "continues" else None),
-                 "token": _piece(tok, int(step.token[0, j])), "log_prob": round(log_prob, 4),
-                 "status": status}
+        status = "finished" if eos and j < K else "continues" if j in kept else "dropped"
+        entry = {
+            "parent": slot_of.get(int(step.beam[0, j])),
+            "slot": (kept.index(j) if status == "continues" else None),
+            "token": _piece(tok, int(step.token[0, j])),
+            "log_prob": round(log_prob, 4),
+            "status": status,
+        }
         if status == "finished":
             entry["score"] = round(log_prob / step.penalty, 4)
         candidates.append(entry)
-    return {"t": step.t, "hypotheses": hypotheses, "candidates": candidates,
-            "penalty": round(step.penalty, 4)}
+    return {
+        "t": step.t,
+        "hypotheses": hypotheses,
+        "candidates": candidates,
+        "penalty": round(step.penalty, 4),
+    }
 
 
 def _piece(tok, token_id: int) -> str:
@@ -172,8 +223,16 @@ def _piece(tok, token_id: int) -> str:
 
 
 @torch.no_grad()
-def head_numbers(translator, sentence: str, kind: str, layer: int, head: int, query: int,
-                 beam: int = 5, lenpen: float = 0.6) -> HeadNumbers:
+def head_numbers(
+    translator,
+    sentence: str,
+    kind: str,
+    layer: int,
+    head: int,
+    query: int,
+    beam: int = 5,
+    lenpen: float = 0.6,
+) -> HeadNumbers:
     """The numbers of one head's attention for one query token of the translation of
     ``sentence`` (see :class:`HeadNumbers`): the module's own inputs, captured while the
     model reads the source and its translation, projected and scored here step by step."""
@@ -210,10 +269,22 @@ def head_numbers(translator, sentence: str, kind: str, layer: int, head: int, qu
         allowed = m[query if m.shape[0] > 1 else 0].bool()
     weights = masked_softmax(scores[None], mask=allowed[None])[0]
     output = weights @ v
-    return HeadNumbers(kind, layer, head, query, rows[query], columns,
-                       q.cpu().numpy(), k.cpu().numpy(), v.cpu().numpy(),
-                       scores.cpu().numpy(), allowed.cpu().numpy(), weights.cpu().numpy(),
-                       output.cpu().numpy(), int(d_k))
+    return HeadNumbers(
+        kind,
+        layer,
+        head,
+        query,
+        rows[query],
+        columns,
+        q.cpu().numpy(),
+        k.cpu().numpy(),
+        v.cpu().numpy(),
+        scores.cpu().numpy(),
+        allowed.cpu().numpy(),
+        weights.cpu().numpy(),
+        output.cpu().numpy(),
+        int(d_k),
+    )
 
 
 @contextlib.contextmanager
@@ -225,6 +296,7 @@ def _capture(module, seen: dict):
     def attend(query, keys, values, mask=None, need_weights=False):
         seen["call"] = (query, keys, values, mask)
         return original(query, keys, values, mask, need_weights)
+
     module.attend = attend
     try:
         yield

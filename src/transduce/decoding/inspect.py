@@ -51,34 +51,58 @@ class AttentionMaps:
 
     def labels(self, kind: str) -> tuple[list[str], list[str]]:
         """(row labels, column labels) of a kind's heatmaps."""
-        return {"cross": (self.target, self.source),
-                "encoder": (self.source, self.source),
-                "decoder": (self.target_inputs, self.target_inputs)}[kind]
+        return {
+            "cross": (self.target, self.source),
+            "encoder": (self.source, self.source),
+            "decoder": (self.target_inputs, self.target_inputs),
+        }[kind]
 
     def to_dict(self) -> dict:
         """Plain lists, for JSON (the server and the HTML view)."""
+
         def rounded(layers):
             return [np.round(w, 4).tolist() for w in layers]
-        return {"sentence": self.sentence, "translation": self.translation,
-                "source": self.source, "target_inputs": self.target_inputs,
-                "target": self.target, "encoder": rounded(self.encoder),
-                "decoder": rounded(self.decoder), "cross": rounded(self.cross)}
+
+        return {
+            "sentence": self.sentence,
+            "translation": self.translation,
+            "source": self.source,
+            "target_inputs": self.target_inputs,
+            "target": self.target,
+            "encoder": rounded(self.encoder),
+            "decoder": rounded(self.decoder),
+            "cross": rounded(self.cross),
+        }
 
 
-def translated_ids(translator, sentence: str, beam: int = 5,
-                   lenpen: float = 0.6) -> tuple[list[int], list[int]]:
+def translated_ids(
+    translator, sentence: str, beam: int = 5, lenpen: float = 0.6
+) -> tuple[list[int], list[int]]:
     """(source ids ending in EOS, the best translation's ids without EOS) of ``sentence``."""
     model, tok, device = translator.model, translator.tokenizer, translator.device
     src_ids = encode_sources(tok, [sentence], translator.max_source)[0] + [tok.eos_id]
     src = torch.tensor([src_ids], device=device)  # (1, S)
-    best = beam_search(model, src, padding_mask(src, tok.pad_id), tok.bos_id, tok.eos_id,
-                       max(beam, 1), lenpen, extra_len=EXTRA_OUTPUT)[0][0]
+    best = beam_search(
+        model,
+        src,
+        padding_mask(src, tok.pad_id),
+        tok.bos_id,
+        tok.eos_id,
+        max(beam, 1),
+        lenpen,
+        extra_len=EXTRA_OUTPUT,
+    )[0][0]
     return src_ids, [t for t in best.tokens if t != tok.eos_id]
 
 
 @torch.no_grad()
-def attention_maps(translator, sentence: str, beam: int = 5, lenpen: float = 0.6,
-                   ids: tuple[list[int], list[int]] | None = None) -> AttentionMaps:
+def attention_maps(
+    translator,
+    sentence: str,
+    beam: int = 5,
+    lenpen: float = 0.6,
+    ids: tuple[list[int], list[int]] | None = None,
+) -> AttentionMaps:
     """Translate ``sentence`` with ``translator`` (a PyTorch
     :class:`~transduce.decoding.translator.Translator`) and collect its attention weights;
     ``ids``: the (source, translation) ids of :func:`translated_ids`, when already found."""
@@ -93,7 +117,14 @@ def attention_maps(translator, sentence: str, beam: int = 5, lenpen: float = 0.6
 
     def numpy(layers):
         return [w[0].float().cpu().numpy() for w in layers]  # (H, Q, K) each
+
     return AttentionMaps(
-        sentence, translation, tok.pieces(src_ids[:-1]) + ["</s>"],
-        ["<s>"] + tok.pieces(out_ids), tok.pieces(out_ids) + ["</s>"],
-        numpy(encoder), numpy(out.self_weights), numpy(out.cross_weights))
+        sentence,
+        translation,
+        tok.pieces(src_ids[:-1]) + ["</s>"],
+        ["<s>"] + tok.pieces(out_ids),
+        tok.pieces(out_ids) + ["</s>"],
+        numpy(encoder),
+        numpy(out.self_weights),
+        numpy(out.cross_weights),
+    )

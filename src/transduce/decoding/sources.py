@@ -75,8 +75,10 @@ def read_sources(tokenizer, lines: Sequence[str], max_source: int) -> Sources:
     for i, seq in enumerate(ids):
         unknown = tokenizer.unknown(clean[i])  # what maps to unk, or is skipped
         if unknown:
-            notes[i].append(f"{_quoted(unknown)} unknown to the model (never seen in "
-                            "training); its translation is a guess")
+            notes[i].append(
+                f"{_quoted(unknown)} unknown to the model (never seen in "
+                "training); its translation is a guess"
+            )
         if len(seq) > max_source:
             notes[i].append(f"cut to {max_source} subwords")
             ids[i] = seq[:max_source]

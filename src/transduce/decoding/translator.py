@@ -11,8 +11,8 @@ from transduce.data.batching import collate, token_batches
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
 from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
-from transduce.decoding.greedy import greedy_search
 from transduce.decoding.explain import Explanation, HeadNumbers, explain, head_numbers
+from transduce.decoding.greedy import greedy_search
 from transduce.decoding.inspect import AttentionMaps, attention_maps
 from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, read_sources, sentence_case
 from transduce.device import autocast
@@ -41,22 +41,25 @@ def _strings(lines) -> list[str]:
     try:
         batch = list(lines)
     except TypeError:
-        raise TypeError(f"translate() takes a string or a list of strings, not "
-                        f"{type(lines).__name__}") from None
+        raise TypeError(
+            f"translate() takes a string or a list of strings, not {type(lines).__name__}"
+        ) from None
     for i, line in enumerate(batch):
         if not isinstance(line, str):
-            raise TypeError(f"translate() takes a string or a list of strings; item {i} is "
-                            f"{type(line).__name__}")
+            raise TypeError(
+                f"translate() takes a string or a list of strings; item {i} is "
+                f"{type(line).__name__}"
+            )
     return batch
 
 
 def _check_counts(**given: tuple) -> None:
     """Each of ``name=(value, least)`` is None or a whole number of at least ``least``."""
     for name, (value, least) in given.items():
-        if value is not None and (not isinstance(value, numbers.Integral)
-                                  or isinstance(value, bool) or value < least):
-            raise ValueError(f"{name} must be a whole number of at least {least}, not "
-                             f"{value!r}")
+        if value is not None and (
+            not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < least
+        ):
+            raise ValueError(f"{name} must be a whole number of at least {least}, not {value!r}")
     beam = given.get("beam", (None,))[0]
     if beam is not None and beam > MAX_BEAM:
         raise ValueError(f"beam must be at most {MAX_BEAM}, not {beam}")
@@ -72,14 +75,24 @@ class TranslateAPI:
 
     def __repr__(self) -> str:
         model = getattr(self, "model", None)
-        size = (f"{sum(p.numel() for p in model.parameters()):,} parameters, "
-                if hasattr(model, "parameters") else "")
-        where = ", ".join(str(v) for v in (getattr(self, "device", None),
-                                           getattr(self, "precision", None)) if v)
+        size = (
+            f"{sum(p.numel() for p in model.parameters()):,} parameters, "
+            if hasattr(model, "parameters")
+            else ""
+        )
+        where = ", ".join(
+            str(v) for v in (getattr(self, "device", None), getattr(self, "precision", None)) if v
+        )
         return f"{type(self).__name__}({size}{where}; {self.decoding.describe()})"
 
-    def translate(self, lines: str | Sequence[str], beam: int | None = None, nbest: int = 1,
-                  lenpen: float | None = None, no_repeat_ngram: int | None = None):
+    def translate(
+        self,
+        lines: str | Sequence[str],
+        beam: int | None = None,
+        nbest: int = 1,
+        lenpen: float | None = None,
+        no_repeat_ngram: int | None = None,
+    ):
         """Translate one sentence (a string) or a list of them, in order.
 
         Returns: a string for a string, a list of strings for a list; with ``nbest`` > 1,
@@ -100,8 +113,12 @@ class TranslateAPI:
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
         found = self.search(batch, d.beam, d.lenpen, nbest, **extra)
         notes = self.notes(batch)
-        out = [[(Translation.of(text, warned), score) for text, score in hyps] if nbest > 1
-               else Translation.of(hyps[0][0], warned) for hyps, warned in zip(found, notes)]
+        out = [
+            [(Translation.of(text, warned), score) for text, score in hyps]
+            if nbest > 1
+            else Translation.of(hyps[0][0], warned)
+            for hyps, warned in zip(found, notes)
+        ]
         return out[0] if one else out
 
     def notes(self, lines: Sequence[str]) -> list[list[str]]:
@@ -111,10 +128,17 @@ class TranslateAPI:
         cased = [sentence_case(line) for line in lines]
         return read_sources(self.tokenizer, cased, self.max_source).notes
 
-    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-               nbest: int = 1, max_tokens: int = 6000, progress=None,
-               lenpen_style: str = "wu", no_repeat_ngram: int = 0
-               ) -> list[list[tuple[str, float]]]:
+    def search(
+        self,
+        lines: Sequence[str],
+        beam_size: int = 5,
+        alpha: float = 0.6,
+        nbest: int = 1,
+        max_tokens: int = 6000,
+        progress=None,
+        lenpen_style: str = "wu",
+        no_repeat_ngram: int = 0,
+    ) -> list[list[tuple[str, float]]]:
         raise NotImplementedError
 
 
@@ -129,25 +153,39 @@ class Translator(TranslateAPI):
         precision: how to run: "bf16" (autocast) or "fp32".
     """
 
-    def __init__(self, *, model: Transformer, tokenizer: SubwordTokenizer,
-                 device: torch.device, precision: str) -> None:
+    def __init__(
+        self,
+        *,
+        model: Transformer,
+        tokenizer: SubwordTokenizer,
+        device: torch.device,
+        precision: str,
+    ) -> None:
         self.model = model.to(device).eval()
         self.tokenizer, self.device, self.precision = tokenizer, device, precision
         positions = model.positions.table.shape[0]
         self.max_source = positions - EXTRA_OUTPUT - 2  # room for EOS and BOS + outputs
 
     @torch.no_grad()
-    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-               nbest: int = 1, max_tokens: int = 6000, progress=None,
-               lenpen_style: str = "wu", no_repeat_ngram: int = 0
-               ) -> list[list[tuple[str, float]]]:
+    def search(
+        self,
+        lines: Sequence[str],
+        beam_size: int = 5,
+        alpha: float = 0.6,
+        nbest: int = 1,
+        max_tokens: int = 6000,
+        progress=None,
+        lenpen_style: str = "wu",
+        no_repeat_ngram: int = 0,
+    ) -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
         empty translations; a source longer than the model's positions is cut, with a
         warning logged; a line all in capitals is read in sentence case. ``beam_size`` 1 is
         greedy search (score 0). ``no_repeat_ngram`` N > 0 forbids any N-gram of subwords
         twice in an output (beam search)."""
-        ids = encode_sources(self.tokenizer, [sentence_case(line) for line in lines],
-                             self.max_source)
+        ids = encode_sources(
+            self.tokenizer, [sentence_case(line) for line in lines], self.max_source
+        )
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         width = max(beam_size, 1)
@@ -157,8 +195,7 @@ class Translator(TranslateAPI):
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
             with autocast(self.device, self.precision):
-                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style,
-                                       no_repeat_ngram)
+                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram)
             for i, hyps in zip(rows, outputs):
                 results[i] = hyps
             if progress is not None:
@@ -172,20 +209,23 @@ class Translator(TranslateAPI):
         :class:`~transduce.decoding.inspect.AttentionMaps`. An ensemble has no one set of
         weights: a UserError says to load one of its runs."""
         if not hasattr(self.model, "encode_with_weights"):
-            raise UserError("attention maps are those of one model, not of an ensemble; "
-                            "load one of its runs to see them")
+            raise UserError(
+                "attention maps are those of one model, not of an ensemble; "
+                "load one of its runs to see them"
+            )
         if not isinstance(sentence, str):
-            raise TypeError(f"attention() takes one sentence, a string, not "
-                            f"{type(sentence).__name__}")
+            raise TypeError(
+                f"attention() takes one sentence, a string, not {type(sentence).__name__}"
+            )
         _check_counts(beam=(beam, 1))
         if not sentence.strip():
-            raise UserError("the sentence is empty; give one to translate and see its "
-                            "attention")
+            raise UserError("the sentence is empty; give one to translate and see its attention")
         return attention_maps(self, sentence, beam)
 
     @torch.no_grad()
-    def explain(self, sentence: str, beam: int = 5, lenpen: float = 0.6,
-                top_k: int = 5) -> Explanation:
+    def explain(
+        self, sentence: str, beam: int = 5, lenpen: float = 0.6, top_k: int = 5
+    ) -> Explanation:
         """Translate ``sentence`` step by step: the beam at every step (its hypotheses, their
         ``top_k`` next tokens, which candidates continue, finish or fall out), the n-best,
         the attention of the translation and the positional encodings of the source, as an
@@ -195,8 +235,16 @@ class Translator(TranslateAPI):
         return explain(self, sentence, beam, lenpen, top_k)
 
     @torch.no_grad()
-    def head(self, sentence: str, kind: str, layer: int, head: int, query: int,
-             beam: int = 5, lenpen: float = 0.6) -> HeadNumbers:
+    def head(
+        self,
+        sentence: str,
+        kind: str,
+        layer: int,
+        head: int,
+        query: int,
+        beam: int = 5,
+        lenpen: float = 0.6,
+    ) -> HeadNumbers:
         """One head opened up: for the translation of ``sentence``, the attention ``kind``
         ("encoder", "decoder" or "cross"), ``layer`` and ``head`` (from 0) and the query at
         position ``query``, the numbers of softmax(q·kᵀ/√d_k)·V, as
@@ -210,11 +258,9 @@ class Translator(TranslateAPI):
 
     def _one_model_sentence(self, sentence, what: str) -> None:
         if not hasattr(self.model, "encode_with_weights"):
-            raise UserError(f"{what}() shows one model, not an ensemble; load one of its "
-                            "runs")
+            raise UserError(f"{what}() shows one model, not an ensemble; load one of its runs")
         if not isinstance(sentence, str):
-            raise TypeError(f"{what}() takes one sentence, a string, not "
-                            f"{type(sentence).__name__}")
+            raise TypeError(f"{what}() takes one sentence, a string, not {type(sentence).__name__}")
         if not sentence.strip():
             raise UserError(f"the sentence is empty; give one to {what}")
 
@@ -222,10 +268,21 @@ class Translator(TranslateAPI):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
         if beam_size == 1 and not no_repeat_ngram:
             limits = mask.reshape(src.shape[0], -1).sum(-1) + EXTRA_OUTPUT  # (B,) as beam's
-            out = greedy_search(self.model, src, mask, tok.bos_id, tok.eos_id, tok.pad_id,
-                                max_len=limits)
+            out = greedy_search(
+                self.model, src, mask, tok.bos_id, tok.eos_id, tok.pad_id, max_len=limits
+            )
             return [[(tok.decode(row.tolist()), 0.0)] for row in out]
-        found = beam_search(self.model, src, mask, tok.bos_id, tok.eos_id, beam_size, alpha,
-                            nbest, extra_len=EXTRA_OUTPUT, lenpen_style=lenpen_style,
-                            no_repeat_ngram=no_repeat_ngram)
+        found = beam_search(
+            self.model,
+            src,
+            mask,
+            tok.bos_id,
+            tok.eos_id,
+            beam_size,
+            alpha,
+            nbest,
+            extra_len=EXTRA_OUTPUT,
+            lenpen_style=lenpen_style,
+            no_repeat_ngram=no_repeat_ngram,
+        )
         return [[(tok.decode(h.tokens), h.score) for h in hyps] for hyps in found]

@@ -7,8 +7,12 @@ from typing import Sequence
 from sacrebleu.metrics import BLEU, CHRF
 
 
-def corpus_scores(hypotheses: Sequence[str], references: Sequence[str], lang: str | None = None,
-                  tokenized_references: Sequence[str] | None = None) -> dict[str, object]:
+def corpus_scores(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    lang: str | None = None,
+    tokenized_references: Sequence[str] | None = None,
+) -> dict[str, object]:
     """Cased sacreBLEU, lowercased BLEU (sacreBLEU's 13a tokenization) and chrF2, each with
     its sacreBLEU signature; with ``lang``, also ``bleu_tok``: the BLEU that published
     Multi30k figures use (see :func:`literature_tokenize`), against
@@ -21,15 +25,19 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str], lang: st
         results[name] = round(metric.corpus_score(list(hypotheses), [list(references)]).score, 2)
         results[f"{name}_signature"] = str(metric.get_signature())
     if lang is not None:
-        refs = (list(tokenized_references) if tokenized_references is not None
-                else literature_tokenize(references, lang))
+        refs = (
+            list(tokenized_references)
+            if tokenized_references is not None
+            else literature_tokenize(references, lang)
+        )
         if len(refs) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} hypotheses for {len(refs)} tokenized references")
         metric = BLEU(tokenize="none", force=True)  # tokenised on purpose: no warning
         score = metric.corpus_score(literature_tokenize(hypotheses, lang), [refs]).score
         results["bleu_tok"] = round(score, 2)
-        results["bleu_tok_signature"] = (f"{metric.get_signature()}|moses-lc-norm-tok:{lang}"
-                                         "|sacremoses")
+        results["bleu_tok_signature"] = (
+            f"{metric.get_signature()}|moses-lc-norm-tok:{lang}|sacremoses"
+        )
     return results
 
 
@@ -47,8 +55,10 @@ def literature_tokenize(lines: Sequence[str], lang: str) -> list[str]:
     from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
     normalizer, tokenizer = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
-    return [tokenizer.tokenize(normalizer.normalize(line.lower()), escape=True,
-                               return_str=True) for line in lines]
+    return [
+        tokenizer.tokenize(normalizer.normalize(line.lower()), escape=True, return_str=True)
+        for line in lines
+    ]
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:

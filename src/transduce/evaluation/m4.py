@@ -25,8 +25,11 @@ def smape_terms(forecast, truth) -> np.ndarray:
     """200·|y − ŷ| / (|y| + |ŷ|) per value (0 where both are 0)."""
     forecast, truth = np.asarray(forecast, np.float64), np.asarray(truth, np.float64)
     denominator = np.abs(truth) + np.abs(forecast)
-    return np.where(denominator > 0, 200 * np.abs(truth - forecast) /
-                    np.where(denominator > 0, denominator, 1), 0.0)
+    return np.where(
+        denominator > 0,
+        200 * np.abs(truth - forecast) / np.where(denominator > 0, denominator, 1),
+        0.0,
+    )
 
 
 def smape(forecast, truth) -> float:
@@ -62,7 +65,7 @@ def is_seasonal(history, season: int) -> bool:
     if season <= 1 or n < 3 * season:
         return False
     r = acf(history, season)
-    limit = Z_90 * np.sqrt((1 + 2 * float((r[:season - 1] ** 2).sum())) / n)
+    limit = Z_90 * np.sqrt((1 + 2 * float((r[: season - 1] ** 2).sum())) / n)
     return bool(abs(r[season - 1]) > limit)
 
 
@@ -78,7 +81,7 @@ def seasonal_indices(history, season: int) -> np.ndarray:
     half = len(weights) // 2
     trend = np.full(n, np.nan)
     for t in range(half, n - half):
-        trend[t] = float((x[t - half:t + half + 1] * weights).sum())
+        trend[t] = float((x[t - half : t + half + 1] * weights).sum())
     ratio = x / trend
     figure = np.array([np.nanmean(ratio[i::f]) for i in range(f)])
     figure = figure / figure.mean()
@@ -110,8 +113,13 @@ def rho_risk(forecasts, truths, rho: float) -> float:
     return float(2 * loss / np.abs(y).sum())
 
 
-def score(forecasts: dict, truths: dict, histories: dict, season: int,
-          naive2_scores: tuple[float, float] | None = None) -> dict:
+def score(
+    forecasts: dict,
+    truths: dict,
+    histories: dict,
+    season: int,
+    naive2_scores: tuple[float, float] | None = None,
+) -> dict:
     """sMAPE, MASE and (against Naive2, computed here unless given as (sMAPE, MASE)) OWA of
     point forecasts over every series: ``forecasts``, ``truths``, ``histories``: id →
     values (the ids of ``truths``)."""
@@ -121,9 +129,15 @@ def score(forecasts: dict, truths: dict, histories: dict, season: int,
     if naive2_scores is None:
         horizon = {i: len(truths[i]) for i in ids}
         base = {i: naive2(histories[i], horizon[i], season) for i in ids}
-        naive2_scores = (float(np.mean([smape(base[i], truths[i]) for i in ids])),
-                         float(np.mean([mase(base[i], truths[i], histories[i], season)
-                                        for i in ids])))
+        naive2_scores = (
+            float(np.mean([smape(base[i], truths[i]) for i in ids])),
+            float(np.mean([mase(base[i], truths[i], histories[i], season) for i in ids])),
+        )
     owa = 0.5 * (s / naive2_scores[0] + m / naive2_scores[1])
-    return {"smape": s, "mase": m, "owa": owa, "naive2_smape": naive2_scores[0],
-            "naive2_mase": naive2_scores[1]}
+    return {
+        "smape": s,
+        "mase": m,
+        "owa": owa,
+        "naive2_smape": naive2_scores[0],
+        "naive2_mase": naive2_scores[1],
+    }

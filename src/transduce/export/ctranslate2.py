@@ -48,8 +48,9 @@ def _require_ctranslate2():
     try:
         import ctranslate2
     except ImportError:
-        raise UserError("CTranslate2 is not installed; pip install ctranslate2 "
-                        "(or the package's [serve] extra)") from None
+        raise UserError(
+            "CTranslate2 is not installed; pip install ctranslate2 (or the package's [serve] extra)"
+        ) from None
     return ctranslate2
 
 
@@ -94,8 +95,11 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
     enc_layers, dec_layers = model.encoder.layers, model.decoder.layers
     pre_norm = model.encoder.norm is not None
     spec = transformer_spec.TransformerSpec.from_config(
-        (len(enc_layers), len(dec_layers)), enc_layers[0].self_attn.num_heads,
-        pre_norm=pre_norm, activation=common_spec.Activation.RELU)
+        (len(enc_layers), len(dec_layers)),
+        enc_layers[0].self_attn.num_heads,
+        pre_norm=pre_norm,
+        activation=common_spec.Activation.RELU,
+    )
     eps = enc_layers[0].residuals[0].norm.eps
     table = _array(sinusoidal_table(_positions(model), model.positions.table.shape[1]))
     for side, embed in ((spec.encoder, model.src_embed), (spec.decoder, model.tgt_embed)):
@@ -131,8 +135,12 @@ def build_spec(model: Transformer, tokenizer: SubwordTokenizer):
     return spec
 
 
-def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
-                       quantization: str = "float32", force: bool = False) -> Path:
+def export_ctranslate2(
+    path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    quantization: str = "float32",
+    force: bool = False,
+) -> Path:
     """Write the model of a run directory or checkpoint as a CTranslate2 model directory,
     usable with CTranslate2 and SentencePiece alone (its README.md says how).
 
@@ -145,22 +153,29 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
             ``force``, or one that is not an export), or a checkpoint/tokenizer mismatch.
     """
     if quantization not in QUANTIZATIONS:
-        raise UserError(f"--quantization must be one of {', '.join(QUANTIZATIONS)}, "
-                        f"not {quantization!r}")
+        raise UserError(
+            f"--quantization must be one of {', '.join(QUANTIZATIONS)}, not {quantization!r}"
+        )
     out_dir = Path(out_dir)
     if out_dir.exists() and not force:
-        raise UserError(f"{out_dir}: already exists; give --force to replace it, or choose a "
-                        "new output directory")
+        raise UserError(
+            f"{out_dir}: already exists; give --force to replace it, or choose a "
+            "new output directory"
+        )
     if out_dir.exists() and not (out_dir / INFO).is_file():
-        raise UserError(f"{out_dir}: exists and is not a transduce export (no {INFO}); "
-                        "--force replaces only exports, so choose a new output directory")
+        raise UserError(
+            f"{out_dir}: exists and is not a transduce export (no {INFO}); "
+            "--force replaces only exports, so choose a new output directory"
+        )
     check_writable(out_dir.parent, "OUT_DIR")  # as export's usage names it
     remove_staging(out_dir.parent, (out_dir.name,))  # an export that was killed
     loaded = load_translation(path)
     tokenizer, checkpoint, state = loaded.tokenizer, loaded.checkpoint, loaded.state
     if not isinstance(tokenizer, SubwordTokenizer):  # the demo's word list
-        raise UserError(f"{path}: a demo run, whose words are no SentencePiece model; export "
-                        "takes runs that transduce train wrote")
+        raise UserError(
+            f"{path}: a demo run, whose words are no SentencePiece model; export "
+            "takes runs that transduce train wrote"
+        )
     spec = build_spec(loaded.model, tokenizer)
     spec.validate()
     spec.optimize(quantization=quantization)
@@ -168,10 +183,13 @@ def export_ctranslate2(path: str | os.PathLike, out_dir: str | os.PathLike,
     with atomic_directory(out_dir, replace=force) as tmp:
         spec.save(str(tmp))
         shutil.copyfile(tokenizer.path, tmp / TOKENIZER)
-        info = {"checkpoint": str(checkpoint), "quantization": quantization,
-                "max_positions": int(state["model_config"]["max_len"]),
-                "encoded_positions": _positions(loaded.model),
-                "decoding": dataclasses.asdict(decoding)}
+        info = {
+            "checkpoint": str(checkpoint),
+            "quantization": quantization,
+            "max_positions": int(state["model_config"]["max_len"]),
+            "encoded_positions": _positions(loaded.model),
+            "decoding": dataclasses.asdict(decoding),
+        }
         (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n")
         (tmp / README).write_text(_readme(checkpoint, info, decoding), encoding="utf-8")
     return out_dir
@@ -223,19 +241,28 @@ class CTranslate2Translator(TranslateAPI):
         threads: intra-op threads (0: CTranslate2's default).
     """
 
-    def __init__(self, *, model_dir: str | os.PathLike, device: str = "auto",
-                 compute_type: str = "default", threads: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        model_dir: str | os.PathLike,
+        device: str = "auto",
+        compute_type: str = "default",
+        threads: int = 0,
+    ) -> None:
         ct2 = _require_ctranslate2()
         model_dir = Path(model_dir)
         if not all((model_dir / name).is_file() for name in ("model.bin", TOKENIZER, INFO)):
-            raise UserError(f"{model_dir}: not a CTranslate2 export of transduce (needs "
-                            f"model.bin, {TOKENIZER} and {INFO}); run transduce export first")
+            raise UserError(
+                f"{model_dir}: not a CTranslate2 export of transduce (needs "
+                f"model.bin, {TOKENIZER} and {INFO}); run transduce export first"
+            )
         try:
             info = json.loads((model_dir / INFO).read_text(encoding="utf-8"))
             positions = int(info["max_positions"])
         except (ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{model_dir / INFO}: damaged ({type(error).__name__}); export "
-                            "the model again") from None
+            raise UserError(
+                f"{model_dir / INFO}: damaged ({type(error).__name__}); export the model again"
+            ) from None
         gpus = ct2.get_cuda_device_count()
         auto = device == "auto"
         if auto:
@@ -244,32 +271,45 @@ class CTranslate2Translator(TranslateAPI):
         if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
             raise UserError(f"--device {device}: CTranslate2 runs on cpu, cuda or cuda:N")
         if kind == "cuda" and int(index or 0) >= gpus:
-            raise UserError(f"--device {device}: CTranslate2 sees {gpus} CUDA GPU(s) here; "
-                            "use --device cpu")
+            raise UserError(
+                f"--device {device}: CTranslate2 sees {gpus} CUDA GPU(s) here; use --device cpu"
+            )
         if "decoding" in info:
             self.decoding = defaults.check(info["decoding"], str(model_dir / INFO))
         self.tokenizer = SubwordTokenizer(model_dir / TOKENIZER)
 
         def open_on(kind: str, index: int = 0):
             try:
-                return ct2.Translator(str(model_dir), device=kind, device_index=index,
-                                      compute_type=compute_type, intra_threads=threads)
+                return ct2.Translator(
+                    str(model_dir),
+                    device=kind,
+                    device_index=index,
+                    compute_type=compute_type,
+                    intra_threads=threads,
+                )
             except (RuntimeError, ValueError) as error:
-                raise UserError(f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
-                                f"({str(error).splitlines()[0][:200]}); export the model "
-                                "again") from None
+                raise UserError(
+                    f"{model_dir / 'model.bin'}: CTranslate2 cannot load it "
+                    f"({str(error).splitlines()[0][:200]}); export the model "
+                    "again"
+                ) from None
+
         self.translator = open_on(kind, int(index or 0))
         if kind == "cuda":
             # CTranslate2 loads CUDA's libraries (cuBLAS of the CUDA version it was built for)
             # only at its first translation: a GPU it sees can still be one it cannot use
             problem = self._gpu_problem()
             if problem and not auto:
-                raise UserError(f"--device {device}: CTranslate2 cannot run on the GPU here "
-                                f"({problem}); install the CUDA libraries its release needs, "
-                                "or use --device cpu")
+                raise UserError(
+                    f"--device {device}: CTranslate2 cannot run on the GPU here "
+                    f"({problem}); install the CUDA libraries its release needs, "
+                    "or use --device cpu"
+                )
             if problem:
-                log.warning(f"transduce: note: CTranslate2 cannot run on the GPU here "
-                            f"({problem}); translating on the CPU")
+                log.warning(
+                    f"transduce: note: CTranslate2 cannot run on the GPU here "
+                    f"({problem}); translating on the CPU"
+                )
                 self.translator, kind = open_on("cpu"), "cpu"
         self.device = kind
         # As our own Translator: room for EOS, and for BOS + source length + 50 outputs.
@@ -278,41 +318,61 @@ class CTranslate2Translator(TranslateAPI):
     def _gpu_problem(self) -> str:
         """Why a one-token translation fails on the device (its first line), or ""."""
         try:
-            self.translator.translate_batch([[self.tokenizer.sp.id_to_piece(0)]],
-                                            beam_size=1, max_decoding_length=1)
+            self.translator.translate_batch(
+                [[self.tokenizer.sp.id_to_piece(0)]], beam_size=1, max_decoding_length=1
+            )
         except RuntimeError as error:
             return str(error).splitlines()[0][:200]
         return ""
 
-    def search(self, lines: Sequence[str], beam_size: int = 5, alpha: float = 0.6,
-               nbest: int = 1, max_tokens: int = 6000, progress=None,
-               lenpen_style: str = "power", no_repeat_ngram: int = 0
-               ) -> list[list[tuple[str, float]]]:
+    def search(
+        self,
+        lines: Sequence[str],
+        beam_size: int = 5,
+        alpha: float = 0.6,
+        nbest: int = 1,
+        max_tokens: int = 6000,
+        progress=None,
+        lenpen_style: str = "power",
+        no_repeat_ngram: int = 0,
+    ) -> list[list[tuple[str, float]]]:
         """As :meth:`Translator.search`: ``nbest`` (translation, score) pairs per line.
         CTranslate2 divides scores by length^α only (``lenpen_style="power"``)."""
         if lenpen_style != "power" and alpha:
-            raise UserError("CTranslate2 divides scores by length^alpha only; use "
-                            "--lenpen-style power (or --lenpen 0)")
+            raise UserError(
+                "CTranslate2 divides scores by length^alpha only; use "
+                "--lenpen-style power (or --lenpen 0)"
+            )
         sp = self.tokenizer.sp
-        ids = encode_sources(self.tokenizer, [sentence_case(line) for line in lines],
-                             self.max_source)
+        ids = encode_sources(
+            self.tokenizer, [sentence_case(line) for line in lines], self.max_source
+        )
         results: list[list[tuple[str, float]]] = [[("", 0.0)] * nbest for _ in lines]
         todo = [i for i, seq in enumerate(ids) if seq]
         pieces = [[sp.id_to_piece(t) for t in ids[i]] for i in todo]
         longest = max((len(p) for p in pieces), default=0)
         found = self.translator.translate_batch(
-            pieces, max_batch_size=max(max_tokens // max(beam_size, 1), 1), batch_type="tokens",
-            beam_size=beam_size, num_hypotheses=nbest, length_penalty=alpha,
-            max_decoding_length=longest + 1 + EXTRA_OUTPUT, return_scores=True,
-            no_repeat_ngram_size=no_repeat_ngram)
+            pieces,
+            max_batch_size=max(max_tokens // max(beam_size, 1), 1),
+            batch_type="tokens",
+            beam_size=beam_size,
+            num_hypotheses=nbest,
+            length_penalty=alpha,
+            max_decoding_length=longest + 1 + EXTRA_OUTPUT,
+            return_scores=True,
+            no_repeat_ngram_size=no_repeat_ngram,
+        )
         for i, source, result in zip(todo, pieces, found):
             limit = len(source) + 1 + EXTRA_OUTPUT  # each sentence's own, as our search's
-            results[i] = [(sp.decode_pieces(h[:limit]), s)
-                          for h, s in zip(result.hypotheses, result.scores)]
+            results[i] = [
+                (sp.decode_pieces(h[:limit]), s) for h, s in zip(result.hypotheses, result.scores)
+            ]
         if progress is not None:
             progress.update(len(lines))
         return results
 
     def attention(self, sentence: str, beam: int = 5):
-        raise UserError("CTranslate2 does not return attention weights; load the run "
-                        "directory (the PyTorch model) to see them")
+        raise UserError(
+            "CTranslate2 does not return attention weights; load the run "
+            "directory (the PyTorch model) to see them"
+        )

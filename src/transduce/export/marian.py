@@ -28,17 +28,29 @@ def to_marian(model: Transformer, tokenizer: SubwordTokenizer):
     enc, dec = model.encoder.layers, model.decoder.layers
     d_model = model.src_embed.weight.shape[1]
     config = MarianConfig(
-        vocab_size=len(tokenizer), decoder_vocab_size=len(tokenizer), d_model=d_model,
-        encoder_layers=len(enc), decoder_layers=len(dec),
+        vocab_size=len(tokenizer),
+        decoder_vocab_size=len(tokenizer),
+        d_model=d_model,
+        encoder_layers=len(enc),
+        decoder_layers=len(dec),
         encoder_attention_heads=enc[0].self_attn.num_heads,
         decoder_attention_heads=dec[0].self_attn.num_heads,
-        encoder_ffn_dim=enc[0].ffn.w_1.out_features, decoder_ffn_dim=dec[0].ffn.w_1.out_features,
-        activation_function="relu", max_position_embeddings=model.positions.table.shape[0],
-        scale_embedding=True, share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-        pad_token_id=tokenizer.pad_id, bos_token_id=tokenizer.bos_id,
-        eos_token_id=tokenizer.eos_id, decoder_start_token_id=tokenizer.bos_id,
-        forced_eos_token_id=None)
+        encoder_ffn_dim=enc[0].ffn.w_1.out_features,
+        decoder_ffn_dim=dec[0].ffn.w_1.out_features,
+        activation_function="relu",
+        max_position_embeddings=model.positions.table.shape[0],
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        pad_token_id=tokenizer.pad_id,
+        bos_token_id=tokenizer.bos_id,
+        eos_token_id=tokenizer.eos_id,
+        decoder_start_token_id=tokenizer.bos_id,
+        forced_eos_token_id=None,
+    )
     marian = MarianMTModel(config).eval()
     copy_weights(model, marian)
     return marian
@@ -46,6 +58,7 @@ def to_marian(model: Transformer, tokenizer: SubwordTokenizer):
 
 def copy_weights(model: Transformer, marian) -> None:
     """Copy ``model``'s weights into a ``MarianMTModel`` of the same shape."""
+
     def same(dst, src):  # nn.Linear or nn.LayerNorm: weight and bias
         dst.weight.copy_(src.weight)
         dst.bias.copy_(src.bias)

@@ -53,7 +53,7 @@ class TransformerConfig:
     HELP = {
         "src_vocab_size": "source vocabulary size (0: set from the task's tokenizer)",
         "tgt_vocab_size": "target vocabulary size (None: one joint vocabulary, all "
-                          "embeddings tied, §3.4)",
+        "embeddings tied, §3.4)",
         "d_model": "width of embeddings and of every sub-layer's output (§3.2.2)",
         "d_ff": "inner width of each feed-forward sub-layer (§3.3)",
         "num_heads": "attention heads per layer; must divide d_model (§3.2.2)",
@@ -73,33 +73,51 @@ class TransformerConfig:
         """(key, what is wrong) for values no model can be built with, for a run config's
         checks; ``decoder=False`` for encoder-only uses."""
         # written out here (not with transduce.config's helpers): nn imports only torch
-        found = [(k, f"{k} must be at least 1, not {getattr(self, k)}")
-                 for k in ("d_model", "d_ff", "num_encoder_layers", "max_len")
-                 + ("num_decoder_layers",) * decoder if not getattr(self, k) >= 1]
+        found = [
+            (k, f"{k} must be at least 1, not {getattr(self, k)}")
+            for k in ("d_model", "d_ff", "num_encoder_layers", "max_len")
+            + ("num_decoder_layers",) * decoder
+            if not getattr(self, k) >= 1
+        ]
         if not self.num_heads >= 1 or self.d_model % self.num_heads:
-            found.append(("num_heads", f"num_heads must divide d_model={self.d_model}, "
-                                       f"not {self.num_heads}"))
+            found.append(
+                ("num_heads", f"num_heads must divide d_model={self.d_model}, not {self.num_heads}")
+            )
         for key in ("dropout", "attention_dropout", "activation_dropout"):
             if not 0 <= getattr(self, key) < 1:
-                found.append((key, f"{key} must be at least 0 and below 1, not "
-                                   f"{getattr(self, key)}"))
+                found.append(
+                    (key, f"{key} must be at least 0 and below 1, not {getattr(self, key)}")
+                )
         if self.activation not in ACTIVATIONS:
-            found.append(("activation", f"activation must be one of {', '.join(ACTIVATIONS)}, "
-                                        f"not {self.activation!r}"))
+            found.append(
+                (
+                    "activation",
+                    f"activation must be one of {', '.join(ACTIVATIONS)}, not {self.activation!r}",
+                )
+            )
         return found
 
 
 PRESETS: dict[str, dict] = {
     # Table 3 of the paper.
-    "base": dict(d_model=512, d_ff=2048, num_heads=8, num_encoder_layers=6,
-                 num_decoder_layers=6, dropout=0.1),
-    "big": dict(d_model=1024, d_ff=4096, num_heads=16, num_encoder_layers=6,
-                num_decoder_layers=6, dropout=0.3),
+    "base": dict(
+        d_model=512, d_ff=2048, num_heads=8, num_encoder_layers=6, num_decoder_layers=6, dropout=0.1
+    ),
+    "big": dict(
+        d_model=1024,
+        d_ff=4096,
+        num_heads=16,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dropout=0.3,
+    ),
     # CPU sizes: "small" for Multi30k-scale data, "tiny" for toy tasks and tests.
-    "small": dict(d_model=256, d_ff=1024, num_heads=4, num_encoder_layers=3,
-                  num_decoder_layers=3, dropout=0.1),
-    "tiny": dict(d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2,
-                 num_decoder_layers=2, dropout=0.1),
+    "small": dict(
+        d_model=256, d_ff=1024, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, dropout=0.1
+    ),
+    "tiny": dict(
+        d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, dropout=0.1
+    ),
 }
 
 
@@ -118,16 +136,24 @@ def build_transformer(config: TransformerConfig) -> Transformer:
         raise ValueError(f"src_vocab_size must be at least 1, not {config.src_vocab_size}")
     c = config
     residual = RESIDUALS[c.norm]
-    layer_args = dict(d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, dropout=c.dropout,
-                      attention_dropout=c.attention_dropout,
-                      activation_dropout=c.activation_dropout, residual=residual,
-                      activation=c.activation)
+    layer_args = dict(
+        d_model=c.d_model,
+        num_heads=c.num_heads,
+        d_ff=c.d_ff,
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        activation_dropout=c.activation_dropout,
+        residual=residual,
+        activation=c.activation,
+    )
     # Pre-norm leaves the last residual sum unnormalised, so its stacks end with a LayerNorm.
     final_norm = (lambda: nn.LayerNorm(c.d_model)) if c.norm == "pre" else (lambda: None)
-    encoder = Encoder([EncoderLayer(**layer_args) for _ in range(c.num_encoder_layers)],
-                      final_norm())
-    decoder = Decoder([DecoderLayer(**layer_args) for _ in range(c.num_decoder_layers)],
-                      final_norm())
+    encoder = Encoder(
+        [EncoderLayer(**layer_args) for _ in range(c.num_encoder_layers)], final_norm()
+    )
+    decoder = Decoder(
+        [DecoderLayer(**layer_args) for _ in range(c.num_decoder_layers)], final_norm()
+    )
     shared = c.tgt_vocab_size is None
     src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id)
     tgt_embed = src_embed if shared else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
@@ -136,8 +162,14 @@ def build_transformer(config: TransformerConfig) -> Transformer:
     if c.tie_output:
         generator.weight = tgt_embed.weight
     positions = PositionalEncoding(c.d_model, c.dropout, c.max_len)
-    return Transformer(encoder=encoder, decoder=decoder, src_embed=src_embed, tgt_embed=tgt_embed,
-                       positions=positions, generator=generator)
+    return Transformer(
+        encoder=encoder,
+        decoder=decoder,
+        src_embed=src_embed,
+        tgt_embed=tgt_embed,
+        positions=positions,
+        generator=generator,
+    )
 
 
 def _init_matrices(*modules: nn.Module) -> None:

@@ -45,9 +45,12 @@ class LayerCache:
     def reorder(self, indices: Tensor, memory_rows: Tensor | None = None) -> LayerCache:
         """Keep self-attention rows ``indices`` (N,), in that order (rows may repeat), and
         cross-attention rows ``memory_rows`` (unchanged when None)."""
-        return LayerCache(_select(self.cross_keys, memory_rows),
-                          _select(self.cross_values, memory_rows),
-                          _select(self.self_keys, indices), _select(self.self_values, indices))
+        return LayerCache(
+            _select(self.cross_keys, memory_rows),
+            _select(self.cross_values, memory_rows),
+            _select(self.self_keys, indices),
+            _select(self.self_values, indices),
+        )
 
 
 def _select(t: Tensor | None, indices: Tensor | None) -> Tensor | None:
@@ -96,5 +99,6 @@ class DecoderCache:
             raise ValueError("expand_beams on a cache that is already grouped")
         rows = torch.arange(self.memory_mask.shape[0], device=self.memory_mask.device)
         rows = rows.repeat_interleave(beams)
-        return DecoderCache(tuple(layer.reorder(rows, None) for layer in self.layers),
-                            self.memory_mask, beams)
+        return DecoderCache(
+            tuple(layer.reorder(rows, None) for layer in self.layers), self.memory_mask, beams
+        )

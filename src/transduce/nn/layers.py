@@ -33,8 +33,9 @@ class PositionwiseFeedForward(nn.Module):
         activation: "relu" (the paper's max(0, ·)) or "gelu" (as in BERT and PatchTST).
     """
 
-    def __init__(self, *, d_model: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "relu") -> None:
+    def __init__(
+        self, *, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"
+    ) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
@@ -86,7 +87,8 @@ class EncoderLayer(nn.Module):
 
     def __init__(
         self,
-        *, d_model: int,
+        *,
+        d_model: int,
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
@@ -96,10 +98,12 @@ class EncoderLayer(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
-                                            dropout=attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=activation_dropout,
-                                           activation=activation)
+        self.self_attn = MultiHeadAttention(
+            d_model=d_model, num_heads=num_heads, dropout=attention_dropout
+        )
+        self.ffn = PositionwiseFeedForward(
+            d_model=d_model, d_ff=d_ff, dropout=activation_dropout, activation=activation
+        )
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(2))
 
     def forward(
@@ -122,7 +126,8 @@ class DecoderLayer(nn.Module):
 
     def __init__(
         self,
-        *, d_model: int,
+        *,
+        d_model: int,
         num_heads: int,
         d_ff: int,
         dropout: float = 0.1,
@@ -132,12 +137,15 @@ class DecoderLayer(nn.Module):
         activation: str = "relu",
     ) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
-                                            dropout=attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model=d_model, num_heads=num_heads,
-                                             dropout=attention_dropout)
-        self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=activation_dropout,
-                                           activation=activation)
+        self.self_attn = MultiHeadAttention(
+            d_model=d_model, num_heads=num_heads, dropout=attention_dropout
+        )
+        self.cross_attn = MultiHeadAttention(
+            d_model=d_model, num_heads=num_heads, dropout=attention_dropout
+        )
+        self.ffn = PositionwiseFeedForward(
+            d_model=d_model, d_ff=d_ff, dropout=activation_dropout, activation=activation
+        )
         self.residuals = nn.ModuleList(residual(d_model, dropout) for _ in range(3))
 
     def forward(

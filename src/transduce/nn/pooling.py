@@ -14,7 +14,10 @@ from transduce.nn.attention import masked_softmax
 
 
 def gaussian_pooling(
-    queries: Tensor, keys: Tensor, values: Tensor, width: Tensor | float,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    width: Tensor | float,
     mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Gaussian-kernel attention pooling.

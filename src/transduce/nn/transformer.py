@@ -94,8 +94,7 @@ class Decoder(nn.Module):
             self_w.append(sw)
             cross_w.append(cw)
         hidden = self.norm(x) if self.norm is not None else x
-        return DecoderOutput(hidden, replace(cache, layers=tuple(new_layers)),
-                             self_w, cross_w)
+        return DecoderOutput(hidden, replace(cache, layers=tuple(new_layers)), self_w, cross_w)
 
 
 class Transformer(nn.Module):
@@ -113,7 +112,8 @@ class Transformer(nn.Module):
 
     def __init__(
         self,
-        *, encoder: Encoder,
+        *,
+        encoder: Encoder,
         decoder: Decoder,
         src_embed: TokenEmbedding,
         tgt_embed: TokenEmbedding,
@@ -131,8 +131,9 @@ class Transformer(nn.Module):
         memory, _ = self.encoder(self.positions(self.src_embed(src)), src_mask)
         return memory
 
-    def encode_with_weights(self, src: Tensor, src_mask: Tensor | None
-                            ) -> tuple[Tensor, list[Tensor]]:
+    def encode_with_weights(
+        self, src: Tensor, src_mask: Tensor | None
+    ) -> tuple[Tensor, list[Tensor]]:
         """:meth:`encode`, also returning each layer's self-attention weights (B, H, S, S)."""
         return self.encoder(self.positions(self.src_embed(src)), src_mask, need_weights=True)
 

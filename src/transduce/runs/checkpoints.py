@@ -19,11 +19,12 @@ from transduce.version import __version__
 
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
 KINDS = ("translation", "forecast", "numbers")
-TRAINED_BY = {"translation": "transduce train", "forecast": "transduce forecast train",
-              "numbers": "transduce demo"}  # the command that trains (and resumes) each kind
+TRAINED_BY = {
+    "translation": "transduce train",
+    "forecast": "transduce forecast train",
+    "numbers": "transduce demo",
+}  # the command that trains (and resumes) each kind
 log = logging.getLogger("transduce.runs")
-
-
 
 
 # ---------------------------------------------------------------- the checkpoint record
@@ -33,9 +34,14 @@ def record(kind: str, model: torch.nn.Module, model_config: dict, config: dict, 
     position, optimiser, RNG states, tokenizer fingerprint, a forecaster's scaler)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-    return {"kind": kind, "model": model.state_dict(), "model_config": model_config,
-            "config": config,
-            "versions": {"transduce": __version__, "torch": str(torch.__version__)}, **fields}
+    return {
+        "kind": kind,
+        "model": model.state_dict(),
+        "model_config": model_config,
+        "config": config,
+        "versions": {"transduce": __version__, "torch": str(torch.__version__)},
+        **fields,
+    }
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
@@ -50,8 +56,9 @@ class DamagedCheckpoint(UserError):
 
     def __init__(self, path: str | os.PathLike, reason: str) -> None:
         self.path, self.reason = path, reason
-        super().__init__(f"{path}: not a transduce checkpoint ({reason}); give a .pt file "
-                         "written by transduce")
+        super().__init__(
+            f"{path}: not a transduce checkpoint ({reason}); give a .pt file written by transduce"
+        )
 
 
 def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
@@ -60,16 +67,20 @@ def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[st
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise UserError(f"{path}: no such checkpoint; give a run directory that training "
-                        "has saved a checkpoint in") from None
+        raise UserError(
+            f"{path}: no such checkpoint; give a run directory that training "
+            "has saved a checkpoint in"
+        ) from None
     except Exception as error:  # torch raises several types for a damaged or foreign file
         raise DamagedCheckpoint(path, type(error).__name__) from None
     if not isinstance(state, dict) or "model" not in state or "model_config" not in state:
         raise UserError(f"{path}: not a transduce checkpoint (no model weights and config)")
     found = state.get("kind", "translation")  # written before records had a kind
     if kind is not None and found != kind:
-        raise UserError(f"{path}: holds a {found} model, not a {kind} model; give a run "
-                        f"directory of the matching command")
+        raise UserError(
+            f"{path}: holds a {found} model, not a {kind} model; give a run "
+            f"directory of the matching command"
+        )
     return state
 
 
@@ -83,9 +94,10 @@ def build_model(path: str | os.PathLike, state: dict, build) -> torch.nn.Module:
         model.load_state_dict(state["model"])
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as error:
         reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-        raise UserError(f"{path}: its model config or weights do not fit a transduce model "
-                        f"({type(error).__name__}: {reason}); use a checkpoint transduce wrote"
-                        ) from None
+        raise UserError(
+            f"{path}: its model config or weights do not fit a transduce model "
+            f"({type(error).__name__}: {reason}); use a checkpoint transduce wrote"
+        ) from None
     return model
 
 
@@ -99,8 +111,9 @@ def step_checkpoints(run_dir: str | os.PathLike) -> list[Path]:
     directory = checkpoint_dir(run_dir)
     if not directory.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in directory.iterdir()
-             if (m := STEP_FILE.fullmatch(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in directory.iterdir() if (m := STEP_FILE.fullmatch(p.name))
+    ]
     return [p for _, p in sorted(found)]
 
 
@@ -128,19 +141,21 @@ def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
     elif not path.is_dir():
         raise UserError(f"{path}: no such run directory or checkpoint")
     elif (path / ENSEMBLE).is_file():
-        raise UserError(f"{path}: an ensemble of several runs (its {ENSEMBLE}); give one of "
-                        "those runs here")
+        raise UserError(
+            f"{path}: an ensemble of several runs (its {ENSEMBLE}); give one of those runs here"
+        )
     else:
         run_dir, steps = path, step_checkpoints(path)
         candidates = [c for c in (path / AVERAGED, checkpoint_dir(path) / BEST) if c.is_file()]
         if not candidates and not steps:
             raise UserError(f"{path}: no checkpoint yet; train first")
         chosen = candidates[0] if candidates else steps[-1]
-        if chosen.name == AVERAGED and steps and \
-                steps[-1].stat().st_mtime > chosen.stat().st_mtime:
-            log.warning(f"transduce: warning: {chosen} is older than {steps[-1]}; run "
-                        "transduce tune (or average) again to include the newer "
-                        "checkpoints")
+        if chosen.name == AVERAGED and steps and steps[-1].stat().st_mtime > chosen.stat().st_mtime:
+            log.warning(
+                f"transduce: warning: {chosen} is older than {steps[-1]}; run "
+                "transduce tune (or average) again to include the newer "
+                "checkpoints"
+            )
     return chosen, run_dir
 
 
@@ -153,12 +168,15 @@ def ensemble_members(path: str | os.PathLike) -> list[Path] | None:
     try:
         members = json.loads(file.read_text(encoding="utf-8"))["members"]
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise UserError(f"{file}: damaged ({type(error).__name__}: {error}); run transduce "
-                        "tune RUN RUN … --output again") from None
-    if not isinstance(members, list) or not members or \
-            not all(isinstance(m, str) for m in members):
-        raise UserError(f"{file}: 'members' must be a list of run directories; run "
-                        "transduce tune RUN RUN … --output again")
+        raise UserError(
+            f"{file}: damaged ({type(error).__name__}: {error}); run transduce "
+            "tune RUN RUN … --output again"
+        ) from None
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        raise UserError(
+            f"{file}: 'members' must be a list of run directories; run "
+            "transduce tune RUN RUN … --output again"
+        )
     return [Path(path) / m for m in members]
 
 
@@ -167,8 +185,7 @@ def write_ensemble(directory: str | os.PathLike, members: list[Path], details: d
     (so that the runs and the ensemble move together)."""
     directory = Path(directory)
     names = [os.path.relpath(Path(m).resolve(), directory.resolve()) for m in members]
-    write_text(directory / ENSEMBLE, json.dumps({"members": names, **details}, indent=2)
-               + "\n")
+    write_text(directory / ENSEMBLE, json.dumps({"members": names, **details}, indent=2) + "\n")
 
 
 def average_checkpoints(paths: list[Path]) -> dict:
@@ -180,25 +197,33 @@ def average_checkpoints(paths: list[Path]) -> dict:
     states = [load_checkpoint(p) for p in paths]
     newest = states[-1]
     for path, state in zip(paths, states):
-        if state.get("tokenizer") != newest.get("tokenizer") or \
-                state.get("kind") != newest.get("kind") or \
-                state["model"].keys() != newest["model"].keys():
-            raise UserError(f"{path}: from another run than {paths[-1]}; average checkpoints "
-                            "of one run only")
+        if (
+            state.get("tokenizer") != newest.get("tokenizer")
+            or state.get("kind") != newest.get("kind")
+            or state["model"].keys() != newest["model"].keys()
+        ):
+            raise UserError(
+                f"{path}: from another run than {paths[-1]}; average checkpoints of one run only"
+            )
     averaged = {}
     for key, value in newest["model"].items():
         if value.is_floating_point():
-            averaged[key] = torch.stack([s["model"][key].double() for s in states]
-                                        ).mean(0).to(value.dtype)
+            averaged[key] = (
+                torch.stack([s["model"][key].double() for s in states]).mean(0).to(value.dtype)
+            )
         else:
             averaged[key] = value  # integer buffers are not averaged
     keep = ("kind", "model_config", "config", "tokenizer", "versions", "extra", "step")
-    return {**{k: newest[k] for k in keep if k in newest}, "model": averaged,
-            "averaged": [p.name for p in paths]}
+    return {
+        **{k: newest[k] for k in keep if k in newest},
+        "model": averaged,
+        "averaged": [p.name for p in paths],
+    }
 
 
-def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike | None = None
-                ) -> Path:
+def average_run(
+    run_dir: str | os.PathLike, last: int, output: str | os.PathLike | None = None
+) -> Path:
     """Average the last ``last`` step checkpoints of a run into ``run_dir/averaged.pt``."""
     if last < 1:
         raise UserError("--last must be at least 1")
@@ -209,8 +234,10 @@ def average_run(run_dir: str | os.PathLike, last: int, output: str | os.PathLike
         raise UserError(f"{run_dir}: no step checkpoints to average")
     chosen = steps[-last:]
     if len(chosen) < last:
-        log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints, fewer "
-                    f"than --last {last}; averaging all {len(steps)}")
+        log.warning(
+            f"transduce: note: {run_dir} has {len(steps)} step checkpoints, fewer "
+            f"than --last {last}; averaging all {len(steps)}"
+        )
     log.warning(f"transduce: averaging {', '.join(p.name for p in chosen)}")
     save_checkpoint(out, average_checkpoints(chosen))
     return out

@@ -26,8 +26,10 @@ from transduce.runs.layout import CONFIG, LOCK, METRICS, TEST_RESULTS
 
 # ---------------------------------------------------------------- one writer at a time
 @contextlib.contextmanager
-def lock(run_dir: str | os.PathLike,
-         advice: str = "wait for it to finish, or stop it and run again to resume"):
+def lock(
+    run_dir: str | os.PathLike,
+    advice: str = "wait for it to finish, or stop it and run again to resume",
+):
     """Hold ``run_dir`` for one writer (a training, or a command that writes into the run);
     a second is refused with one line naming the holder, then ``advice``. The lock is the
     kernel's (``flock``), so a killed process never leaves it stuck. Sweeps what a killed
@@ -85,8 +87,9 @@ def started_config(run_dir: str | os.PathLike, cls):
         return None
     state = load_checkpoint(steps[-1])
     if not isinstance(state.get("config"), dict):
-        raise UserError(f"{steps[-1]}: records no settings and {path} is missing; "
-                        "use a new --run-dir")
+        raise UserError(
+            f"{steps[-1]}: records no settings and {path} is missing; use a new --run-dir"
+        )
     return apply_mapping(cls(), state["config"], str(steps[-1])), str(steps[-1])
 
 
@@ -101,14 +104,17 @@ def check_config(run_dir: str | os.PathLike, cfg, extendable: tuple[str, ...]) -
     new = flatten_dict(dataclasses.asdict(cfg))
     for key, value in new.items():
         if key.rsplit(".", 1)[-1] not in extendable and old[key] != value:
-            raise UserError(f"{started[1]}: this run was started with {key}={old[key]!r}, "
-                            f"not {value!r}; resume with the same settings or use a new "
-                            "--run-dir")
+            raise UserError(
+                f"{started[1]}: this run was started with {key}={old[key]!r}, "
+                f"not {value!r}; resume with the same settings or use a new "
+                "--run-dir"
+            )
 
 
 def write_config(run_dir: str | os.PathLike, cfg) -> None:
-    write_text(Path(run_dir) / CONFIG, yaml.safe_dump(_plain(dataclasses.asdict(cfg)),
-                                                      sort_keys=False))
+    write_text(
+        Path(run_dir) / CONFIG, yaml.safe_dump(_plain(dataclasses.asdict(cfg)), sort_keys=False)
+    )
 
 
 def _plain(value):
@@ -125,17 +131,21 @@ def read_config(run_dir: str | os.PathLike, cls):
         raise UserError(f"{path}: missing; give a config file to start a new run")
     data = read_yaml(path)
     if not data:
-        raise UserError(f"{path}: empty; delete it to resume with the settings the "
-                        "checkpoints record, or use a new --run-dir")
+        raise UserError(
+            f"{path}: empty; delete it to resume with the settings the "
+            "checkpoints record, or use a new --run-dir"
+        )
     try:
         return apply_mapping(cls(), data, str(path))
     except UserError:  # settings this command lacks: perhaps the run of another command
         steps = step_checkpoints(run_dir)
         kind = load_checkpoint(steps[-1]).get("kind") if steps else None
         if kind in TRAINED_BY and kind != getattr(cls, "KIND", kind):
-            raise UserError(f"{run_dir}: a run of {TRAINED_BY[kind]}, not of "
-                            f"{TRAINED_BY[cls.KIND]}; give a new --run-dir, or resume it "
-                            f"with {TRAINED_BY[kind]}") from None
+            raise UserError(
+                f"{run_dir}: a run of {TRAINED_BY[kind]}, not of "
+                f"{TRAINED_BY[cls.KIND]}; give a new --run-dir, or resume it "
+                f"with {TRAINED_BY[kind]}"
+            ) from None
         raise
 
 

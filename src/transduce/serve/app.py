@@ -31,8 +31,8 @@ from transduce.errors import UserError
 from transduce.serve.batcher import Batcher
 
 STATIC = Path(__file__).parent / "static"
-MAX_BODY = 1 << 20          # bytes of one request
-MAX_SENTENCES = 64          # sentences of one /translate request
+MAX_BODY = 1 << 20  # bytes of one request
+MAX_SENTENCES = 64  # sentences of one /translate request
 MAX_ROWS_CHARS = 512 * 1024  # characters of a /forecast CSV
 
 Sentence = Annotated[str, StringConstraints(max_length=MAX_CHARS)]
@@ -136,17 +136,29 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 
     # The OpenAPI schema is at /openapi.json; FastAPI's /docs pages would fetch their
     # scripts from a CDN, and nothing here may need the network.
-    app = FastAPI(title="transduce", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Translate, look at attention, or forecast with one trained run.")
+    app = FastAPI(
+        title="transduce",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Translate, look at attention, or forecast with one trained run.",
+    )
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.add_middleware(BodyLimit, limit=MAX_BODY, message=f"request body over {MAX_BODY} "
-                       f"bytes; send fewer {'rows' if kind == 'forecast' else 'sentences'}")
+    app.add_middleware(
+        BodyLimit,
+        limit=MAX_BODY,
+        message=f"request body over {MAX_BODY} "
+        f"bytes; send fewer {'rows' if kind == 'forecast' else 'sentences'}",
+    )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, error: RequestValidationError):
         if "json" not in request.headers.get("content-type", ""):  # curl -d sends a form
-            return _error(415, "the body must be JSON, sent with Content-Type: "
-                          "application/json (curl: -H 'Content-Type: application/json')")
+            return _error(
+                415,
+                "the body must be JSON, sent with Content-Type: "
+                "application/json (curl: -H 'Content-Type: application/json')",
+            )
         # a body that is not JSON at all is a 400, as when Starlette cannot decode it (bad
         # UTF-8, nesting too deep): one status for one kind of error; JSON of the wrong
         # shape or values is a 422
@@ -169,9 +181,11 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
     def need(*kinds: str):
         """A route's dependency: FastAPI runs it before it validates the body, so a request
         for another kind of model hears so, whatever its body."""
+
         def check() -> None:
             if kind not in kinds:
                 raise HTTPException(404, f"this server holds a {kind} model; see GET /info")
+
         return [Depends(check)]
 
     @app.get("/", include_in_schema=False)
@@ -184,9 +198,16 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
 
     @app.get("/info")
     async def get_info():
-        return {**info, "batches": batcher.batches, "batched_requests": batcher.requests,
-                "limits": {"max_body_bytes": MAX_BODY, "max_sentences": MAX_SENTENCES,
-                           "max_chars": MAX_CHARS}}
+        return {
+            **info,
+            "batches": batcher.batches,
+            "batched_requests": batcher.requests,
+            "limits": {
+                "max_body_bytes": MAX_BODY,
+                "max_sentences": MAX_SENTENCES,
+                "max_chars": MAX_CHARS,
+            },
+        }
 
     @app.post("/translate", dependencies=need("translation", "numbers", "ctranslate2"))
     async def translate(body: TranslateRequest):
@@ -225,8 +246,7 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         ``nbest``, the attention of the translation (as /attention) and the source's
         ``positions`` (sinusoidal table and token embeddings)."""
         d = resolve(model.decoding, body.beam, body.lenpen, None)
-        found = await in_worker(model.explain, " ".join(body.sentence.split()), d.beam,
-                                d.lenpen)
+        found = await in_worker(model.explain, " ".join(body.sentence.split()), d.beam, d.lenpen)
         return found.to_dict()
 
     @app.post("/explain/head", dependencies=need("translation", "numbers"))
@@ -234,8 +254,16 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         """One head opened up for one query token: q, the keys and values, q·k/√d_k (null
         where masked), the softmax and the weighted sum of the values."""
         d = resolve(model.decoding, body.beam, body.lenpen, None)
-        numbers = await in_worker(model.head, " ".join(body.sentence.split()), body.kind,
-                                  body.layer, body.head, body.query, d.beam, d.lenpen)
+        numbers = await in_worker(
+            model.head,
+            " ".join(body.sentence.split()),
+            body.kind,
+            body.layer,
+            body.head,
+            body.query,
+            d.beam,
+            d.lenpen,
+        )
         return numbers.to_dict()
 
     @app.post("/forecast/series", dependencies=need("global"))
@@ -257,8 +285,11 @@ def create_app(model, info: dict, window: float = 0.01) -> FastAPI:
         """The ``horizon`` rows after the given CSV rows, and the rows the model read."""
         series = model.read(body.csv, "the posted rows")
         rows = await in_worker(model.forecast_series, series, "the posted rows")
-        return {"date_column": model.cfg.date_column, "forecast": rows,
-                "history": _history(series, model.cfg)}
+        return {
+            "date_column": model.cfg.date_column,
+            "forecast": rows,
+            "history": _history(series, model.cfg),
+        }
 
     return app
 
@@ -267,7 +298,9 @@ def _history(series, cfg) -> list[dict]:
     """The last ``input_length`` observed rows of ``series``: what the model read (rows
     after them only give known-future covariates)."""
     observed = ~np.isnan(series.values).any(1)
-    dates = [d for d, o in zip(series.dates, observed) if o][-cfg.input_length:]
-    values = series.values[observed][-cfg.input_length:]
-    return [{cfg.date_column: text, **{c: float(v) for c, v in zip(series.columns, row)}}
-            for text, row in zip(format_dates(dates, series.date_text), values)]
+    dates = [d for d, o in zip(series.dates, observed) if o][-cfg.input_length :]
+    values = series.values[observed][-cfg.input_length :]
+    return [
+        {cfg.date_column: text, **{c: float(v) for c, v in zip(series.columns, row)}}
+        for text, row in zip(format_dates(dates, series.date_text), values)
+    ]

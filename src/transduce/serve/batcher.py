@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class _Request:
-    key: tuple            # (beam, nbest, lenpen): requests batch only with equal settings
+    key: tuple  # (beam, nbest, lenpen): requests batch only with equal settings
     lines: list[str]
     done: asyncio.Future = field(repr=False)
 
@@ -31,8 +31,14 @@ class Batcher:
         max_sentences: stop collecting once this many sentences wait.
     """
 
-    def __init__(self, *, search, window: float = 0.01, max_sentences: int = 256,
-                 worker: concurrent.futures.Executor | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        search,
+        window: float = 0.01,
+        max_sentences: int = 256,
+        worker: concurrent.futures.Executor | None = None,
+    ) -> None:
         self.search, self.window, self.max_sentences = search, window, max_sentences
         self.worker = worker or concurrent.futures.ThreadPoolExecutor(1, "transduce-model")
         self.queue: asyncio.Queue[_Request] | None = None
@@ -49,8 +55,9 @@ class Batcher:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
 
-    async def translate(self, lines: list[str], beam: int, nbest: int, lenpen: float,
-                        no_repeat_ngram: int = 0):
+    async def translate(
+        self, lines: list[str], beam: int, nbest: int, lenpen: float, no_repeat_ngram: int = 0
+    ):
         done = asyncio.get_running_loop().create_future()
         await self.queue.put(_Request((beam, nbest, lenpen, no_repeat_ngram), lines, done))
         return await done
@@ -82,8 +89,13 @@ class Batcher:
                 extra = {"no_repeat_ngram": block} if block else {}
                 try:
                     found = await loop.run_in_executor(
-                        self.worker, functools.partial(self.search, **extra), lines, beam,
-                        lenpen, nbest)
+                        self.worker,
+                        functools.partial(self.search, **extra),
+                        lines,
+                        beam,
+                        lenpen,
+                        nbest,
+                    )
                 except Exception as error:  # every waiting request learns of it
                     for r in requests:
                         if not r.done.done():
@@ -94,5 +106,5 @@ class Batcher:
                 start = 0
                 for r in requests:  # each request gets its own lines' results, in order
                     if not r.done.done():
-                        r.done.set_result(found[start:start + len(r.lines)])
+                        r.done.set_result(found[start : start + len(r.lines)])
                     start += len(r.lines)

@@ -21,10 +21,16 @@ READ_TIMEOUT = 10.0  # seconds; `transduce serve --read-timeout`
 
 
 def _timeout_response(seconds: float) -> bytes:
-    body = json.dumps({"error": f"the request was not received within {seconds:g} s; "
-                                 "send the headers and the whole body at once"}).encode()
-    head = ("HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    body = json.dumps(
+        {
+            "error": f"the request was not received within {seconds:g} s; "
+            "send the headers and the whole body at once"
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -49,8 +55,11 @@ def with_read_timeout(seconds: float) -> type[H11Protocol]:
         def on_response_complete(self) -> None:
             self._disarm()  # uvicorn's keep-alive timer waits for the next request
             super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.trailing_data[0] \
-                    and not self._request_read():
+            if (
+                not self.transport.is_closing()
+                and self.conn.trailing_data[0]
+                and not self._request_read()
+            ):
                 self._arm()  # a pipelined request, received in part
 
         def connection_lost(self, exc) -> None:

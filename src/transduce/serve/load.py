@@ -16,7 +16,7 @@ class LoadResult:
     clients: int
     requests: int
     errors: list[str]
-    mixed_up: int          # answers that were not the expected translation of their sentence
+    mixed_up: int  # answers that were not the expected translation of their sentence
     seconds: float
     latencies: list[float]
 
@@ -26,16 +26,27 @@ class LoadResult:
 
     def summary(self) -> dict:
         ordered = sorted(self.latencies)
-        return {"clients": self.clients, "requests": self.requests,
-                "errors": len(self.errors), "mixed_up": self.mixed_up,
-                "seconds": round(self.seconds, 2),
-                "sentences_per_s": round(self.sentences_per_s, 1),
-                "latency_p50_ms": round(1000 * statistics.median(ordered), 1),
-                "latency_p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1)}
+        return {
+            "clients": self.clients,
+            "requests": self.requests,
+            "errors": len(self.errors),
+            "mixed_up": self.mixed_up,
+            "seconds": round(self.seconds, 2),
+            "sentences_per_s": round(self.sentences_per_s, 1),
+            "latency_p50_ms": round(1000 * statistics.median(ordered), 1),
+            "latency_p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1),
+        }
 
 
-def run_load(url: str, sentences: list[str], expected: dict[str, str], clients: int,
-             per_client: int, beam: int = 1, timeout: float = 120.0) -> LoadResult:
+def run_load(
+    url: str,
+    sentences: list[str],
+    expected: dict[str, str],
+    clients: int,
+    per_client: int,
+    beam: int = 1,
+    timeout: float = 120.0,
+) -> LoadResult:
     """``clients`` threads × ``per_client`` POST /translate requests of one sentence each
     (client c asks for sentences[(c * per_client + i) % len(sentences)]). Only 127.0.0.1 or
     localhost may be targeted."""
@@ -72,5 +83,11 @@ def run_load(url: str, sentences: list[str], expected: dict[str, str], clients: 
         results = list(pool.map(client, range(clients)))
     seconds = time.perf_counter() - start
     latencies = [x for lat, _, _ in results for x in lat]
-    return LoadResult(clients, len(latencies), [e for _, errs, _ in results for e in errs],
-                      sum(m for _, _, m in results), seconds, latencies)
+    return LoadResult(
+        clients,
+        len(latencies),
+        [e for _, errs, _ in results for e in errs],
+        sum(m for _, _, m in results),
+        seconds,
+        latencies,
+    )

@@ -14,10 +14,19 @@ from pathlib import Path
 
 import torch
 
-from transduce.nn import (AdditiveAttention, BahdanauSeq2Seq, LearnedNadarayaWatson,
-                          MultiHeadAttention, NadarayaWatson, TransformerConfig, build_transformer,
-                          masked_softmax, padding_mask, scaled_dot_product_attention,
-                          sinusoidal_table)
+from transduce.nn import (
+    AdditiveAttention,
+    BahdanauSeq2Seq,
+    LearnedNadarayaWatson,
+    MultiHeadAttention,
+    NadarayaWatson,
+    TransformerConfig,
+    build_transformer,
+    masked_softmax,
+    padding_mask,
+    scaled_dot_product_attention,
+    sinusoidal_table,
+)
 from transduce.training.toy import fit
 from transduce.viz.heatmaps import _save, plot_attention, plot_positional_encoding, plt
 
@@ -25,7 +34,7 @@ SEED = 0
 
 
 def _target(x: torch.Tensor) -> torch.Tensor:
-    return 2 * torch.sin(x) + x ** 0.8
+    return 2 * torch.sin(x) + x**0.8
 
 
 def _regression_data():
@@ -38,8 +47,9 @@ def _regression_data():
 
 
 def _regression_figure(x_train, y_train, x_test, pred, weights, title, path):
-    x_train, y_train, x_test, pred, weights = (t.detach().float().numpy() for t in
-                                               (x_train, y_train, x_test, pred, weights))
+    x_train, y_train, x_test, pred, weights = (
+        t.detach().float().numpy() for t in (x_train, y_train, x_test, pred, weights)
+    )
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     left.plot(x_test, _target(torch.from_numpy(x_test)), label="truth: 2 sin x + x^0.8")
     left.plot(x_test, pred, label="attention pooling")
@@ -59,11 +69,22 @@ def _regression_figure(x_train, y_train, x_test, pred, weights, title, path):
 def figure_nadaraya_watson_fixed(out: Path) -> dict:
     x_train, y_train, x_test = _regression_data()
     pred, weights = NadarayaWatson(width=1.0)(x_test, x_train, y_train)
-    _regression_figure(x_train, y_train, x_test, pred, weights,
-                       "Nadaraya–Watson pooling, fixed Gaussian kernel (w = 1)",
-                       out / "nadaraya_watson_fixed.png")
-    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "prediction": pred,
-            "weights": weights}
+    _regression_figure(
+        x_train,
+        y_train,
+        x_test,
+        pred,
+        weights,
+        "Nadaraya–Watson pooling, fixed Gaussian kernel (w = 1)",
+        out / "nadaraya_watson_fixed.png",
+    )
+    return {
+        "x_train": x_train,
+        "y_train": y_train,
+        "x_test": x_test,
+        "prediction": pred,
+        "weights": weights,
+    }
 
 
 def figure_nadaraya_watson_learned(out: Path, epochs: int = 5) -> dict:
@@ -76,12 +97,19 @@ def figure_nadaraya_watson_learned(out: Path, epochs: int = 5) -> dict:
     def loss_of():
         pred, _ = model(x_train, x_train, y_train, mask=others)
         return ((pred - y_train) ** 2).sum() / 2
+
     losses = fit(optimizer, epochs, loss_of)
     with torch.no_grad():
         pred, weights = model(x_test, x_train, y_train)
-    _regression_figure(x_train, y_train, x_test, pred, weights,
-                       f"Nadaraya–Watson pooling, learned kernel (w = {model.w.item():.2f})",
-                       out / "nadaraya_watson_learned.png")
+    _regression_figure(
+        x_train,
+        y_train,
+        x_test,
+        pred,
+        weights,
+        f"Nadaraya–Watson pooling, learned kernel (w = {model.w.item():.2f})",
+        out / "nadaraya_watson_learned.png",
+    )
     return {"losses": losses, "w": model.w.item(), "prediction": pred, "weights": weights}
 
 
@@ -113,8 +141,9 @@ def figure_additive_vs_dot_product(out: Path) -> dict:
     mask = torch.arange(10) < valid[:, None, None]  # (1, 1, 10)
     _, d = scaled_dot_product_attention(queries, keys, values, mask)
     fig, axes = plt.subplots(1, 2, figsize=(10, 2.8))
-    for ax, w, name in zip(axes, (a, d), ("additive: w_vᵀ tanh(W_q q + W_k k)",
-                                         "scaled dot product: q·k / √d")):
+    for ax, w, name in zip(
+        axes, (a, d), ("additive: w_vᵀ tanh(W_q q + W_k k)", "scaled dot product: q·k / √d")
+    ):
         image = ax.imshow(w[0].numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("key (6 of 10 valid)")
@@ -145,9 +174,14 @@ def figure_multi_head_attention(out: Path) -> dict:
     x = torch.randn(1, 6, 32)
     _, weights = attention(x, x, x, need_weights=True)  # (1, H, 6, 6)
     tokens = [f"x{i}" for i in range(1, 7)]
-    plot_attention(weights[:, :], tokens, tokens, out / "multi_head_attention.png",
-                   "Multi-head self-attention: each head weighs the keys its own way",
-                   ("key", "query"))
+    plot_attention(
+        weights[:, :],
+        tokens,
+        tokens,
+        out / "multi_head_attention.png",
+        "Multi-head self-attention: each head weighs the keys its own way",
+        ("key", "query"),
+    )
     return {"weights": weights[0]}
 
 
@@ -158,7 +192,7 @@ def _reversal_batch(n: int, generator: torch.Generator):
         length = int(torch.randint(4, 8, (1,), generator=generator))
         seq = torch.randint(3, 12, (length,), generator=generator)
         src[i, :length], src[i, length] = seq, 2
-        tgt[i, 0], tgt[i, 1:length + 1], tgt[i, length + 1] = 1, seq.flip(0), 2
+        tgt[i, 0], tgt[i, 1 : length + 1], tgt[i, length + 1] = 1, seq.flip(0), 2
     return src, tgt
 
 
@@ -168,8 +202,10 @@ def _train_reversal(model, steps: int, lr: float, seed: int) -> None:
     def loss_of():
         src, tgt = _reversal_batch(64, generator)
         logits = model(src, tgt[:, :-1], padding_mask(src, 0))
-        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(),
-                                                 ignore_index=0)
+        return torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0
+        )
+
     model.train()
     fit(torch.optim.Adam(model.parameters(), lr=lr), steps, loss_of)
     model.eval()
@@ -193,17 +229,31 @@ def figure_bahdanau(out: Path, steps: int = 300, seed: int = SEED) -> dict:
     src_labels = [str(t) for t in SEQUENCE[0, :-1].tolist()] + ["</s>"]
     out_labels = [str(t) for t in tgt[0, 1:].tolist()] + ["</s>"]
     weights = weights.float()  # bfloat16 under autocast
-    plot_attention(weights[None], src_labels, out_labels, out / "bahdanau_attention.png",
-                   "Bahdanau attention of the RNN baseline, trained to reverse a sequence",
-                   ("source token", "output token"), ["additive attention"])
+    plot_attention(
+        weights[None],
+        src_labels,
+        out_labels,
+        out / "bahdanau_attention.png",
+        "Bahdanau attention of the RNN baseline, trained to reverse a sequence",
+        ("source token", "output token"),
+        ["additive attention"],
+    )
     return {"weights": weights[0]}
 
 
 def figure_transformer(out: Path, steps: int = 300, seed: int = SEED) -> dict:
     torch.manual_seed(seed)
-    model = build_transformer(TransformerConfig(src_vocab_size=12, d_model=64, d_ff=128,
-                                                num_heads=4, num_encoder_layers=2,
-                                                num_decoder_layers=2, dropout=0.0))
+    model = build_transformer(
+        TransformerConfig(
+            src_vocab_size=12,
+            d_model=64,
+            d_ff=128,
+            num_heads=4,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            dropout=0.0,
+        )
+    )
     _train_reversal(model, steps, 2e-3, seed)
     tgt = torch.cat([torch.tensor([[1]]), SEQUENCE[:, :-1].flip(1)], 1)  # (1, T)
     mask = padding_mask(SEQUENCE, 0)
@@ -213,38 +263,59 @@ def figure_transformer(out: Path, steps: int = 300, seed: int = SEED) -> dict:
     src_labels = [str(t) for t in SEQUENCE[0, :-1].tolist()] + ["</s>"]
     in_labels = ["<s>"] + [str(t) for t in tgt[0, 1:].tolist()]
     out_labels = in_labels[1:] + ["</s>"]
-    maps = {"encoder": torch.stack([w[0] for w in encoder]),
-            "decoder": torch.stack([w[0] for w in decoded.self_weights]),
-            "cross": torch.stack([w[0] for w in decoded.cross_weights])}
+    maps = {
+        "encoder": torch.stack([w[0] for w in encoder]),
+        "decoder": torch.stack([w[0] for w in decoded.self_weights]),
+        "cross": torch.stack([w[0] for w in decoded.cross_weights]),
+    }
     maps = {name: w.float() for name, w in maps.items()}  # bfloat16 under autocast
-    plot_attention(maps["cross"], src_labels, out_labels, out / "transformer_cross_attention.png",
-                   "Transformer cross-attention, trained to reverse: the anti-diagonal",
-                   ("source token", "output token"))
-    plot_attention(maps["encoder"], src_labels, src_labels,
-                   out / "transformer_encoder_self_attention.png",
-                   "Transformer encoder self-attention", ("key", "query"))
-    plot_attention(maps["decoder"], in_labels, in_labels,
-                   out / "transformer_decoder_self_attention.png",
-                   "Transformer decoder self-attention: the causal mask's triangle",
-                   ("key (output so far)", "query"))
+    plot_attention(
+        maps["cross"],
+        src_labels,
+        out_labels,
+        out / "transformer_cross_attention.png",
+        "Transformer cross-attention, trained to reverse: the anti-diagonal",
+        ("source token", "output token"),
+    )
+    plot_attention(
+        maps["encoder"],
+        src_labels,
+        src_labels,
+        out / "transformer_encoder_self_attention.png",
+        "Transformer encoder self-attention",
+        ("key", "query"),
+    )
+    plot_attention(
+        maps["decoder"],
+        in_labels,
+        in_labels,
+        out / "transformer_decoder_self_attention.png",
+        "Transformer decoder self-attention: the causal mask's triangle",
+        ("key (output so far)", "query"),
+    )
     return maps
 
 
 # name: (what draws it, the files it writes)
 FIGURES = {
     "nadaraya_watson_fixed": (figure_nadaraya_watson_fixed, ("nadaraya_watson_fixed.png",)),
-    "nadaraya_watson_learned": (figure_nadaraya_watson_learned,
-                                ("nadaraya_watson_learned.png",)),
+    "nadaraya_watson_learned": (figure_nadaraya_watson_learned, ("nadaraya_watson_learned.png",)),
     "masked_softmax": (figure_masked_softmax, ("masked_softmax.png",)),
-    "additive_vs_dot_product": (figure_additive_vs_dot_product,
-                                ("additive_vs_dot_product.png",)),
-    "positional_encoding": (figure_positional_encoding,
-                            ("positional_encoding.png", "positional_encoding_curves.png")),
+    "additive_vs_dot_product": (figure_additive_vs_dot_product, ("additive_vs_dot_product.png",)),
+    "positional_encoding": (
+        figure_positional_encoding,
+        ("positional_encoding.png", "positional_encoding_curves.png"),
+    ),
     "multi_head_attention": (figure_multi_head_attention, ("multi_head_attention.png",)),
     "bahdanau_attention": (figure_bahdanau, ("bahdanau_attention.png",)),
-    "transformer_attention": (figure_transformer, (
-        "transformer_cross_attention.png", "transformer_encoder_self_attention.png",
-        "transformer_decoder_self_attention.png")),
+    "transformer_attention": (
+        figure_transformer,
+        (
+            "transformer_cross_attention.png",
+            "transformer_encoder_self_attention.png",
+            "transformer_decoder_self_attention.png",
+        ),
+    ),
 }
 FILES = tuple(name for _, files in FIGURES.values() for name in files)
 
@@ -260,4 +331,3 @@ def make_figures(out_dir: str | os.PathLike, progress=None) -> dict[str, dict]:
         if progress is not None:
             progress.update(len(files))
     return found
-

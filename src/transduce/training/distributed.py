@@ -41,8 +41,9 @@ class Session:
         """Element-wise sums over all processes (float64)."""
         if self.world == 1:
             return values
-        t = torch.tensor(values, dtype=torch.float64,
-                         device=self.device if self.device.type == "cuda" else "cpu")
+        t = torch.tensor(
+            values, dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu"
+        )
         dist.all_reduce(t)
         return t.tolist()
 
@@ -100,6 +101,8 @@ def check_same_batches(session: Session, epoch: int, batches: Sequence[Any]) -> 
     for batch in batches:
         digest.update(repr(batch.tolist() if isinstance(batch, Tensor) else batch).encode())
     if len(set(session.gather(digest.hexdigest()))) > 1:
-        raise RuntimeError(f"the {session.world} processes computed different batches for "
-                           f"epoch {epoch + 1}; a task's batches() must depend on the seed "
-                           "and the epoch only, the same in every process")
+        raise RuntimeError(
+            f"the {session.world} processes computed different batches for "
+            f"epoch {epoch + 1}; a task's batches() must depend on the seed "
+            "and the epoch only, the same in every process"
+        )

@@ -43,14 +43,14 @@ from transduce.training.signals import Interrupted, StopSignals
 class Task(Protocol):
     """What a task gives the engine (translation, forecasting, the demo, ...)."""
 
-    kind: str               # the checkpoint's kind of model (see runs.KINDS)
-    metric: str             # the validation metric that picks best.pt
+    kind: str  # the checkpoint's kind of model (see runs.KINDS)
+    metric: str  # the validation metric that picks best.pt
     higher_is_better: bool
-    unit: str               # what the loss is summed over: "tokens", "values"
+    unit: str  # what the loss is summed over: "tokens", "values"
 
     def build_model(self) -> nn.Module: ...
     def build_optimizer(self, model: nn.Module) -> tuple[torch.optim.Optimizer, Any]: ...
-    def batches(self, epoch: int) -> Sequence[Any]: ...        # the same on every process
+    def batches(self, epoch: int) -> Sequence[Any]: ...  # the same on every process
     def loss(self, model: nn.Module, batch: Any) -> tuple[Tensor, int]: ...  # summed, units
     def validate(self, model: nn.Module) -> dict[str, float]: ...
     def record(self) -> dict: ...  # model_config, tokenizer, extra: what loading needs
@@ -77,25 +77,27 @@ class Engine:
 
     PROGRESS = ("step", "epoch", "position", "best", "bad_validations", "elapsed")
 
-    def __init__(self, *, task: Task, cfg: EngineConfig, session: Session, run_dir: Path,
-                 config: dict, log) -> None:
+    def __init__(
+        self, *, task: Task, cfg: EngineConfig, session: Session, run_dir: Path, config: dict, log
+    ) -> None:
         self.task, self.cfg, self.session, self.run_dir = task, cfg, session, Path(run_dir)
         self.config, self.log = config, log
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
-        self.report = Report(run_dir=self.run_dir, cfg=cfg, unit=task.unit,
-                             is_main=session.is_main, log=log)
+        self.report = Report(
+            run_dir=self.run_dir, cfg=cfg, unit=task.unit, is_main=session.is_main, log=log
+        )
         self.epoch_batches, self.used_lr = 1, 0.0  # this epoch's batches; the last update's rate
         self.signals = StopSignals()  # SIGINT or SIGTERM while training: stop and save
         self.stopping = False  # a process was signalled: all stop after the same update
         torch.manual_seed(cfg.seed)  # the same initial weights in every process
         self.model = task.build_model().to(session.device)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer, self.schedule = (task.build_optimizer(self.model) if self.params
-                                         else (None, None))
-        self.scaler = torch.amp.GradScaler(session.device.type,
-                                           enabled=session.precision == "fp16")
+        self.optimizer, self.schedule = (
+            task.build_optimizer(self.model) if self.params else (None, None)
+        )
+        self.scaler = torch.amp.GradScaler(session.device.type, enabled=session.precision == "fp16")
         self.runner = _LossModule(self.model, task)
         if session.world > 1 and self.params:
             from torch.nn.parallel import DistributedDataParallel
@@ -109,35 +111,49 @@ class Engine:
             try:
                 state = runs.load_checkpoint(steps[-1], task.kind)
             except runs.DamagedCheckpoint as error:  # say which file to delete
-                raise UserError(f"{error.path}: not a transduce checkpoint ({error.reason}): "
-                                f"the run's newest checkpoint is damaged; delete it to resume "
-                                f"from {before}, or use a new --run-dir") from None
+                raise UserError(
+                    f"{error.path}: not a transduce checkpoint ({error.reason}): "
+                    f"the run's newest checkpoint is damaged; delete it to resume "
+                    f"from {before}, or use a new --run-dir"
+                ) from None
             try:
                 self.restore(state)
             except (KeyError, TypeError, ValueError, RuntimeError) as error:
-                raise UserError(f"{steps[-1]}: cannot resume from it ({type(error).__name__}: "
-                                f"{str(error).splitlines()[0][:200]}); delete it to resume "
-                                "from the one before, or use a new --run-dir") from None
+                raise UserError(
+                    f"{steps[-1]}: cannot resume from it ({type(error).__name__}: "
+                    f"{str(error).splitlines()[0][:200]}); delete it to resume "
+                    "from the one before, or use a new --run-dir"
+                ) from None
             log.info(f"resuming from {steps[-1]} (step {self.step}, epoch {self.epoch})")
 
     # ------------------------------------------------------------ state
     def state(self) -> dict:
         rng = self.session.gather(_rng_state(self.session.device))
-        return runs.record(self.task.kind, self.model, config=self.config,
-                           optimizer=self.optimizer.state_dict() if self.optimizer else {},
-                           schedule=self.schedule.state_dict() if self.schedule else {},
-                           grad_scaler=self.scaler.state_dict(), rng=rng,
-                           **self.task.record(), **{k: getattr(self, k) for k in self.PROGRESS})
+        return runs.record(
+            self.task.kind,
+            self.model,
+            config=self.config,
+            optimizer=self.optimizer.state_dict() if self.optimizer else {},
+            schedule=self.schedule.state_dict() if self.schedule else {},
+            grad_scaler=self.scaler.state_dict(),
+            rng=rng,
+            **self.task.record(),
+            **{k: getattr(self, k) for k in self.PROGRESS},
+        )
 
     def restore(self, state: dict) -> None:
         mine = self.task.record()
         if state.get("tokenizer") != mine.get("tokenizer"):
-            raise UserError(f"{self.run_dir}/checkpoints: written with another tokenizer than "
-                            "the run's; use a new --run-dir")
+            raise UserError(
+                f"{self.run_dir}/checkpoints: written with another tokenizer than "
+                "the run's; use a new --run-dir"
+            )
         if "data" in state and state["data"] != mine.get("data"):
-            raise UserError(f"{self.run_dir}: its checkpoints were trained on other data than "
-                            "this run's settings give (a changed csv?); give the run's own data "
-                            "or use a new --run-dir")
+            raise UserError(
+                f"{self.run_dir}: its checkpoints were trained on other data than "
+                "this run's settings give (a changed csv?); give the run's own data "
+                "or use a new --run-dir"
+            )
         self.model.load_state_dict(state["model"])
         if self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])
@@ -161,8 +177,10 @@ class Engine:
         if c.max_epochs and self.epoch >= c.max_epochs:
             return f"reached max_epochs={c.max_epochs}"
         if c.max_minutes and self.elapsed >= 60 * c.max_minutes:
-            return (f"reached max_minutes={c.max_minutes} of training time (validations "
-                    "are not counted)")
+            return (
+                f"reached max_minutes={c.max_minutes} of training time (validations "
+                "are not counted)"
+            )
         if c.patience and self.bad_validations >= c.patience:
             return f"no {self.task.metric} gain in {c.patience} validations (patience)"
         if self.stopping:
@@ -188,20 +206,26 @@ class Engine:
             return self.last_metrics
         reason = self.stop_reason()
         if self.cfg.max_minutes:
-            self.log.info(f"max_minutes={self.cfg.max_minutes} counts training time only; "
-                          "validations add to the wall-clock time")
-        with self.signals, self.report.open_bar(self.step, self.epoch, self.elapsed,
-                                                  self.progress()):
+            self.log.info(
+                f"max_minutes={self.cfg.max_minutes} counts training time only; "
+                "validations add to the wall-clock time"
+            )
+        with (
+            self.signals,
+            self.report.open_bar(self.step, self.epoch, self.elapsed, self.progress()),
+        ):
             while reason is None:
                 batches = self.task.batches(self.epoch)
                 check_same_batches(self.session, self.epoch, batches)
                 if not batches:
-                    raise UserError(f"no training batches in epoch {self.epoch + 1}: the "
-                                    "training data is empty after filtering")
+                    raise UserError(
+                        f"no training batches in epoch {self.epoch + 1}: the "
+                        "training data is empty after filtering"
+                    )
                 per_update = self.cfg.accumulate * self.session.world
                 self.epoch_batches = len(batches)
                 while self.position < len(batches) and reason is None:
-                    group = batches[self.position:self.position + per_update]
+                    group = batches[self.position : self.position + per_update]
                     epoch_done = self.position + len(group) >= len(batches)
                     self.update(group, epoch_done)
                     self.position += len(group)
@@ -234,8 +258,7 @@ class Engine:
             return
         state = self.state()  # every process takes part
         if self.session.is_main:
-            self.log.info(f"saved {self._save_step(state)}; run the same command to resume "
-                          "from it")
+            self.log.info(f"saved {self._save_step(state)}; run the same command to resume from it")
         self.saved_step = self.step
 
     def update(self, group: list, epoch_done: bool = False) -> None:
@@ -243,7 +266,7 @@ class Engine:
         group ends the epoch, which an epoch budget's bar counts)."""
         start = time.perf_counter()
         s = self.session
-        mine = group[s.rank::s.world]
+        mine = group[s.rank :: s.world]
         weight = 1.0
         if not mine:  # the epoch's last update has fewer batches than processes
             mine, weight = group[:1], 0.0  # take part in the gradient exchange, add nothing
@@ -258,18 +281,23 @@ class Engine:
             total += float(loss.detach()) * weight
             units += int(n) * int(weight)
         seconds = time.perf_counter() - start
-        total, units, seconds, signalled = s.all_sum([total, float(units), seconds,
-                                                      float(bool(self.signals.signum))])
+        total, units, seconds, signalled = s.all_sum(
+            [total, float(units), seconds, float(bool(self.signals.signum))]
+        )
         if signalled and not self.stopping:  # the same on every process
             self.stopping = True
-            self.log.info(f"interrupted at step {self.step + 1}: saving the run after this "
-                          "update (Ctrl-C again stops at once)")
+            self.log.info(
+                f"interrupted at step {self.step + 1}: saving the run after this "
+                "update (Ctrl-C again stops at once)"
+            )
         if not math.isfinite(total):
             self.optimizer.zero_grad(set_to_none=True)
             steps = runs.step_checkpoints(self.run_dir)
             kept = f"; the last good checkpoint is {steps[-1]}" if steps else ""
-            raise TrainingDiverged(f"loss became {total} at step {self.step + 1}{kept}; "
-                                   "lower lr or raise warmup, then start a new --run-dir")
+            raise TrainingDiverged(
+                f"loss became {total} at step {self.step + 1}{kept}; "
+                "lower lr or raise warmup, then start a new --run-dir"
+            )
         self.scaler.unscale_(self.optimizer)
         for p in self.params:  # DDP averaged over processes: make it the mean per unit
             if p.grad is not None:
@@ -291,10 +319,18 @@ class Engine:
         self.step += 1
         self.elapsed += seconds / s.world  # the same on every process
         # epochs completed after this update, as the validation row at this step counts them
-        self.report.update(step=self.step, epoch=self.epoch + epoch_done, elapsed=self.elapsed,
-                           epoch_done=epoch_done,
-                           loss=total / max(units, 1), units=units, seconds=seconds / s.world,
-                           lr=self.used_lr, norm=float(norm), share=self.progress())
+        self.report.update(
+            step=self.step,
+            epoch=self.epoch + epoch_done,
+            elapsed=self.elapsed,
+            epoch_done=epoch_done,
+            loss=total / max(units, 1),
+            units=units,
+            seconds=seconds / s.world,
+            lr=self.used_lr,
+            norm=float(norm),
+            share=self.progress(),
+        )
 
     def progress(self) -> float:
         """The share spent of the budget that will end the run first (0 to 1)."""

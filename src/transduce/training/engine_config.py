@@ -47,19 +47,18 @@ class EngineConfig:
         "max_steps": "stop after this many updates (0: no limit)",
         "max_epochs": "stop after this many passes over the data (0: no limit)",
         "max_minutes": "stop after this many minutes of training; validations are not "
-                       "counted (0: no limit)",
+        "counted (0: no limit)",
         "patience": "stop after this many validations without a better metric (0: never)",
         "cooldown": "last fraction of the budget over which the learning rate falls "
-                    "linearly to 0 (0: off)",
+        "linearly to 0 (0: off)",
         "accumulate": "batches per process summed into one update",
         "clip_norm": "clip the gradient's global norm to this (0: off)",
         "valid_every": "updates between validations, each writing step_N.pt (0: every epoch)",
         "keep_last": "step checkpoints kept (older ones are deleted)",
         "log_every": "updates between rows of loss, tokens/s, lr and gradient norm in "
-                     "metrics.jsonl, train.log and TensorBoard",
+        "metrics.jsonl, train.log and TensorBoard",
         "seed": "random seed of weights, batches and dropout",
-        "precision": "auto (bf16 where the hardware is fast at it, else fp32), bf16, fp16 "
-                     "or fp32",
+        "precision": "auto (bf16 where the hardware is fast at it, else fp32), bf16, fp16 or fp32",
         "device": "auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:N or mps",
         "threads": "CPU threads per process (0: PyTorch's default)",
     }
@@ -67,8 +66,17 @@ class EngineConfig:
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
         found = at_least(self, 1, "accumulate", "keep_last", "log_every")
-        found += at_least(self, 0, "max_steps", "max_epochs", "max_minutes", "patience",
-                          "clip_norm", "valid_every", "threads")
+        found += at_least(
+            self,
+            0,
+            "max_steps",
+            "max_epochs",
+            "max_minutes",
+            "patience",
+            "clip_norm",
+            "valid_every",
+            "threads",
+        )
         found += one_of(self, "precision", PRECISIONS)
         found += in_range(self, "cooldown", 0, 1, high_included=True)
         if not (self.max_steps or self.max_epochs or self.max_minutes):
@@ -77,5 +85,12 @@ class EngineConfig:
 
 
 # Engine keys a resumed run may change: how long, how patiently and where it trains.
-EXTENDABLE = ("max_steps", "max_epochs", "max_minutes", "patience", "threads", "device",
-              "log_every")
+EXTENDABLE = (
+    "max_steps",
+    "max_epochs",
+    "max_minutes",
+    "patience",
+    "threads",
+    "device",
+    "log_every",
+)

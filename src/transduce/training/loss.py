@@ -77,8 +77,8 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
         low = hidden.new_empty((rows, V))
         full = low if low.dtype == torch.float32 else low.new_empty(low.shape, dtype=torch.float32)
         for start in range(0, hidden.shape[0], chunk):
-            h = hidden[start:start + chunk]  # (C, D)
-            y = target[start:start + chunk]  # (C,)
+            h = hidden[start : start + chunk]  # (C, D)
+            y = target[start : start + chunk]  # (C,)
             c = h.shape[0]
             z = full[:c].copy_(torch.mm(h, weight.t(), out=low[:c]))  # (C, V) logits
             picked = z.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (C,)
@@ -95,7 +95,7 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
             grad = z.div_(norm).sub_(epsilon / V)  # softmax − ε/V
             grad.scatter_add_(-1, y.unsqueeze(-1), grad.new_full((c, 1), -(1 - epsilon)))
             grad = low[:c].copy_(grad)  # in the matmul's dtype
-            torch.mm(grad, weight, out=grad_hidden[start:start + c])
+            torch.mm(grad, weight, out=grad_hidden[start : start + c])
             grad_weight += (grad.t() @ h).float()
         ctx.save_for_backward(grad_hidden, grad_weight.to(weight.dtype))
         return total
@@ -106,8 +106,9 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
         return grad_hidden * grad_output, grad_weight * grad_output, None, None, None
 
 
-def linear_label_smoothed_ce(hidden: Tensor, weight: Tensor, target: Tensor,
-                             epsilon: float = 0.1, chunk: int = 256) -> Tensor:
+def linear_label_smoothed_ce(
+    hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float = 0.1, chunk: int = 256
+) -> Tensor:
     """Σ over rows of the label-smoothed cross-entropy of ``hidden @ weight.T``.
 
     Equal to ``LabelSmoothedCrossEntropy(epsilon, reduction="sum")(hidden @ weight.T, target)``

@@ -14,8 +14,7 @@ class Report:
     """The bar and the metric rows of one run. ``unit`` names what the loss is summed over
     ("tokens", "values"); training rows average it over the last ``log_every`` updates."""
 
-    def __init__(self, *, run_dir: Path, cfg: EngineConfig, unit: str, is_main: bool,
-                 log) -> None:
+    def __init__(self, *, run_dir: Path, cfg: EngineConfig, unit: str, is_main: bool, log) -> None:
         self.run_dir, self.cfg, self.unit = run_dir, cfg, unit
         self.is_main, self.log = is_main, log
         self.tensorboard = None  # opened on the first row, so a failed start writes none
@@ -37,16 +36,33 @@ class Report:
         else:
             total, done, self.bar_unit = c.max_epochs, epoch, "epoch"
         self.window = [0.0, elapsed]  # units and training time since the last row
-        self.bar = progress(total, "training", self.bar_unit, initial=min(done, total),
-                            disable=not self.is_main)
+        self.bar = progress(
+            total, "training", self.bar_unit, initial=min(done, total), disable=not self.is_main
+        )
         return self.bar  # the caller closes it
 
-    def update(self, *, step: int, epoch: int, epoch_done: bool, elapsed: float, loss: float,
-               units: float, seconds: float, lr: float, norm: float, share: float) -> None:
+    def update(
+        self,
+        *,
+        step: int,
+        epoch: int,
+        epoch_done: bool,
+        elapsed: float,
+        loss: float,
+        units: float,
+        seconds: float,
+        lr: float,
+        norm: float,
+        share: float,
+    ) -> None:
         """The bar after every update; a training row every ``log_every`` updates."""
         bar = self.bar
-        self.postfix = {"step": step, "epoch": epoch, "loss": f"{loss:.3f}",
-                        f"{self.unit}/s": f"{units / seconds:,.0f}"}
+        self.postfix = {
+            "step": step,
+            "epoch": epoch,
+            "loss": f"{loss:.3f}",
+            f"{self.unit}/s": f"{units / seconds:,.0f}",
+        }
         self._draw_postfix()  # first, so that the redraw the count brings shows this update
         if self.bar_unit == "%":
             bar.update(max(min(100 * share, 100) - bar.n, 0))
@@ -57,9 +73,17 @@ class Report:
         self.window[0] += units
         if step % self.cfg.log_every == 0:
             rate = self.window[0] / max(elapsed - self.window[1], 1e-9)
-            self.row(step, epoch, elapsed, {"train_loss": round(loss, 4),
-                                            f"{self.unit}_per_s": round(rate),
-                                            "lr": lr, "grad_norm": round(norm, 4)})
+            self.row(
+                step,
+                epoch,
+                elapsed,
+                {
+                    "train_loss": round(loss, 4),
+                    f"{self.unit}_per_s": round(rate),
+                    "lr": lr,
+                    "grad_norm": round(norm, 4),
+                },
+            )
             self.window = [0.0, elapsed]
 
     def show(self, metric: str, value: float) -> None:
@@ -72,8 +96,7 @@ class Report:
     def _draw_postfix(self) -> None:
         self.bar.set_postfix({**self.postfix, **self.shown}, refresh=False)
 
-    def row(self, step: int, epoch: int, elapsed: float, metrics: dict,
-            echo: bool = False) -> None:
+    def row(self, step: int, epoch: int, elapsed: float, metrics: dict, echo: bool = False) -> None:
         """One row to metrics.jsonl, TensorBoard and train.log (``echo``: to the terminal
         as well; training rows stay off it, since the bar shows them)."""
         if not self.is_main:
@@ -88,8 +111,9 @@ class Report:
             if isinstance(value, (int, float)):
                 self.tensorboard.add_scalar(key, value, step)
         self.tensorboard.flush()
-        self.log.info(" ".join(f"{k} {v}" for k, v in row.items()),
-                      extra={} if echo else {"file_only": True})
+        self.log.info(
+            " ".join(f"{k} {v}" for k, v in row.items()), extra={} if echo else {"file_only": True}
+        )
 
     def close(self) -> None:
         if self.tensorboard is not None:

@@ -18,8 +18,7 @@ def noam_rate(step: int, d_model: int, warmup: int, factor: float = 1.0) -> floa
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def paper_adam(params: Iterable[torch.nn.Parameter],
-               weight_decay: float = 0.0) -> torch.optim.Adam:
+def paper_adam(params: Iterable[torch.nn.Parameter], weight_decay: float = 0.0) -> torch.optim.Adam:
     """Adam with β1 = 0.9, β2 = 0.98, ε = 1e-9; its rate is set by :func:`warmup_schedule`.
 
     A positive ``weight_decay`` makes it AdamW (Loshchilov & Hutter 2019): each update also
@@ -29,8 +28,10 @@ def paper_adam(params: Iterable[torch.nn.Parameter],
     if not weight_decay:
         return torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     params = list(params)
-    groups = [{"params": [p for p in params if p.dim() > 1], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if p.dim() > 1], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0},
+    ]
     return torch.optim.AdamW(groups, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
 
 
@@ -50,9 +51,10 @@ def inverse_sqrt_rate(step: int, warmup: int, peak: float) -> float:
     return peak * min(step / warmup, (warmup / step) ** 0.5)
 
 
-def schedule_for(optimizer: torch.optim.Optimizer, name: str, d_model: int, warmup: int,
-                 lr: float) -> LambdaLR:
-    """"noam": the paper's schedule times ``lr``; "inverse_sqrt": peak rate ``lr``."""
+def schedule_for(
+    optimizer: torch.optim.Optimizer, name: str, d_model: int, warmup: int, lr: float
+) -> LambdaLR:
+    """ "noam": the paper's schedule times ``lr``; "inverse_sqrt": peak rate ``lr``."""
     if name == "noam":
         return warmup_schedule(optimizer, d_model, warmup, lr)
     if name == "inverse_sqrt":

@@ -10,8 +10,7 @@ import torch
 from torch import Tensor
 
 
-def fit(optimizer: torch.optim.Optimizer, steps: int, loss_of: Callable[[], Tensor]
-        ) -> list[float]:
+def fit(optimizer: torch.optim.Optimizer, steps: int, loss_of: Callable[[], Tensor]) -> list[float]:
     """``steps`` updates by ``optimizer``, each of the loss ``loss_of()`` returns (it draws
     its own batch); returns the losses."""
     losses = []

@@ -20,8 +20,9 @@ from transduce.training.engine import Engine
 from transduce.training.engine_config import EngineConfig
 
 
-def train_task(make_task, config, run_dir: str | Path, extendable: tuple[str, ...]
-               ) -> tuple[Engine, dict]:
+def train_task(
+    make_task, config, run_dir: str | Path, extendable: tuple[str, ...]
+) -> tuple[Engine, dict]:
     """Set up a run directory and train the task that ``make_task(session, log)`` builds.
 
     ``config`` is the run's whole config (a dataclass with an ``engine`` section). Rank 0
@@ -61,15 +62,23 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
     if session.device.type == "cpu":
         retain_freed_memory()
     task = make_task(session, log)
-    engine = Engine(task=task, cfg=cfg, session=session, run_dir=run_dir,
-                    config=dataclasses.asdict(config), log=log)
+    engine = Engine(
+        task=task,
+        cfg=cfg,
+        session=session,
+        run_dir=run_dir,
+        config=dataclasses.asdict(config),
+        log=log,
+    )
     if session.is_main:
         runs.write_config(run_dir, config)
         runs.truncate_metrics(run_dir, engine.step)  # rows written after the last checkpoint
     params = sum(p.numel() for p in engine.model.parameters())
     threads, world = torch.get_num_threads(), session.world
-    log.info(f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
-             f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}")
+    log.info(
+        f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
+        f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}"
+    )
     try:
         return engine, engine.run()
     finally:

@@ -15,10 +15,17 @@ from transduce.nn.forecasting.quantiles import intervals  # noqa: E402
 from transduce.viz.heatmaps import _save  # noqa: E402
 
 
-def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.ndarray,
-                  columns: list[str], path: str | os.PathLike, title: str = "",
-                  quantiles: np.ndarray | None = None, levels: tuple[float, ...] = (),
-                  dates: list | None = None) -> None:
+def plot_forecast(
+    history: np.ndarray,
+    truth: np.ndarray | None,
+    forecast: np.ndarray,
+    columns: list[str],
+    path: str | os.PathLike,
+    title: str = "",
+    quantiles: np.ndarray | None = None,
+    levels: tuple[float, ...] = (),
+    dates: list | None = None,
+) -> None:
     """One panel per channel: the L input steps, then the H true (if known) and forecast
     steps, and a band for each central interval of the quantiles (e.g. 0.1–0.9).
 
@@ -34,9 +41,15 @@ def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.nd
     fig, axes = plt.subplots(C, 1, figsize=(10, 1.8 * C + 0.9), sharex=True, squeeze=False)
     for c, axis in enumerate(axes[:, 0]):
         for k, (low, high) in enumerate(pairs):  # outermost first, lightest
-            axis.fill_between(future, quantiles[:, c, low], quantiles[:, c, high],
-                              color="tab:red", alpha=0.15 + 0.1 * k, lw=0,
-                              label=f"{levels[low]:g}–{levels[high]:g} quantiles")
+            axis.fill_between(
+                future,
+                quantiles[:, c, low],
+                quantiles[:, c, high],
+                color="tab:red",
+                alpha=0.15 + 0.1 * k,
+                lw=0,
+                label=f"{levels[low]:g}–{levels[high]:g} quantiles",
+            )
         axis.plot(past, history[:, c], color="0.35", lw=1, label="history")
         if truth is not None:
             axis.plot(future, truth[:, c], color="tab:green", lw=1, label="truth")
@@ -44,8 +57,15 @@ def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.nd
         axis.axvline(past[-1], color="0.6", ls=":", lw=1)
         axis.set_ylabel(columns[c], rotation=0, ha="right", fontsize=8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0), fontsize=8,
-               ncol=len(labels), frameon=False)  # above the panels, off the data
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0),
+        fontsize=8,
+        ncol=len(labels),
+        frameon=False,
+    )  # above the panels, off the data
     # the panels start just under the legend: matplotlib's default top margin (12% of the
     # height) left an empty band of 1.6 inches above seven panels
     fig.subplots_adjust(top=1 - 0.4 / fig.get_figheight())
@@ -58,8 +78,14 @@ def plot_forecast(history: np.ndarray, truth: np.ndarray | None, forecast: np.nd
     _save(fig, path)
 
 
-def plot_cross_attention(weights: np.ndarray, label_length: int, path: str | os.PathLike,
-                         title: str = "", heads: int = 1, dates: list | None = None) -> None:
+def plot_cross_attention(
+    weights: np.ndarray,
+    label_length: int,
+    path: str | os.PathLike,
+    title: str = "",
+    heads: int = 1,
+    dates: list | None = None,
+) -> None:
     """Heatmap of decoder cross-attention, the mean of ``heads`` heads.
 
     Args: weights (K + H, L): rows are decoder positions (K known, then H forecast steps),
@@ -78,13 +104,24 @@ def plot_cross_attention(weights: np.ndarray, label_length: int, path: str | os.
 
         numbers = mdates.date2num(list(dates))
         step = numbers[1] - numbers[0]
-        inputs, decoder = numbers[:L], numbers[L - label_length:L + rows - label_length]
-        extent = (inputs[0] - step / 2, inputs[-1] + step / 2,
-                  decoder[-1] + step / 2, decoder[0] - step / 2)
+        inputs, decoder = numbers[:L], numbers[L - label_length : L + rows - label_length]
+        extent = (
+            inputs[0] - step / 2,
+            inputs[-1] + step / 2,
+            decoder[-1] + step / 2,
+            decoder[0] - step / 2,
+        )
         axis.xaxis_date()
         axis.yaxis_date()
-    image = axis.imshow(weights, aspect="auto", cmap="Blues", vmin=0.0, vmax=top,
-                        interpolation="nearest", extent=extent)
+    image = axis.imshow(
+        weights,
+        aspect="auto",
+        cmap="Blues",
+        vmin=0.0,
+        vmax=top,
+        interpolation="nearest",
+        extent=extent,
+    )
     if dates is not None:
         axis.axhline(decoder[label_length] - step / 2, color="tab:red", lw=0.8, ls="--")
         axis.set_xlabel("input step (encoder), by date")
@@ -100,8 +137,14 @@ def plot_cross_attention(weights: np.ndarray, label_length: int, path: str | os.
     _save(fig, path)
 
 
-def plot_channel_attention(weights: np.ndarray, names: list[str], path: str | os.PathLike,
-                           title: str = "", heads: int = 1, targets: int | None = None) -> None:
+def plot_channel_attention(
+    weights: np.ndarray,
+    names: list[str],
+    path: str | os.PathLike,
+    title: str = "",
+    heads: int = 1,
+    targets: int | None = None,
+) -> None:
     """Heatmap of the attention between channel tokens (the ``channel`` model's), the mean
     of ``heads`` heads: row i is how much channel i's token read each channel's.
 
@@ -124,8 +167,11 @@ def plot_channel_attention(weights: np.ndarray, names: list[str], path: str | os
     axis.set_xlabel("channel read (key)")
     axis.set_ylabel("channel reading (query)")
     fig.colorbar(image, ax=axis, label=f"attention weight (uniform: 1/{C} = {1 / C:.3f})")
-    what = (f"attention between channels, mean of {heads} heads" if heads > 1
-            else "attention between channels")
+    what = (
+        f"attention between channels, mean of {heads} heads"
+        if heads > 1
+        else "attention between channels"
+    )
     axis.set_title(f"{title}\n{what}" if title else what, fontsize=10)
     _save(fig, path)
 
@@ -133,9 +179,16 @@ def plot_channel_attention(weights: np.ndarray, names: list[str], path: str | os
 SPLIT_COLOURS = {"train": "0.75", "validation": "tab:blue", "test": "tab:orange"}
 
 
-def plot_backtest(dates: list, values: np.ndarray, column: str,
-                  folds: list[tuple[int, int, int, float]], protocol: tuple[int, int, int],
-                  path: str | os.PathLike, title: str = "", columns: int = 1) -> None:
+def plot_backtest(
+    dates: list,
+    values: np.ndarray,
+    column: str,
+    folds: list[tuple[int, int, int, float]],
+    protocol: tuple[int, int, int],
+    path: str | os.PathLike,
+    title: str = "",
+    columns: int = 1,
+) -> None:
     """Where a backtest's folds lie: the series over the whole file, and under it one bar
     per split layout (the protocol's, then each fold's): train, validation and test rows
     on the same date axis, each fold labelled with its test MSE.
@@ -150,32 +203,47 @@ def plot_backtest(dates: list, values: np.ndarray, column: str,
 
     x = date2num(dates)
     step = x[1] - x[0] if len(x) > 1 else 1.0
-    rows = [("protocol", *protocol, None)] + [(f"fold {k}", a, b, c, mse)
-                                              for k, (a, b, c, mse) in enumerate(folds, 1)]
+    rows = [("protocol", *protocol, None)] + [
+        (f"fold {k}", a, b, c, mse) for k, (a, b, c, mse) in enumerate(folds, 1)
+    ]
     fig, (top, bars) = plt.subplots(
-        2, 1, sharex=True, figsize=(10, 2.4 + 0.3 * len(rows)),
-        gridspec_kw={"height_ratios": [2.0, 0.3 * len(rows)]})
+        2,
+        1,
+        sharex=True,
+        figsize=(10, 2.4 + 0.3 * len(rows)),
+        gridspec_kw={"height_ratios": [2.0, 0.3 * len(rows)]},
+    )
     top.plot(dates, values, color="0.35", lw=0.7)
     top.set_ylabel(column, rotation=0, ha="right", fontsize=8)
     if columns > 1:
-        top.set_title(f"column {column}, the first of the {columns} forecast", fontsize=8,
-                      loc="left")
-    for i, (name, a, b, c, mse) in enumerate(rows):
+        top.set_title(
+            f"column {column}, the first of the {columns} forecast", fontsize=8, loc="left"
+        )
+    for i, (_, a, b, c, mse) in enumerate(rows):
         y = len(rows) - 1 - i  # the protocol on top
         spans = [(0, a, "train"), (a, b, "validation"), (b, c, "test")]
         for start, end, split in spans:
-            bars.broken_barh([(x[start], x[end - 1] - x[start] + step)], (y - 0.35, 0.7),
-                             color=SPLIT_COLOURS[split],
-                             hatch="//" if mse is None and split == "test" else None,
-                             alpha=0.45 if mse is None and split == "test" else 1.0)
+            bars.broken_barh(
+                [(x[start], x[end - 1] - x[start] + step)],
+                (y - 0.35, 0.7),
+                color=SPLIT_COLOURS[split],
+                hatch="//" if mse is None and split == "test" else None,
+                alpha=0.45 if mse is None and split == "test" else 1.0,
+            )
         label = "test split: not read" if mse is None else f"test mse {mse:.3f}"
         bars.text(x[c - 1] + step, y, f" {label}", va="center", fontsize=7)
     bars.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=8)
     bars.set_ylim(-0.6, len(rows) - 0.4)
     bars.set_xlim(x[0], x[-1] + step)
-    fig.legend([Patch(color=c) for c in SPLIT_COLOURS.values()], list(SPLIT_COLOURS),
-               loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8,
-               frameon=False)
+    fig.legend(
+        [Patch(color=c) for c in SPLIT_COLOURS.values()],
+        list(SPLIT_COLOURS),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
     fig.subplots_adjust(top=1 - 0.4 / fig.get_figheight())
     fig.autofmt_xdate()
     if title:

@@ -33,9 +33,8 @@ def wrap(text: str, width: int = 90, lines: int = 3) -> str:
     longer than a line is split."""
     wrapped = textwrap.wrap(text, width) or [""]
     if len(wrapped) > lines:
-        last = textwrap.shorten(" ".join(wrapped[lines - 1:]), width, placeholder=" …")
-        wrapped = wrapped[: lines - 1] + [last if last != "…" else cut(wrapped[lines - 1],
-                                                                        width)]
+        last = textwrap.shorten(" ".join(wrapped[lines - 1 :]), width, placeholder=" …")
+        wrapped = wrapped[: lines - 1] + [last if last != "…" else cut(wrapped[lines - 1], width)]
     return "\n".join(wrapped)
 
 
@@ -60,23 +59,27 @@ def plot_attention(
         axis_names: the x and y axis titles.
         head_names: a title for each column (default "head 1", ...).
     """
-    weights = (weights.detach().float().cpu().numpy() if isinstance(weights, Tensor)
-               else np.asarray(weights))
+    weights = (
+        weights.detach().float().cpu().numpy()
+        if isinstance(weights, Tensor)
+        else np.asarray(weights)
+    )
     layers, heads, Q, K = weights.shape
     head_names = head_names or [f"head {h + 1}" for h in range(heads)]
-    fig, axes = plt.subplots(layers, heads, squeeze=False,
-                             figsize=(1.6 + max(0.3 * K, 1.6) * heads,
-                                      1.2 + max(0.28 * Q, 1.4) * layers))
-    for (layer, head), ax in zip([(l, h) for l in range(layers) for h in range(heads)],
-                                 axes.flat):
-        image = ax.imshow(weights[layer, head], cmap="Blues", vmin=0.0, vmax=1.0,
-                          aspect="auto")
+    fig, axes = plt.subplots(
+        layers,
+        heads,
+        squeeze=False,
+        figsize=(1.6 + max(0.3 * K, 1.6) * heads, 1.2 + max(0.28 * Q, 1.4) * layers),
+    )
+    for (layer, head), ax in zip([(n, h) for n in range(layers) for h in range(heads)], axes.flat):
+        image = ax.imshow(weights[layer, head], cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
         ax.set_title(f"layer {layer + 1}, {head_names[head]}", fontsize=8)
         bottom, left = layer == layers - 1, head == 0
-        ax.set_xticks(range(K), [cut(k, 14) for k in keys] if bottom else [""] * K,
-                      rotation=90, fontsize=7)
-        ax.set_yticks(range(Q), [cut(q, 14) for q in queries] if left else [""] * Q,
-                      fontsize=7)
+        ax.set_xticks(
+            range(K), [cut(k, 14) for k in keys] if bottom else [""] * K, rotation=90, fontsize=7
+        )
+        ax.set_yticks(range(Q), [cut(q, 14) for q in queries] if left else [""] * Q, fontsize=7)
         if bottom:
             ax.set_xlabel(axis_names[0], fontsize=8)
         if left:
@@ -84,8 +87,7 @@ def plot_attention(
     fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     # at most 9 characters of 10-point text per inch: a long title never widens the figure
     # anchored at the top edge and growing upwards, so a wrapped title never covers a panel
-    fig.suptitle(wrap(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10, y=1.0,
-                 va="bottom")
+    fig.suptitle(wrap(title, min(90, int(fig.get_figwidth() * 9))), fontsize=10, y=1.0, va="bottom")
     _save(fig, path)
 
 

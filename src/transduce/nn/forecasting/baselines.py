@@ -29,8 +29,11 @@ class RepeatLast(nn.Module):
 
     @property
     def label(self) -> str:
-        return (f"repeat, pulled towards the training mean with half-life {self.half_life:g}"
-                if self.half_life else "repeat")
+        return (
+            f"repeat, pulled towards the training mean with half-life {self.half_life:g}"
+            if self.half_life
+            else "repeat"
+        )
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         last = x[:, -1:]  # (B, 1, C)
@@ -46,8 +49,9 @@ def moving_average(x: Tensor, kernel: int) -> Tensor:
     """The trend of each channel: the mean of the ``kernel`` steps around each step, the
     window's ends extended by repeating its first and last values so that every step has a
     full neighbourhood. Args: x (B, L, C). Returns: (B, L, C)."""
-    padded = F.pad(x.transpose(1, 2), ((kernel - 1) // 2, kernel // 2),
-                   mode="replicate")  # (B, C, L + kernel - 1)
+    padded = F.pad(
+        x.transpose(1, 2), ((kernel - 1) // 2, kernel // 2), mode="replicate"
+    )  # (B, C, L + kernel - 1)
     return padded.unfold(-1, kernel, 1).mean(-1).transpose(1, 2)
 
 
@@ -58,9 +62,17 @@ class LinearForecaster(nn.Module):
     trend) and the rest, and each part has its own map, the forecast their sum (DLinear,
     Zeng et al. 2023, used k = 25)."""
 
-    def __init__(self, *, input_length: int, horizon: int, channels: int = 1, revin: bool = False,
-                 revin_center: str = "mean", trend_kernel: int = 0,
-                 revin_affine: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        input_length: int,
+        horizon: int,
+        channels: int = 1,
+        revin: bool = False,
+        revin_center: str = "mean",
+        trend_kernel: int = 0,
+        revin_affine: bool = True,
+    ) -> None:
         super().__init__()
         self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.linear = nn.Linear(input_length, horizon)
@@ -96,19 +108,25 @@ class SparseForecaster(nn.Module):
     horizon that is not one forecasts ⌈H / w⌉ periods and keeps the first H steps.
     """
 
-    def __init__(self, *, input_length: int, horizon: int, period: int, channels: int = 1,
-                 revin: bool = True, revin_center: str = "mean",
-                 revin_affine: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        input_length: int,
+        horizon: int,
+        period: int,
+        channels: int = 1,
+        revin: bool = True,
+        revin_center: str = "mean",
+        revin_affine: bool = True,
+    ) -> None:
         super().__init__()
         if not 1 <= period <= input_length:
-            raise ValueError(f"period={period} must be between 1 and input_length="
-                             f"{input_length}")
+            raise ValueError(f"period={period} must be between 1 and input_length={input_length}")
         self.period, self.horizon = period, horizon
         self.segments_in = input_length // period
         self.segments_out = -(-horizon // period)
         self.revin = instance_norm(channels, revin, revin_center, revin_affine)
-        self.aggregate = nn.Conv1d(1, 1, 1 + 2 * (period // 2), padding=period // 2,
-                                   bias=False)
+        self.aggregate = nn.Conv1d(1, 1, 1 + 2 * (period // 2), padding=period // 2, bias=False)
         self.linear = nn.Linear(self.segments_in, self.segments_out, bias=False)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
@@ -117,9 +135,9 @@ class SparseForecaster(nn.Module):
             x, stats = self.revin.normalise(x)
         B, L, C = x.shape
         n, w = self.segments_in, self.period
-        s = x[:, L - n * w:].transpose(1, 2).reshape(B * C, 1, n * w)  # (B·C, 1, n·w)
+        s = x[:, L - n * w :].transpose(1, 2).reshape(B * C, 1, n * w)  # (B·C, 1, n·w)
         s = s + self.aggregate(s)
         phases = s.view(B * C, n, w).transpose(1, 2)  # (B·C, w, n): each phase's past values
         y = self.linear(phases).transpose(1, 2)  # (B·C, m, w)
-        y = y.reshape(B, C, -1)[..., :self.horizon]  # (B, C, H)
+        y = y.reshape(B, C, -1)[..., : self.horizon]  # (B, C, H)
         return finish(y.transpose(1, 2).unsqueeze(-1), self.revin, stats), None  # (B, H, C, 1)

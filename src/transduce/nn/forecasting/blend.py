@@ -10,8 +10,15 @@ class Blend(nn.Module):
     the last ``input_lengths[i]`` steps of the window it is given. With ``quantiles`` False,
     only the point forecasts are blended (B, H, C, 1)."""
 
-    def __init__(self, *, members: list[nn.Module], input_lengths: list[int],
-                 weights: list[float], quantiles: bool, label: str = "blend") -> None:
+    def __init__(
+        self,
+        *,
+        members: list[nn.Module],
+        input_lengths: list[int],
+        weights: list[float],
+        quantiles: bool,
+        label: str = "blend",
+    ) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
         self.input_lengths, self.weights, self.quantiles = input_lengths, weights, quantiles
@@ -22,8 +29,8 @@ class Blend(nn.Module):
         for member, length, weight in zip(self.members, self.input_lengths, self.weights):
             if weight == 0:
                 continue
-            times = None if x_time is None else x_time[:, x_time.shape[1] - length:]
-            y, _ = member(x[:, x.shape[1] - length:], times, y_time)  # (B, H, C, 1 + Q)
+            times = None if x_time is None else x_time[:, x_time.shape[1] - length :]
+            y, _ = member(x[:, x.shape[1] - length :], times, y_time)  # (B, H, C, 1 + Q)
             total = total + weight * (y if self.quantiles else y[..., :1])
         return total, None
 

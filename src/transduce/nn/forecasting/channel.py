@@ -43,16 +43,35 @@ class ChannelForecaster(nn.Module):
     is DUET's router instead: see :class:`TopKRouter`.
     """
 
-    def __init__(self, *, channels: int, input_length: int, horizon: int, d_model: int,
-                 num_heads: int, d_ff: int, num_layers: int, dropout: float,
-                 experts: int = 4, trend_kernel: int = 25, head_dropout: float = 0.0,
-                 norm: str = "post", revin: bool = True, activation: str = "relu",
-                 quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 revin_center: str = "mean", revin_affine: bool = True,
-                 mix_channels: bool = True, learned_mask: bool = False,
-                 attention_dropout: float = 0.0,
-                 activation_dropout: float = 0.0, expert_init: str = "uniform",
-                 top_k: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        channels: int,
+        input_length: int,
+        horizon: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        num_layers: int,
+        dropout: float,
+        experts: int = 4,
+        trend_kernel: int = 25,
+        head_dropout: float = 0.0,
+        norm: str = "post",
+        revin: bool = True,
+        activation: str = "relu",
+        quantiles: tuple[float, ...] = (),
+        targets: int | None = None,
+        revin_center: str = "mean",
+        revin_affine: bool = True,
+        mix_channels: bool = True,
+        learned_mask: bool = False,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        expert_init: str = "uniform",
+        top_k: int = 0,
+    ) -> None:
+        # size: 27 of its lines are the signature, one per setting of the model
         super().__init__()
         if learned_mask and not mix_channels:
             raise ValueError("learned_mask needs mix_channels=True")
@@ -65,29 +84,43 @@ class ChannelForecaster(nn.Module):
         self.mix_channels = mix_channels
         self.channel_mask = ChannelMask(input_length) if learned_mask else None
         self.revin = instance_norm(channels, revin, revin_center, revin_affine)
-        scale = input_length ** -0.5
+        scale = input_length**-0.5
         # (E, L, D): each expert's map of the window (without its trend, if split) and of
         # its trend
-        self.seasonal = nn.Parameter(torch.empty(experts, input_length, d_model)
-                                     .uniform_(-scale, scale))
-        self.trend = (nn.Parameter(torch.empty(experts, input_length, d_model)
-                                   .uniform_(-scale, scale)) if trend_kernel else None)
+        self.seasonal = nn.Parameter(
+            torch.empty(experts, input_length, d_model).uniform_(-scale, scale)
+        )
+        self.trend = (
+            nn.Parameter(torch.empty(experts, input_length, d_model).uniform_(-scale, scale))
+            if trend_kernel
+            else None
+        )
         if expert_init == "mean":
             with torch.no_grad():
                 for maps in (self.seasonal, self.trend):
                     if maps is not None:
                         maps.fill_(1 / input_length)
         self.bias = nn.Parameter(torch.zeros(experts, d_model))
-        self.gate = (TopKRouter(input_length=input_length, experts=experts, k=top_k) if top_k
-                     else nn.Linear(input_length, experts))
-        layers = [EncoderLayer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
-                               attention_dropout=attention_dropout,
-                               activation_dropout=activation_dropout,
-                               residual=PATCH_RESIDUALS[norm], activation=activation)
-                  for _ in range(num_layers)]
+        self.gate = (
+            TopKRouter(input_length=input_length, experts=experts, k=top_k)
+            if top_k
+            else nn.Linear(input_length, experts)
+        )
+        layers = [
+            EncoderLayer(
+                d_model=d_model,
+                num_heads=num_heads,
+                d_ff=d_ff,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                activation_dropout=activation_dropout,
+                residual=PATCH_RESIDUALS[norm],
+                activation=activation,
+            )
+            for _ in range(num_layers)
+        ]
         self.encoder = Encoder(layers, nn.LayerNorm(d_model) if norm != "batch" else None)
-        self.head = nn.Sequential(Dropout(head_dropout),
-                                  nn.Linear(d_model, horizon * self.outputs))
+        self.head = nn.Sequential(Dropout(head_dropout), nn.Linear(d_model, horizon * self.outputs))
 
     def tokens(self, x: Tensor, raw: Tensor | None = None) -> Tensor:
         """x (B, L, C), normalised → (B, C, D): each channel's mixture of experts (a top-k
@@ -97,8 +130,9 @@ class ChannelForecaster(nn.Module):
             per_expert = torch.einsum("bcl,eld->bced", series, self.seasonal)  # (B, C, E, D)
         else:
             trend = moving_average(x, self.trend_kernel).transpose(1, 2)  # (B, C, L)
-            per_expert = (torch.einsum("bcl,eld->bced", series - trend, self.seasonal)
-                          + torch.einsum("bcl,eld->bced", trend, self.trend))
+            per_expert = torch.einsum(
+                "bcl,eld->bced", series - trend, self.seasonal
+            ) + torch.einsum("bcl,eld->bced", trend, self.trend)
         per_expert = per_expert + self.bias
         if isinstance(self.gate, TopKRouter):
             weights = self.gate((x if raw is None else raw).transpose(1, 2))  # (B, C, E)
@@ -117,7 +151,7 @@ class ChannelForecaster(nn.Module):
         elif self.channel_mask is not None:
             mask = self.channel_mask(x)  # (B, C, C), sampled per window
         h, weights = self.encoder(self.tokens(x, raw), mask, need_weights)  # (B, C, D)
-        y = self.head(h[:, :self.targets])  # (B, C', H · (1 + Q))
+        y = self.head(h[:, : self.targets])  # (B, C', H · (1 + Q))
         y = y.view(B, self.targets, self.horizon, self.outputs).transpose(1, 2)
         # the last layer's attention between the channel tokens, (B, heads, C, C), if asked
         return finish(ordered(y), self.revin, stats), weights[-1] if need_weights else None
@@ -143,8 +177,11 @@ class TopKRouter(nn.Module):
         self.k = k
 
         def scores() -> nn.Module:
-            return nn.Sequential(nn.Linear(input_length, hidden, bias=False), nn.ReLU(),
-                                 nn.Linear(hidden, experts, bias=False))
+            return nn.Sequential(
+                nn.Linear(input_length, hidden, bias=False),
+                nn.ReLU(),
+                nn.Linear(hidden, experts, bias=False),
+            )
 
         self.score = scores()
         # with k = E every expert is chosen: no noise, so no parameters left unused
@@ -162,14 +199,15 @@ class TopKRouter(nn.Module):
         else:
             scores = clean
         top, index = scores.topk(min(self.k + 1, experts), dim=-1)  # (B, C, k + 1)
-        weights = torch.zeros_like(scores).scatter(-1, index[..., :self.k],
-                                                   top[..., :self.k].softmax(-1))
+        weights = torch.zeros_like(scores).scatter(
+            -1, index[..., : self.k], top[..., : self.k].softmax(-1)
+        )
         if not self.training:
             self.balance_loss = None
             return weights
         rows = weights.flatten(0, -2)  # (B·C, E)
         if noisy:  # P(expert e is among the k | the other scores), Shazeer et al.'s load
-            kth, next_ = top[..., self.k - 1:self.k], top[..., self.k:self.k + 1]
+            kth, next_ = top[..., self.k - 1 : self.k], top[..., self.k : self.k + 1]
             inside = scores > next_  # e is in the top k: it must stay above the (k+1)-th
             threshold = torch.where(inside, next_, kth)
             normal = torch.distributions.Normal(0.0, 1.0)

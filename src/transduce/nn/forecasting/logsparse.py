@@ -61,8 +61,9 @@ def _exponential(distance_from: int, start: int) -> list[int]:
     return cells
 
 
-def pattern_keys(length: int, pattern: str = "logsparse", window: int = 0,
-                 restart: int = 0) -> list[list[int]]:
+def pattern_keys(
+    length: int, pattern: str = "logsparse", window: int = 0, restart: int = 0
+) -> list[list[int]]:
     """Each step's allowed earlier steps under ``pattern`` (see :func:`logsparse_mask`),
     without building the (L, L) mask: O(L log L) memory for the sparse patterns."""
     if pattern not in PATTERNS:
@@ -70,8 +71,9 @@ def pattern_keys(length: int, pattern: str = "logsparse", window: int = 0,
     if pattern == "local" and window < 1:
         raise ValueError(f"the local pattern needs a window of at least 1, not {window}")
     if pattern == "restart" and restart < 1:
-        raise ValueError(f"the restart pattern needs subsequences of at least 1 step, not "
-                         f"{restart}")
+        raise ValueError(
+            f"the restart pattern needs subsequences of at least 1 step, not {restart}"
+        )
     rows = []
     for i in range(length):
         if pattern == "full":
@@ -88,8 +90,9 @@ def pattern_keys(length: int, pattern: str = "logsparse", window: int = 0,
     return rows
 
 
-def logsparse_mask(length: int, pattern: str = "logsparse", window: int = 0,
-                   restart: int = 0) -> Tensor:
+def logsparse_mask(
+    length: int, pattern: str = "logsparse", window: int = 0, restart: int = 0
+) -> Tensor:
     """The (L, L) boolean mask of ``pattern`` (True: row step may attend to column step).
 
     Args:
@@ -109,14 +112,13 @@ def allowed_keys(mask: Tensor | list[list[int]]) -> tuple[Tensor, Tensor]:
     """(index (L, M), valid (L, M)): each row's allowed columns (from a mask, or from
     :func:`pattern_keys`' lists), in increasing order, padded to the longest row's M with
     column 0 marked invalid."""
-    rows = ([row.nonzero().flatten().tolist() for row in mask] if isinstance(mask, Tensor)
-            else mask)
+    rows = [row.nonzero().flatten().tolist() for row in mask] if isinstance(mask, Tensor) else mask
     M = max(len(r) for r in rows)
     index = torch.zeros(len(rows), M, dtype=torch.long)
     valid = torch.zeros(len(rows), M, dtype=torch.bool)
     for i, r in enumerate(rows):
-        index[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-        valid[i, :len(r)] = True
+        index[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        valid[i, : len(r)] = True
     return index, valid
 
 
@@ -129,8 +131,9 @@ class ConvSelfAttention(nn.Module):
         dropout: on the attention weights in training.
     """
 
-    def __init__(self, *, d_model: int, num_heads: int, kernel: int = 1,
-                 dropout: float = 0.0) -> None:
+    def __init__(
+        self, *, d_model: int, num_heads: int, kernel: int = 1, dropout: float = 0.0
+    ) -> None:
         super().__init__()
         if d_model % num_heads:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
@@ -151,8 +154,13 @@ class ConvSelfAttention(nn.Module):
         padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, D, k − 1 + T)
         return conv(padded).transpose(1, 2)  # (B, T, D): step t sees steps t − k + 1 … t
 
-    def forward(self, x: Tensor, mask: Tensor, keys: tuple[Tensor, Tensor] | None = None,
-                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor,
+        keys: tuple[Tensor, Tensor] | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         """Args: x (B, T, D); mask (T, T) boolean, True: may attend (causal); ``keys``: the
         mask's :func:`allowed_keys`, to attend on those cells only (sparse).
         Returns: (B, T, D) and, if asked, the weights (B, H, T, T)."""
@@ -179,12 +187,14 @@ class ConvSelfAttention(nn.Module):
 class LogSparseLayer(nn.Module):
     """Pre-norm residual blocks: convolutional self-attention, then the feed-forward."""
 
-    def __init__(self, *, d_model: int, num_heads: int, d_ff: int, kernel: int,
-                 dropout: float) -> None:
+    def __init__(
+        self, *, d_model: int, num_heads: int, d_ff: int, kernel: int, dropout: float
+    ) -> None:
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attention = ConvSelfAttention(d_model=d_model, num_heads=num_heads,
-                                           kernel=kernel, dropout=dropout)
+        self.attention = ConvSelfAttention(
+            d_model=d_model, num_heads=num_heads, kernel=kernel, dropout=dropout
+        )
         self.ffn = PositionwiseFeedForward(d_model=d_model, d_ff=d_ff, dropout=dropout)
         self.dropout = Dropout(dropout)
 
@@ -202,13 +212,29 @@ class LogSparseForecaster(nn.Module):
     scales each series itself, as the global task does, turns it off).
     """
 
-    def __init__(self, *, channels: int, input_length: int, horizon: int, d_model: int,
-                 num_heads: int, d_ff: int, num_layers: int, dropout: float, kernel: int = 1,
-                 pattern: str = "logsparse", window: int = 0, restart: int = 0,
-                 time_features: int = 0, calendar: bool = True,
-                 quantiles: tuple[float, ...] = (),
-                 revin: bool = True, revin_center: str = "mean",
-                 revin_affine: bool = True, sparse: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        channels: int,
+        input_length: int,
+        horizon: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        num_layers: int,
+        dropout: float,
+        kernel: int = 1,
+        pattern: str = "logsparse",
+        window: int = 0,
+        restart: int = 0,
+        time_features: int = 0,
+        calendar: bool = True,
+        quantiles: tuple[float, ...] = (),
+        revin: bool = True,
+        revin_center: str = "mean",
+        revin_affine: bool = True,
+        sparse: bool = True,
+    ) -> None:
         super().__init__()
         self.input_length, self.horizon = input_length, horizon
         self.outputs = 1 + len(quantiles)
@@ -226,8 +252,11 @@ class LogSparseForecaster(nn.Module):
         self.embed = nn.Linear(2 + time_features, d_model)  # value, "unknown" flag, features
         self.dropout = Dropout(dropout)
         self.layers = nn.ModuleList(
-            LogSparseLayer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, kernel=kernel,
-                           dropout=dropout) for _ in range(num_layers))
+            LogSparseLayer(
+                d_model=d_model, num_heads=num_heads, d_ff=d_ff, kernel=kernel, dropout=dropout
+            )
+            for _ in range(num_layers)
+        )
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, self.outputs)
 
@@ -242,7 +271,7 @@ class LogSparseForecaster(nn.Module):
         unknown = torch.cat([series.new_zeros(B * C, L, 1), series.new_ones(B * C, H, 1)], 1)
         parts = [values, unknown]
         if self.time_features:
-            times = torch.cat([x_time, y_time], 1)[..., self.first_feature:]  # (B, T, F)
+            times = torch.cat([x_time, y_time], 1)[..., self.first_feature :]  # (B, T, F)
             parts.append(times.repeat_interleave(C, 0).to(series.dtype))
         h = self.embed(torch.cat(parts, -1)) + self.positions.to(series.dtype)  # (B·C, T, D)
         h = self.dropout(h)

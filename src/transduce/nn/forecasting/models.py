@@ -46,8 +46,9 @@ class InstanceNorm(nn.Module):
             suits series close to a random walk.
     """
 
-    def __init__(self, *, channels: int, affine: bool = True, eps: float = 1e-5,
-                 center: str = "mean") -> None:
+    def __init__(
+        self, *, channels: int, affine: bool = True, eps: float = 1e-5, center: str = "mean"
+    ) -> None:
         super().__init__()
         if center not in CENTERS:
             raise ValueError(f"center must be one of {CENTERS}, not {center!r}")
@@ -79,8 +80,9 @@ class InstanceNorm(nn.Module):
         return y * std[..., :C] + mean[..., :C]
 
 
-def instance_norm(channels: int, revin: bool, center: str = "mean",
-                  affine: bool = True) -> InstanceNorm | None:
+def instance_norm(
+    channels: int, revin: bool, center: str = "mean", affine: bool = True
+) -> InstanceNorm | None:
     """A model's RevIN, or None where ``revin`` is off."""
     return InstanceNorm(channels=channels, affine=affine, center=center) if revin else None
 
@@ -116,8 +118,9 @@ class ResidualAttentionLayer(EncoderLayer):
         attn = self.self_attn
 
         def attend(h: Tensor) -> tuple[Tensor, Tensor]:
-            q, k, v = (attn.split_heads(proj(h)) for proj in
-                       (attn.q_proj, attn.k_proj, attn.v_proj))  # (B, H, N, Dh)
+            q, k, v = (
+                attn.split_heads(proj(h)) for proj in (attn.q_proj, attn.k_proj, attn.v_proj)
+            )  # (B, H, N, Dh)
             scores = q @ k.transpose(-2, -1) / math.sqrt(attn.head_size)  # (B, H, N, N)
             if prior is not None:
                 scores = scores + prior
@@ -134,8 +137,9 @@ class ResidualAttentionEncoder(Encoder):
     called as :class:`~transduce.nn.transformer.Encoder` is (no mask: patches are all
     real), it returns no weights."""
 
-    def forward(self, x: Tensor, mask: Tensor | None = None,
-                need_weights: bool = False) -> tuple[Tensor, list[None]]:
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False
+    ) -> tuple[Tensor, list[None]]:
         if mask is not None:
             raise ValueError("ResidualAttentionEncoder takes no mask")
         scores = None
@@ -164,14 +168,32 @@ class PatchForecaster(nn.Module):
     (:class:`ResidualAttentionLayer`).
     """
 
-    def __init__(self, *, channels: int, input_length: int, horizon: int, patch_len: int,
-                 stride: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
-                 dropout: float, head_dropout: float = 0.0, norm: str = "pre",
-                 revin: bool = True, activation: str = "relu",
-                 quantiles: tuple[float, ...] = (), future_features: int = 0,
-                 calendar: bool = True, revin_center: str = "mean", revin_affine: bool = True,
-                 attention_dropout: float = 0.0, activation_dropout: float = 0.0,
-                 residual_attention: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        channels: int,
+        input_length: int,
+        horizon: int,
+        patch_len: int,
+        stride: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        num_layers: int,
+        dropout: float,
+        head_dropout: float = 0.0,
+        norm: str = "pre",
+        revin: bool = True,
+        activation: str = "relu",
+        quantiles: tuple[float, ...] = (),
+        future_features: int = 0,
+        calendar: bool = True,
+        revin_center: str = "mean",
+        revin_affine: bool = True,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        residual_attention: bool = False,
+    ) -> None:
         super().__init__()
         if patch_len > input_length:
             raise ValueError(f"patch_len={patch_len} exceeds input_length={input_length}")
@@ -181,19 +203,36 @@ class PatchForecaster(nn.Module):
         self.embed = nn.Linear(patch_len, d_model)
         self.position = nn.Parameter(torch.empty(self.num_patches, d_model).uniform_(-0.02, 0.02))
         self.dropout = Dropout(dropout)
-        layer, encoder = ((ResidualAttentionLayer, ResidualAttentionEncoder) if residual_attention
-                          else (EncoderLayer, Encoder))
-        layers = [layer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
-                        attention_dropout=attention_dropout,
-                        activation_dropout=activation_dropout,
-                        residual=PATCH_RESIDUALS[norm], activation=activation)
-                  for _ in range(num_layers)]
+        layer, encoder = (
+            (ResidualAttentionLayer, ResidualAttentionEncoder)
+            if residual_attention
+            else (EncoderLayer, Encoder)
+        )
+        layers = [
+            layer(
+                d_model=d_model,
+                num_heads=num_heads,
+                d_ff=d_ff,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                activation_dropout=activation_dropout,
+                residual=PATCH_RESIDUALS[norm],
+                activation=activation,
+            )
+            for _ in range(num_layers)
+        ]
         self.encoder = encoder(layers, nn.LayerNorm(d_model) if norm == "pre" else None)
-        self.head = nn.Sequential(nn.Flatten(-2), Dropout(head_dropout),
-                                  nn.Linear(self.num_patches * d_model, horizon * self.outputs))
+        self.head = nn.Sequential(
+            nn.Flatten(-2),
+            Dropout(head_dropout),
+            nn.Linear(self.num_patches * d_model, horizon * self.outputs),
+        )
         self.calendar = calendar
-        self.future = (nn.Linear(horizon * future_features, horizon * self.outputs)
-                       if future_features else None)
+        self.future = (
+            nn.Linear(horizon * future_features, horizon * self.outputs)
+            if future_features
+            else None
+        )
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         B, L, C = x.shape
@@ -225,13 +264,31 @@ class SeriesTransformer(nn.Module):
     channels' values (the rest are past-observed covariates), the whole horizon at once.
     """
 
-    def __init__(self, *, channels: int, horizon: int, label_length: int, d_model: int,
-                 num_heads: int, d_ff: int, num_encoder_layers: int, num_decoder_layers: int,
-                 dropout: float, calendar: bool = True, norm: str = "post", revin: bool = True,
-                 max_len: int = 4096, activation: str = "relu",
-                 quantiles: tuple[float, ...] = (), targets: int | None = None,
-                 known: int = 0, revin_center: str = "mean", revin_affine: bool = True,
-                 attention_dropout: float = 0.0, activation_dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        channels: int,
+        horizon: int,
+        label_length: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        num_encoder_layers: int,
+        num_decoder_layers: int,
+        dropout: float,
+        calendar: bool = True,
+        norm: str = "post",
+        revin: bool = True,
+        max_len: int = 4096,
+        activation: str = "relu",
+        quantiles: tuple[float, ...] = (),
+        targets: int | None = None,
+        known: int = 0,
+        revin_center: str = "mean",
+        revin_affine: bool = True,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+    ) -> None:
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
@@ -243,10 +300,16 @@ class SeriesTransformer(nn.Module):
         self.positions = PositionalEncoding(d_model, dropout, max_len)
         residual = RESIDUALS[norm]
         final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
-        layer = dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, dropout=dropout,
-                     attention_dropout=attention_dropout,
-                     activation_dropout=activation_dropout, residual=residual,
-                     activation=activation)
+        layer = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            d_ff=d_ff,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            activation_dropout=activation_dropout,
+            residual=residual,
+            activation=activation,
+        )
         self.encoder = Encoder([EncoderLayer(**layer) for _ in range(num_encoder_layers)], final())
         self.decoder = Decoder([DecoderLayer(**layer) for _ in range(num_decoder_layers)], final())
         self.project = nn.Linear(d_model, self.targets * self.outputs)
@@ -267,11 +330,12 @@ class SeriesTransformer(nn.Module):
             x, stats = self.revin.normalise(x)
         K, H = self.label_length, self.horizon
         memory, _ = self.encoder(self.embed(x, x_time), None)  # (B, L, D)
-        dec_values = torch.cat([x[:, x.shape[1] - K:], x.new_zeros(x.shape[0], H, x.shape[2])],
-                               1)  # (B, K + H, C)
+        dec_values = torch.cat(
+            [x[:, x.shape[1] - K :], x.new_zeros(x.shape[0], H, x.shape[2])], 1
+        )  # (B, K + H, C)
         dec_times = None
         if x_time is not None and y_time is not None:
-            dec_times = torch.cat([x_time[:, x_time.shape[1] - K:], y_time], 1)  # (B, K + H, 4)
+            dec_times = torch.cat([x_time[:, x_time.shape[1] - K :], y_time], 1)  # (B, K + H, 4)
         cache = self.decoder.init_cache(memory, None)
         mask = subsequent_mask(K + H, device=x.device)  # (1, K + H, K + H)
         out = self.decoder(self.embed(dec_values, dec_times), cache, mask, need_weights)

@@ -23,8 +23,9 @@ def ordered(raw: Tensor) -> Tensor:
     if raw.shape[-1] <= 2:
         return raw
     steps = F.softplus(raw[..., 2:])  # (..., Q - 1)
-    rising = raw[..., 1:2] + torch.cat([torch.zeros_like(raw[..., 1:2]),
-                                        steps.cumsum(-1)], -1)  # (..., Q)
+    rising = raw[..., 1:2] + torch.cat(
+        [torch.zeros_like(raw[..., 1:2]), steps.cumsum(-1)], -1
+    )  # (..., Q)
     return torch.cat([raw[..., :1], rising], -1)
 
 
@@ -58,8 +59,10 @@ def band_coverage(q, y, levels: Sequence[float]) -> dict[str, float]:
     """The share of true values y (..., H, C) inside each central band (e.g. "0.1-0.9") of
     the quantiles q (..., H, C, Q) at ``levels``; tensors or arrays."""
     q, y = np.asarray(q), np.asarray(y)
-    return {f"{levels[lo]:g}-{levels[hi]:g}": coverage(q[..., lo], q[..., hi], y)
-            for lo, hi in intervals(list(levels))}
+    return {
+        f"{levels[lo]:g}-{levels[hi]:g}": coverage(q[..., lo], q[..., hi], y)
+        for lo, hi in intervals(list(levels))
+    }
 
 
 def intervals(levels: Sequence[float]) -> list[tuple[int, int]]:

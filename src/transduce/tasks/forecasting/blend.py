@@ -43,19 +43,25 @@ def simplex(count: int, step: float) -> list[tuple[float, ...]]:
         for first in range(total, -1, -1):
             for rest in split(total - first, slots - 1):
                 yield (first, *rest)
+
     grid = [tuple(k / parts for k in point) for point in split(parts, count)]
     alone = [point for point in grid if max(point) == 1]
     return alone + [point for point in grid if max(point) < 1]
 
 
 @torch.no_grad()
-def point_forecasts(model: nn.Module, data, split: str, length: int,
-                    batch_size: int = 256) -> np.ndarray:
+def point_forecasts(
+    model: nn.Module, data, split: str, length: int, batch_size: int = 256
+) -> np.ndarray:
     """The point forecasts (n, H, C) of ``model`` reading the last ``length`` steps of each
     of ``data``'s windows of ``split``."""
     alone = Blend(members=[model], input_lengths=[length], weights=[1.0], quantiles=False)
-    return np.concatenate([alone(x, x_time, y_time)[0][..., 0].double().numpy()
-                           for x, _, x_time, y_time in data.loader(split, batch_size)])
+    return np.concatenate(
+        [
+            alone(x, x_time, y_time)[0][..., 0].double().numpy()
+            for x, _, x_time, y_time in data.loader(split, batch_size)
+        ]
+    )
 
 
 def truth(data, split: str) -> np.ndarray:
@@ -67,27 +73,43 @@ def _check_same_data(run_dirs: list[str], loaded: list) -> int:
     the same values on the same split as the first; else a UserError naming the run."""
     first_cfg, _, first_data = loaded[0]
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
-        differs = next((what for what, mine, first in (
-            ("another horizon", cfg.horizon, first_cfg.horizon),
-            ("other forecast columns", data.target_columns, first_data.target_columns),
-            ("other input columns", data.series.columns, first_data.series.columns),
-            ("other training rows", data.fingerprint, first_data.fingerprint))
-            if mine != first), None)
+        differs = next(
+            (
+                what
+                for what, mine, first in (
+                    ("another horizon", cfg.horizon, first_cfg.horizon),
+                    ("other forecast columns", data.target_columns, first_data.target_columns),
+                    ("other input columns", data.series.columns, first_data.series.columns),
+                    ("other training rows", data.fingerprint, first_data.fingerprint),
+                )
+                if mine != first
+            ),
+            None,
+        )
         if differs:
-            raise UserError(f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
-                            "the same CSV, columns and horizon")
+            raise UserError(
+                f"{run}: has {differs} than {run_dirs[0]}; blend runs trained on "
+                "the same CSV, columns and horizon"
+            )
     longest = longest_input([cfg for cfg, _, _ in loaded])
     data = loaded[longest][2]
     for run, (_, _, own) in zip(run_dirs, loaded):
         if any(len(own.windows[s]) != len(data.windows[s]) for s in ("val", "test")):
-            raise UserError(f"{run}: its validation or test windows differ from "
-                            f"{run_dirs[longest]}'s (another split?); blend runs trained on "
-                            "the same split")
+            raise UserError(
+                f"{run}: its validation or test windows differ from "
+                f"{run_dirs[longest]}'s (another split?); blend runs trained on "
+                "the same split"
+            )
     return longest
 
 
-def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
-               drop_last: tuple[int, ...] = (), equal: bool = False) -> dict:
+def blend_runs(
+    run_dirs: list[str],
+    out: str | Path,
+    step: float = 0.25,
+    drop_last: tuple[int, ...] = (),
+    equal: bool = False,
+) -> dict:
     """Choose the weights of ``run_dirs``' forecasts on validation, score the blend on test,
     and write OUT/blend.json; returns its record. With ``equal``, the weights are fixed at
     1/n each and nothing is chosen: the mean of the same pipeline trained from several
@@ -114,28 +136,40 @@ def blend_runs(run_dirs: list[str], out: str | Path, step: float = 0.25,
     first_cfg, data = loaded[0][0], loaded[longest][2]  # its windows hold every member's input
     lengths = [cfg.input_length for cfg, _, _ in loaded]
     val_truth = truth(data, "val")
-    forecasts = [point_forecasts(model, data, "val", length)
-                 for (_, model, _), length in zip(loaded, lengths)]
+    forecasts = [
+        point_forecasts(model, data, "val", length)
+        for (_, model, _), length in zip(loaded, lengths)
+    ]
 
     def val_mse(weights) -> float:
         blended = sum(w * f for w, f in zip(weights, forecasts) if w)
         return float(((blended - val_truth) ** 2).mean())
+
     scored = [(val_mse(weights), index) for index, weights in enumerate(grid)]
     best_mse, best = scored[-1] if equal else min(scored)
     weights = list(grid[best])
     chosen = [i for i, w in enumerate(weights) if w]
     levels = {tuple(loaded[i][0].quantiles) for i in chosen}
     quantiles = levels.pop() if len(levels) == 1 else ()
-    model = Blend(members=[m for _, m, _ in loaded], input_lengths=lengths, weights=weights,
-                  quantiles=bool(quantiles)).eval()
+    model = Blend(
+        members=[m for _, m, _ in loaded],
+        input_lengths=lengths,
+        weights=weights,
+        quantiles=bool(quantiles),
+    ).eval()
     test = evaluate(model, data, "test", drop_last=drop_last, quantiles=quantiles)
     record = {
         "runs": [str(Path(run).resolve()) for run in run_dirs],
         "models": [getattr(model, "label", cfg.model.name) for cfg, model, _ in loaded],
-        "input_lengths": lengths, "horizon": first_cfg.horizon,
-        "step": None if equal else step, "equal": equal, "weights": weights,
-        "val_mse": best_mse, "val_mse_alone": [s for s, _ in scored[:n]],
-        "quantiles": list(quantiles), "test": test,
+        "input_lengths": lengths,
+        "horizon": first_cfg.horizon,
+        "step": None if equal else step,
+        "equal": equal,
+        "weights": weights,
+        "val_mse": best_mse,
+        "val_mse_alone": [s for s, _ in scored[:n]],
+        "quantiles": list(quantiles),
+        "test": test,
     }
     out.mkdir(parents=True, exist_ok=True)
     runs.write_json(out, runs.BLEND, record)

@@ -67,8 +67,9 @@ def move(quantiles: Tensor, shifts: Tensor, sigma: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def outputs(model: nn.Module, data, split: str = "val",
-            batch_size: int = 256) -> tuple[Tensor, Tensor, Tensor]:
+def outputs(
+    model: nn.Module, data, split: str = "val", batch_size: int = 256
+) -> tuple[Tensor, Tensor, Tensor]:
     """One pass of ``model`` over ``split``: its quantiles (N, H, C, Q), the true values
     (N, H, C) and each window's σ (N, 1, C), on the normalised scale."""
     model.eval()
@@ -79,13 +80,16 @@ def outputs(model: nn.Module, data, split: str = "val",
         truths.append(y.float())
         sigmas.append(spread(x, forecast.shape[2]))
     if not levels:
-        raise UserError(f"no {split} windows to calibrate the quantiles on; lower "
-                        "input_length or horizon, or give a longer series")
+        raise UserError(
+            f"no {split} windows to calibrate the quantiles on; lower "
+            "input_length or horizon, or give a longer series"
+        )
     return torch.cat(levels), torch.cat(truths), torch.cat(sigmas)
 
 
-def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "val",
-               batch_size: int = 256) -> np.ndarray:
+def fit_shifts(
+    model: nn.Module, data, levels: tuple[float, ...], split: str = "val", batch_size: int = 256
+) -> np.ndarray:
     """The shifts (Q, H), in units of each window's σ, that make every central band of
     ``levels`` hold its nominal share of ``split``'s values: −w for its lower level, +w for
     its upper one, 0 for a level in no band."""
@@ -95,8 +99,9 @@ def fit_shifts(model: nn.Module, data, levels: tuple[float, ...], split: str = "
 def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -> np.ndarray:
     """:func:`fit_shifts` from one pass's :func:`outputs`."""
     pairs = intervals(list(levels))
-    band = torch.stack([torch.maximum(q[..., lo] - y, y - q[..., hi]) / sigma
-                        for lo, hi in pairs], -1)  # (N, H, C, P)
+    band = torch.stack(
+        [torch.maximum(q[..., lo] - y, y - q[..., hi]) / sigma for lo, hi in pairs], -1
+    )  # (N, H, C, P)
     pooled = band.permute(1, 3, 0, 2).flatten(2).double().numpy()  # (H, P, N·C)
     shifts = np.zeros((len(levels), pooled.shape[0]))
     for p, (lo, hi) in enumerate(pairs):
@@ -108,14 +113,17 @@ def shifts_for(q: Tensor, y: Tensor, sigma: Tensor, levels: tuple[float, ...]) -
 
 def describe(record: dict) -> str:
     """One line: the validation share each band held, as trained and as calibrated."""
-    return "; ".join(f"validation {band} band held {100 * before:.1f}% of values, "
-                     f"{100 * record['coverage_after'][band]:.1f}% calibrated "
-                     f"({record['windows']} windows)"
-                     for band, before in record["coverage_before"].items())
+    return "; ".join(
+        f"validation {band} band held {100 * before:.1f}% of values, "
+        f"{100 * record['coverage_after'][band]:.1f}% calibrated "
+        f"({record['windows']} windows)"
+        for band, before in record["coverage_before"].items()
+    )
 
 
-def apply_saved(run_dir: str | Path, model: nn.Module, step: int,
-                levels: tuple[float, ...], horizon: int) -> nn.Module:
+def apply_saved(
+    run_dir: str | Path, model: nn.Module, step: int, levels: tuple[float, ...], horizon: int
+) -> nn.Module:
     """``model`` wrapped in its run's calibration, if the run has one fitted to ``step``."""
     path = Path(run_dir) / runs.CALIBRATION
     if not levels or not path.is_file():
@@ -125,14 +133,20 @@ def apply_saved(run_dir: str | Path, model: nn.Module, step: int,
         shifts = torch.tensor(record["shifts"], dtype=torch.float32)
         fitted_to, saved_levels = int(record["step"]), tuple(record["levels"])
     except (ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{path}: not a calibration transduce wrote ({error}); delete it or "
-                        "run transduce forecast calibrate again") from None
+        raise UserError(
+            f"{path}: not a calibration transduce wrote ({error}); delete it or "
+            "run transduce forecast calibrate again"
+        ) from None
     if fitted_to != step or saved_levels != tuple(levels):
-        log.warning(f"transduce: warning: {path} was fitted to step {fitted_to}, not to the "
-                    f"best checkpoint (step {step}); its quantiles are left uncalibrated. "
-                    f"Run transduce forecast calibrate {run_dir}")
+        log.warning(
+            f"transduce: warning: {path} was fitted to step {fitted_to}, not to the "
+            f"best checkpoint (step {step}); its quantiles are left uncalibrated. "
+            f"Run transduce forecast calibrate {run_dir}"
+        )
         return model
     if tuple(shifts.shape) != (len(levels), horizon):
-        raise UserError(f"{path}: its shifts do not match the run's {len(levels)} quantile "
-                        f"levels × horizon {horizon}; run transduce forecast calibrate again")
+        raise UserError(
+            f"{path}: its shifts do not match the run's {len(levels)} quantile "
+            f"levels × horizon {horizon}; run transduce forecast calibrate again"
+        )
     return Calibrated(model, shifts).eval()

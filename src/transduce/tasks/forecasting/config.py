@@ -74,39 +74,39 @@ class ForecastConfig:
         "csv": "the series: a CSV file with a date column",
         "date_column": "name of the date column",
         "columns": "comma-separated columns to forecast, each also an input (empty: every "
-                   "numeric column not in inputs or known)",
+        "numeric column not in inputs or known)",
         "inputs": "transformer and channel: comma-separated past-observed covariates, read "
-                  "but not forecast",
+        "but not forecast",
         "known": "transformer, patch and logsparse: comma-separated known-future covariates "
-                 "(e.g. a planned price), read over the input and the horizon; predict needs "
-                 "their future rows (in a long table: its covariate columns)",
+        "(e.g. a planned price), read over the input and the horizon; predict needs "
+        "their future rows (in a long table: its covariate columns)",
         "layout": "wide (one CSV of aligned columns: one model for them) or long (a table of "
-                  "unique_id, ds, y holding many series of any lengths: one global model "
-                  "trained on windows of them all, validated on each series' last horizon)",
+        "unique_id, ds, y holding many series of any lengths: one global model "
+        "trained on windows of them all, validated on each series' last horizon)",
         "season": "steps of the series' seasonal cycle (24 for hourly): with integer steps "
-                  "(no dates) the models read the phase in that cycle as a feature (0: none)",
+        "(no dates) the models read the phase in that cycle as a feature (0: none)",
         "scaling": "long layout: how each window is put on a common scale. mean: divided by "
-                   "the mean |y| of its input steps (DeepAR); log: log y less the mean log y of "
-                   "its input steps, the forecast exp'd back, so errors count relative to the "
-                   "level as sMAPE and MASE on positive series do (quantiles carry over, exp "
-                   "being monotone); log needs every y > 0",
+        "the mean |y| of its input steps (DeepAR); log: log y less the mean log y of "
+        "its input steps, the forecast exp'd back, so errors count relative to the "
+        "level as sMAPE and MASE on positive series do (quantiles carry over, exp "
+        "being monotone); log needs every y > 0",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
-                 "70/10/20), ett_hour, ett_minute, ratio, or rows:A,B,C (train rows [0, A), "
-                 "validation [A, B), test [B, C): e.g. a backtest before the test split)",
+        "70/10/20), ett_hour, ett_minute, ratio, or rows:A,B,C (train rows [0, A), "
+        "validation [A, B), test [B, C): e.g. a backtest before the test split)",
         "input_length": "time steps the model reads",
         "horizon": "time steps it forecasts",
         "model": "patch (PatchTST), transformer (encoder–decoder), channel (attention across "
-                 "channels, each embedded by a mixture of linear experts), linear, sparse "
-                 "(SparseTSF: a linear map across periods) or repeat (baselines)",
+        "channels, each embedded by a mixture of linear experts), linear, sparse "
+        "(SparseTSF: a linear map across periods) or repeat (baselines)",
         "calibrate": "with quantiles: after training, move each quantile level by what the "
-                     "validation split says it needs (split-conformal; written to "
-                     "calibration.json, used by test, predict and plot)",
+        "validation split says it needs (split-conformal; written to "
+        "calibration.json, used by test, predict and plot)",
         "batch_size": "windows per batch",
         "point_loss": "what training minimises for the point forecast: mse (squared error: "
-                      "the mean) or mae (absolute error: the median; DUET's and TFB's loss)",
+        "the mean) or mae (absolute error: the median; DUET's and TFB's loss)",
         "lr": "AdamW's learning rate (the first lr_decay_after epochs)",
         "lr_decay": "multiply lr by this after each epoch past lr_decay_after (PatchTST: "
-                    "0.9; 1: constant)",
+        "0.9; 1: constant)",
         "lr_decay_after": "epochs trained at the full lr before lr_decay applies",
         "weight_decay": "AdamW's weight decay",
     }
@@ -131,26 +131,45 @@ class ForecastConfig:
         if self.layout == "long":
             for key in ("columns", "inputs"):
                 if getattr(self, key):
-                    found.append((key, f"{key} is for the wide layout; a long table's series "
-                                       f"are its unique_ids (leave {key} out; its known-"
-                                       "future covariate columns go in known)"))
+                    found.append(
+                        (
+                            key,
+                            f"{key} is for the wide layout; a long table's series "
+                            f"are its unique_ids (leave {key} out; its known-"
+                            "future covariate columns go in known)",
+                        )
+                    )
         if self.layout != "long" and self.scaling != "mean":
-            found.append(("scaling", "scaling is for the long layout (a wide run scales each "
-                                     "column by its training mean and deviation); leave it out "
-                                     "or set layout=long"))
+            found.append(
+                (
+                    "scaling",
+                    "scaling is for the long layout (a wide run scales each "
+                    "column by its training mean and deviation); leave it out "
+                    "or set layout=long",
+                )
+            )
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         found += at_least(self, 1, "input_length", "horizon", "batch_size")
         for key in ("input_length", "horizon"):
             if getattr(self, key) > MAX_LENGTH:
-                found.append((key, f"{key} must be at most {MAX_LENGTH:,} time steps, not "
-                                   f"{getattr(self, key)}"))
+                found.append(
+                    (
+                        key,
+                        f"{key} must be at most {MAX_LENGTH:,} time steps, not "
+                        f"{getattr(self, key)}",
+                    )
+                )
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
         found += at_least(self, 0, "weight_decay", "lr_decay_after")
         if not 0 < self.lr_decay <= 1:
-            found.append(("lr_decay", f"lr_decay must be in (0, 1] (1 keeps lr constant), "
-                                      f"not {self.lr_decay}"))
+            found.append(
+                (
+                    "lr_decay",
+                    f"lr_decay must be in (0, 1] (1 keeps lr constant), not {self.lr_decay}",
+                )
+            )
         found += self._covariate_problems()
         return found + self.model.problems(self) + self.engine.problems()
 
@@ -158,16 +177,30 @@ class ForecastConfig:
         found, name = [], self.model.name
         named = self.column_list() + self.input_list() + self.known_list()
         if len(named) != len(set(named)):
-            found.append(("known" if self.known else "inputs",
-                          "a column is named twice among columns, inputs and known"))
+            found.append(
+                (
+                    "known" if self.known else "inputs",
+                    "a column is named twice among columns, inputs and known",
+                )
+            )
         if self.inputs and not self.model.READS_INPUTS:
-            found.append(("inputs", f"past-observed covariates (inputs) are for the "
-                                    f"transformer and channel models, not {name} (the "
-                                    "others read each channel on its own); set "
-                                    "model=transformer or model=channel"))
+            found.append(
+                (
+                    "inputs",
+                    f"past-observed covariates (inputs) are for the "
+                    f"transformer and channel models, not {name} (the "
+                    "others read each channel on its own); set "
+                    "model=transformer or model=channel",
+                )
+            )
         if self.known and not self.model.READS_KNOWN:
-            found.append(("known", f"known-future covariates are for the transformer, patch "
-                                   f"and logsparse models, not {name}"))
+            found.append(
+                (
+                    "known",
+                    f"known-future covariates are for the transformer, patch "
+                    f"and logsparse models, not {name}",
+                )
+            )
         return found
 
     def validate(self, origin: Origin | str) -> None:

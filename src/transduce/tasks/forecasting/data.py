@@ -9,8 +9,14 @@ import numpy as np
 from torch.utils.data import DataLoader
 
 from transduce.data.timeseries import SPLITS, Series, read_series
-from transduce.data.windows import (Scaler, Windows, calendar_features, default_scheme,
-                                    split_borders, window_count)
+from transduce.data.windows import (
+    Scaler,
+    Windows,
+    calendar_features,
+    default_scheme,
+    split_borders,
+    window_count,
+)
 from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 
@@ -37,15 +43,16 @@ class ForecastData:
 
     @property
     def target_columns(self) -> list[str]:
-        return self.series.columns[:self.targets or len(self.series.columns)]
+        return self.series.columns[: self.targets or len(self.series.columns)]
 
     @property
     def target_scaler(self) -> Scaler:
         return self.scaler.head(self.targets or len(self.series.columns))
 
     def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
-        return DataLoader(self.windows[split], batch_size=batch_size, shuffle=shuffle,
-                          generator=generator)
+        return DataLoader(
+            self.windows[split], batch_size=batch_size, shuffle=shuffle, generator=generator
+        )
 
 
 def minimum_rows(scheme: str, input_length: int, horizon: int) -> int:
@@ -79,9 +86,11 @@ def windowed_borders(cfg: ForecastConfig, n: int) -> dict[str, tuple[int, int]]:
     if short:
         need = minimum_rows(scheme, cfg.input_length, cfg.horizon)
         hint = f"at least {need} rows" if need else "longer split ranges"
-        raise UserError(f"{cfg.csv}: {n} rows leave no {short[0]} window of input_length="
-                        f"{cfg.input_length} + horizon={cfg.horizon}; the file needs {hint} "
-                        "(or shorten input_length/horizon)")
+        raise UserError(
+            f"{cfg.csv}: {n} rows leave no {short[0]} window of input_length="
+            f"{cfg.input_length} + horizon={cfg.horizon}; the file needs {hint} "
+            "(or shorten input_length/horizon)"
+        )
     return borders
 
 
@@ -94,28 +103,41 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
             minimum number of rows).
     """
     covariates = cfg.input_list() + cfg.known_list()
-    series = read_series(cfg.csv, cfg.date_column, cfg.column_list() + covariates
-                         if cfg.column_list() else None)
+    series = read_series(
+        cfg.csv, cfg.date_column, cfg.column_list() + covariates if cfg.column_list() else None
+    )
     targets = cfg.column_list() or [c for c in series.columns if c not in covariates]
     if not targets:  # else the windows' target slice would be every column, or none
-        raise UserError(f"{cfg.csv}: every column is a covariate (inputs or known), so none "
-                        "is left to forecast; name it with columns=NAME or leave it out of "
-                        "inputs and known")
+        raise UserError(
+            f"{cfg.csv}: every column is a covariate (inputs or known), so none "
+            "is left to forecast; name it with columns=NAME or leave it out of "
+            "inputs and known"
+        )
     series = series.select(targets + covariates)
     borders = windowed_borders(cfg, len(series.dates))
     train_start, train_end = borders["train"]
     scaler = Scaler.fit(series.values[train_start:train_end].astype(np.float64))
     values = scaler.transform(series.values)
     known = len(cfg.known_list())
-    times = np.concatenate([calendar_features(series.dates),
-                            values[:, values.shape[1] - known:]], 1)  # (N, 4 + known)
+    times = np.concatenate(
+        [calendar_features(series.dates), values[:, values.shape[1] - known :]], 1
+    )  # (N, 4 + known)
     inputs = len(series.columns) - known
-    windows = {s: Windows(values=values, times=times, start=borders[s][0], end=borders[s][1],
-                          input_length=cfg.input_length, horizon=cfg.horizon, inputs=inputs,
-                          targets=len(targets)) for s in SPLITS}
+    windows = {
+        s: Windows(
+            values=values,
+            times=times,
+            start=borders[s][0],
+            end=borders[s][1],
+            input_length=cfg.input_length,
+            horizon=cfg.horizon,
+            inputs=inputs,
+            targets=len(targets),
+        )
+        for s in SPLITS
+    }
     rows = slice(train_start, train_end)
     digest = hashlib.sha256("\x1f".join(series.columns).encode())
     digest.update(np.ascontiguousarray(series.values[rows], dtype=np.float64).tobytes())
     digest.update("\n".join(map(str, series.dates[rows])).encode())
-    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16],
-                        len(targets))
+    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16], len(targets))

@@ -19,13 +19,22 @@ from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
 
 
 def scaler_state(data: ForecastData) -> dict:
-    return {"mean": torch.from_numpy(data.scaler.mean), "std": torch.from_numpy(data.scaler.std),
-            "columns": data.series.columns}
+    return {
+        "mean": torch.from_numpy(data.scaler.mean),
+        "std": torch.from_numpy(data.scaler.std),
+        "columns": data.series.columns,
+    }
 
 
 @torch.no_grad()
-def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
-             drop_last: tuple[int, ...] = (), quantiles: tuple[float, ...] = ()) -> dict:
+def evaluate(
+    model,
+    data: ForecastData,
+    split: str,
+    batch_size: int = 256,
+    drop_last: tuple[int, ...] = (),
+    quantiles: tuple[float, ...] = (),
+) -> dict:
     """MSE and MAE of the point forecast on the normalised scale, averaged over windows ×
     horizon × channels; with ``quantiles`` (the model's levels), also the ρ-risk of each
     level (``rho_risk`` → ρ, on the original scale) and the coverage of each central
@@ -38,8 +47,10 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
     squared, absolute = [], []  # per window, summed over horizon × channels
-    mean, std = (torch.from_numpy(np.asarray(v, np.float64)) for v in
-                 (data.target_scaler.mean, data.target_scaler.std))
+    mean, std = (
+        torch.from_numpy(np.asarray(v, np.float64))
+        for v in (data.target_scaler.mean, data.target_scaler.std)
+    )
     risk, scale, inside = np.zeros(len(quantiles)), 0.0, {}  # inside: band → values in it
     for x, y, x_time, y_time in data.loader(split, batch_size):
         forecast, _ = model(x.to(device), x_time.to(device), y_time.to(device))
@@ -60,17 +71,20 @@ def evaluate(model, data: ForecastData, split: str, batch_size: int = 256,
 
     def scores(n: int) -> dict:
         count = n * per_window
-        return {"mse": float(squared[:n].sum()) / count, "mae": float(absolute[:n].sum()) / count,
-                "windows": n}
+        return {
+            "mse": float(squared[:n].sum()) / count,
+            "mae": float(absolute[:n].sum()) / count,
+            "windows": n,
+        }
+
     result = scores(len(squared))
     if quantiles:
-        result["rho_risk"] = {f"{rho:g}": float(2 * r / scale)
-                              for rho, r in zip(quantiles, risk)}
-        result["coverage"] = {band: c / (len(squared) * per_window)
-                              for band, c in inside.items()}
+        result["rho_risk"] = {f"{rho:g}": float(2 * r / scale) for rho, r in zip(quantiles, risk)}
+        result["coverage"] = {band: c / (len(squared) * per_window) for band, c in inside.items()}
     if drop_last:
-        result["drop_last"] = {b: scores(len(squared) // b * b) for b in drop_last
-                               if len(squared) >= b}
+        result["drop_last"] = {
+            b: scores(len(squared) // b * b) for b in drop_last if len(squared) >= b
+        }
     return result
 
 
@@ -79,6 +93,8 @@ def run_data(run_dir: str | Path, cfg: ForecastConfig, scaler: Scaler, columns) 
     training-row scaler)."""
     data = load_forecast_data(cfg)
     if columns != data.series.columns or not np.allclose(scaler.mean, data.scaler.mean):
-        raise UserError(f"{cfg.csv}: its training rows differ from those {run_dir} was "
-                        "trained on; give the same CSV")
+        raise UserError(
+            f"{cfg.csv}: its training rows differ from those {run_dir} was "
+            "trained on; give the same CSV"
+        )
     return data

@@ -24,7 +24,6 @@ from __future__ import annotations
 # size: a global run end to end (its windows and their scaling, the task that trains on them,
 # and forecasting and scoring through the same windows), so that the scaling and the known
 # covariates are put on and taken off in one place
-
 import dataclasses
 import math
 from pathlib import Path
@@ -129,19 +128,26 @@ class PanelWindows:
     def __getitem__(self, i: int):
         v, f, _ = self.window(i)
         L = self.cfg.input_length
-        return (torch.from_numpy(v[:L, None].copy()), torch.from_numpy(v[L:, None].copy()),
-                torch.from_numpy(f[:L].copy()), torch.from_numpy(f[L:].copy()))
+        return (
+            torch.from_numpy(v[:L, None].copy()),
+            torch.from_numpy(v[L:, None].copy()),
+            torch.from_numpy(f[:L].copy()),
+            torch.from_numpy(f[L:].copy()),
+        )
 
 
-def check_scaling(panel: Panel, cfg: ForecastConfig, source,
-                  remedy: str = "train with scaling=mean") -> None:
+def check_scaling(
+    panel: Panel, cfg: ForecastConfig, source, remedy: str = "train with scaling=mean"
+) -> None:
     """Raise a UserError where ``scaling=log`` meets a value that is not positive."""
     if cfg.scaling != "log":
         return
     for name, values in zip(panel.ids, panel.values):
         if len(values) and values.min() <= 0:
-            raise UserError(f"{source}: series {name} has a value {values.min():g} <= 0, and "
-                            f"scaling=log takes the log of every value; {remedy}")
+            raise UserError(
+                f"{source}: series {name} has a value {values.min():g} <= 0, and "
+                f"scaling=log takes the log of every value; {remedy}"
+            )
 
 
 def training_starts(panel: Panel, L: int, H: int) -> np.ndarray:
@@ -171,9 +177,11 @@ class PanelTask(ForecastTask):
         L, H = cfg.input_length, cfg.horizon
         short = [i for i, v in zip(panel.ids, panel.values) if len(v) < H + 2]
         if short:
-            raise UserError(f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
-                            f"horizon + 2 = {H + 2} steps; a global run validates on each "
-                            "series' last horizon")
+            raise UserError(
+                f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
+                f"horizon + 2 = {H + 2} steps; a global run validates on each "
+                "series' last horizon"
+            )
         check_scaling(panel, cfg, cfg.csv)
         self.known = known_scaler(panel, cfg)
         self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H), self.known)
@@ -193,12 +201,18 @@ class PanelTask(ForecastTask):
             point = forecast[..., 0, 0].float().cpu().numpy()  # (B, H)
             truth = y[..., 0].numpy()
             errors.append(point - truth)
-            smape.append(m4.smape_terms(self.valid.restore(point, scales[:, None]),
-                                        self.valid.restore(truth, scales[:, None])))
+            smape.append(
+                m4.smape_terms(
+                    self.valid.restore(point, scales[:, None]),
+                    self.valid.restore(truth, scales[:, None]),
+                )
+            )
         error = np.concatenate(errors)
-        return {"val_mae": round(float(np.abs(error).mean()), 6),
-                "val_mse": round(float((error ** 2).mean()), 6),
-                "val_smape": round(float(np.concatenate(smape).mean()), 4)}
+        return {
+            "val_mae": round(float(np.abs(error).mean()), 6),
+            "val_mse": round(float((error**2).mean()), 6),
+            "val_smape": round(float(np.concatenate(smape).mean()), 4),
+        }
 
     def _scaler(self) -> dict:
         """The checkpoint's scaler: y is scaled per window (mean 0, std 1 here), the known
@@ -206,22 +220,30 @@ class PanelTask(ForecastTask):
         names = self.cfg.known_list()
         mean = [0.0, *(self.known.mean if names else ())]
         std = [1.0, *(self.known.std if names else ())]
-        return {"mean": torch.tensor(mean, dtype=torch.float64),
-                "std": torch.tensor(std, dtype=torch.float64), "columns": ["y", *names]}
+        return {
+            "mean": torch.tensor(mean, dtype=torch.float64),
+            "std": torch.tensor(std, dtype=torch.float64),
+            "columns": ["y", *names],
+        }
 
     def record(self) -> dict:
-        return {"model_config": dataclasses.asdict(self.cfg),
-                "data": self.panel.fingerprint(),
-                "extra": {"scaler": self._scaler(),
-                          "panel": {"series": len(self.panel.ids), "dated": self.panel.dated}}}
+        return {
+            "model_config": dataclasses.asdict(self.cfg),
+            "data": self.panel.fingerprint(),
+            "extra": {
+                "scaler": self._scaler(),
+                "panel": {"series": len(self.panel.ids), "dated": self.panel.dated},
+            },
+        }
 
 
 def train_panel(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     """Train (or resume) a global run on the long table ``cfg.csv``."""
     cfg.validate("forecast config")
     panel = read_panel(cfg.csv, known=tuple(cfg.known_list()))  # bad input fails here
-    engine, metrics = train_task(lambda session, log: PanelTask(cfg, panel, session), cfg,
-                                 run_dir, EXTENDABLE)
+    engine, metrics = train_task(
+        lambda session, log: PanelTask(cfg, panel, session), cfg, run_dir, EXTENDABLE
+    )
     return {**metrics, "best_val_mae": engine.best}
 
 
@@ -237,9 +259,12 @@ def is_global(run_dir: str | Path) -> bool:
 
 
 @torch.no_grad()
-def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
-                   ids: list[str] | None = None, future: Panel | str | Path | None = None
-                   ) -> dict:
+def forecast_panel(
+    run_dir: str | Path,
+    history: Panel | str | Path,
+    ids: list[str] | None = None,
+    future: Panel | str | Path | None = None,
+) -> dict:
     """Each series' next ``horizon`` steps after its last row in ``history`` (a long table
     or its path; by default every series, else those of ``ids``): ``{"steps": {id: [...]},
     "forecast": {id: (H, 1 + Q) array}, "quantiles": levels}`` in the series' own units.
@@ -247,18 +272,26 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
     (a long table, ``y`` optional)."""
     cfg, model, scaler, _, _ = load_checkpoint_model(run_dir)
     if cfg.layout != "long":
-        raise UserError(f"{run_dir}: not a global run (layout: {cfg.layout}); predict it with "
-                        "forecast predict --csv")
+        raise UserError(
+            f"{run_dir}: not a global run (layout: {cfg.layout}); predict it with "
+            "forecast predict --csv"
+        )
     names = tuple(cfg.known_list())
     panel = history if isinstance(history, Panel) else read_panel(history, known=names)
     chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
-    check_scaling(panel, cfg, "the history" if isinstance(history, Panel) else history,
-                  f"{run_dir} was trained with scaling=log: give a history of positive values")
+    check_scaling(
+        panel,
+        cfg,
+        "the history" if isinstance(history, Panel) else history,
+        f"{run_dir} was trained with scaling=log: give a history of positive values",
+    )
     known = Scaler(scaler.mean[1:], scaler.std[1:]) if names else None
     if names and future is None:
-        raise UserError(f"{run_dir} reads the known covariates {', '.join(names)}: give their "
-                        f"values at each series' next {cfg.horizon} steps (forecast predict "
-                        "or serve --known FILE)")
+        raise UserError(
+            f"{run_dir} reads the known covariates {', '.join(names)}: give their "
+            f"values at each series' next {cfg.horizon} steps (forecast predict "
+            "or serve --known FILE)"
+        )
     if names and not isinstance(future, Panel):
         future = read_panel(future, known=names, target=False)
     L, H = cfg.input_length, cfg.horizon
@@ -274,30 +307,34 @@ def forecast_panel(run_dir: str | Path, history: Panel | str | Path,
             steps[panel.ids[s]] = later
             feats = step_features(later, panel.dated, cfg.season)
             if names:
-                feats = np.concatenate([feats, known.transform(
-                    known_ahead(future, panel.ids[s], later, names))], 1)
+                feats = np.concatenate(
+                    [feats, known.transform(known_ahead(future, panel.ids[s], later, names))], 1
+                )
             ahead.append(torch.from_numpy(feats))
         forecast, _ = model(x, xt, torch.stack(ahead))  # (B, H, 1, 1 + Q)
         values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
         for i, v, scale in zip(rows, values, scales):
             out[panel.ids[chosen[i]]] = windows.restore(v, scale)
-    return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles),
-            "dated": panel.dated}
+    return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles), "dated": panel.dated}
 
 
 def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...]) -> np.ndarray:
     """(H, K) known covariates of ``series`` at the steps ``later`` from ``future``."""
     H, source = len(later), "the future rows"
     if series not in future.ids:
-        raise UserError(f"{source}: no rows of series {series!r}; forecasting it needs "
-                        f"{', '.join(names)} at its next {H} steps")
+        raise UserError(
+            f"{source}: no rows of series {series!r}; forecasting it needs "
+            f"{', '.join(names)} at its next {H} steps"
+        )
     s = future.index(series)
     found = future.steps[s]
     at = found.index(later[0]) if later[0] in found else -1
-    if at < 0 or found[at:at + H] != later:
-        raise UserError(f"{source}: series {series!r} needs a row at each of its next {H} "
-                        f"steps, {later[0]} to {later[-1]}, with {', '.join(names)}")
-    return np.stack([future.known[c][s][at:at + H] for c in names], 1)
+    if at < 0 or found[at : at + H] != later:
+        raise UserError(
+            f"{source}: series {series!r} needs a row at each of its next {H} "
+            f"steps, {later[0]} to {later[-1]}, with {', '.join(names)}"
+        )
+    return np.stack([future.known[c][s][at : at + H] for c in names], 1)
 
 
 def panel_rows(found: dict) -> str:
@@ -305,14 +342,20 @@ def panel_rows(found: dict) -> str:
     forecast) and a column per quantile (``y_q0.5``, …)."""
     ids = list(found["forecast"])
     levels = found["quantiles"]
-    columns = {f"y_q{level:g}": [found["forecast"][i][:, 1 + k] for i in ids]
-               for k, level in enumerate(levels)}
-    return write_panel(None, ids, [found["steps"][i] for i in ids],
-                       [found["forecast"][i][:, 0] for i in ids], columns)
+    columns = {
+        f"y_q{level:g}": [found["forecast"][i][:, 1 + k] for i in ids]
+        for k, level in enumerate(levels)
+    }
+    return write_panel(
+        None,
+        ids,
+        [found["steps"][i] for i in ids],
+        [found["forecast"][i][:, 0] for i in ids],
+        columns,
+    )
 
 
-def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None = None
-               ) -> dict:
+def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None = None) -> dict:
     """The M4 scores of a global run's forecasts after ``history`` (by default the table it
     trained on) against the long table ``test`` (each series' next horizon): sMAPE, MASE
     and OWA against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of
@@ -325,17 +368,24 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
     H = cfg.horizon
     short = [i for i, v in zip(truth.ids, truth.values) if len(v) < H]
     if short:
-        raise UserError(f"{test}: series {', '.join(short[:3])} have fewer than horizon = {H} "
-                        "rows to score")
+        raise UserError(
+            f"{test}: series {', '.join(short[:3])} have fewer than horizon = {H} rows to score"
+        )
     truths = {i: v[:H] for i, v in zip(truth.ids, truth.values)}
     histories = {i: past.values[past.index(i)] for i in truth.ids}
     season = max(cfg.season, 1)
-    result = {"model": cfg.model.name, "series": len(truths), "horizon": H,
-              "season": season, **m4.score({i: found["forecast"][i][:, 0] for i in truths},
-                                          truths, histories, season)}
-    result["rho_risk"] = {f"{level:g}": m4.rho_risk([found["forecast"][i][:, 1 + k]
-                                                     for i in truths], list(truths.values()),
-                                                    level)
-                          for k, level in enumerate(found["quantiles"])}
+    result = {
+        "model": cfg.model.name,
+        "series": len(truths),
+        "horizon": H,
+        "season": season,
+        **m4.score({i: found["forecast"][i][:, 0] for i in truths}, truths, histories, season),
+    }
+    result["rho_risk"] = {
+        f"{level:g}": m4.rho_risk(
+            [found["forecast"][i][:, 1 + k] for i in truths], list(truths.values()), level
+        )
+        for k, level in enumerate(found["quantiles"])
+    }
     runs.write_json(run_dir, runs.TEST_RESULTS, result)
     return result

@@ -17,8 +17,13 @@ from transduce.errors import UserError
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input
 from transduce.nn.forecasting.quantiles import band_coverage, intervals
-from transduce.tasks.forecasting.calibration import (Calibrated, apply_saved, move, outputs,
-                                                     shifts_for)
+from transduce.tasks.forecasting.calibration import (
+    Calibrated,
+    apply_saved,
+    move,
+    outputs,
+    shifts_for,
+)
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.evaluation import evaluate, run_data
 
@@ -34,12 +39,15 @@ def load_model(run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: boo
     return load_checkpoint_model(run_dir, checkpoint, calibrated)[:4]
 
 
-def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
-                          calibrated: bool = True):
+def load_checkpoint_model(
+    run_dir: str | Path, checkpoint: str = runs.BEST, calibrated: bool = True
+):
     """:func:`load_model`'s config, model, scaler and columns, and the checkpoint's step."""
     if not Path(run_dir).is_dir():
-        raise UserError(f"{run_dir}: no such run directory; give one that forecast train "
-                        "--run-dir (or forecast blend --output) wrote")
+        raise UserError(
+            f"{run_dir}: no such run directory; give one that forecast train "
+            "--run-dir (or forecast blend --output) wrote"
+        )
     path = runs.checkpoint_dir(run_dir) / checkpoint
     state = runs.load_checkpoint(path, "forecast")
     try:
@@ -47,19 +55,29 @@ def load_checkpoint_model(run_dir: str | Path, checkpoint: str = runs.BEST,
         scaler = state["extra"]["scaler"]
         columns = list(scaler["columns"])
     except (KeyError, TypeError, AttributeError) as error:
-        raise UserError(f"{path}: not a forecast checkpoint transduce wrote (no "
-                        f"{error} in its record)") from None
+        raise UserError(
+            f"{path}: not a forecast checkpoint transduce wrote (no {error} in its record)"
+        ) from None
     weights = state.get("model")
-    if cfg.model.name == "linear" and cfg.model.revin and isinstance(weights, dict) and \
-            "revin.weight" not in weights:
+    if (
+        cfg.model.name == "linear"
+        and cfg.model.revin
+        and isinstance(weights, dict)
+        and "revin.weight" not in weights
+    ):
         # a linear run trained before the model honoured revin: it had none
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, revin=False))
     model = runs.build_model(path, state, lambda _: build_forecaster(cfg, len(columns)))
     step = int(state.get("step", -1))
     if calibrated:
         model = apply_saved(run_dir, model, step, cfg.quantiles, cfg.horizon)
-    return cfg, model.eval(), Scaler(scaler["mean"].numpy(), scaler["std"].numpy()), \
-        scaler["columns"], step
+    return (
+        cfg,
+        model.eval(),
+        Scaler(scaler["mean"].numpy(), scaler["std"].numpy()),
+        scaler["columns"],
+        step,
+    )
 
 
 def load_run(run_dir: str | Path, calibrated: bool = True):
@@ -74,18 +92,20 @@ def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
     written to RUN_DIR/test_results.json. A calibrated run's quantiles are scored as
     calibrated, and also as trained (under ``"uncalibrated"``)."""
     cfg, model, data = load_run(run_dir)
-    result = {"csv": cfg.csv, "model": getattr(model, "label", cfg.model.name),
-              "input_length": cfg.input_length,
-              "horizon": cfg.horizon, "quantiles": list(cfg.quantiles),
-              **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles)}
+    result = {
+        "csv": cfg.csv,
+        "model": getattr(model, "label", cfg.model.name),
+        "input_length": cfg.input_length,
+        "horizon": cfg.horizon,
+        "quantiles": list(cfg.quantiles),
+        **evaluate(model, data, "test", drop_last=drop_last, quantiles=cfg.quantiles),
+    }
     result["calibrated"] = isinstance(model, Calibrated)
     if result["calibrated"]:
         raw = evaluate(model.model, data, "test", quantiles=cfg.quantiles)
         result["uncalibrated"] = {"rho_risk": raw["rho_risk"], "coverage": raw["coverage"]}
     runs.write_json(run_dir, runs.TEST_RESULTS, result)
     return result
-
-
 
 
 def is_blend(path: str | Path) -> bool:
@@ -112,21 +132,33 @@ def load_blend(blend_dir: str | Path, calibrated: bool = True):
         if len(run_dirs) != len(weights) or len(run_dirs) < 2:
             raise ValueError("one weight per run")
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{path}: not a blend.json that forecast blend wrote ({error}); "
-                        "blend the runs again") from None
+        raise UserError(
+            f"{path}: not a blend.json that forecast blend wrote ({error}); blend the runs again"
+        ) from None
     for run in run_dirs:
         if not Path(run).is_dir():
-            raise UserError(f"{path}: the run {run} it blends is not there; put it back or "
-                            "blend the runs again")
+            raise UserError(
+                f"{path}: the run {run} it blends is not there; put it back or blend the runs again"
+            )
     loaded = [load_model(run, calibrated=calibrated) for run in run_dirs]
     lengths = [cfg.input_length for cfg, _, _, _ in loaded]
     cfg, _, scaler, columns = loaded[longest_input([c for c, _, _, _ in loaded])]
-    label = "blend of " + " + ".join(f"{w:g} {c.model.name}" for (c, _, _, _), w in
-                                     zip(loaded, weights) if w)
-    model = Blend(members=[m for _, m, _, _ in loaded], input_lengths=lengths, weights=weights,
-                  quantiles=bool(quantiles), label=label)
-    return _with_quantiles(cfg, quantiles, [c for c, _, _, _ in loaded]), model.eval(), \
-        scaler, columns
+    label = "blend of " + " + ".join(
+        f"{w:g} {c.model.name}" for (c, _, _, _), w in zip(loaded, weights) if w
+    )
+    model = Blend(
+        members=[m for _, m, _, _ in loaded],
+        input_lengths=lengths,
+        weights=weights,
+        quantiles=bool(quantiles),
+        label=label,
+    )
+    return (
+        _with_quantiles(cfg, quantiles, [c for c, _, _, _ in loaded]),
+        model.eval(),
+        scaler,
+        columns,
+    )
 
 
 def _with_quantiles(cfg: ForecastConfig, quantiles: tuple[float, ...], configs: list):
@@ -135,8 +167,7 @@ def _with_quantiles(cfg: ForecastConfig, quantiles: tuple[float, ...], configs: 
     if tuple(cfg.quantiles) == tuple(quantiles):
         return cfg
     if hasattr(cfg.model, "quantiles"):
-        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model,
-                                                                  quantiles=quantiles))
+        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, quantiles=quantiles))
     donor = next(c for c in configs if tuple(c.quantiles) == tuple(quantiles))
     return dataclasses.replace(cfg, model=donor.model)
 
@@ -146,21 +177,30 @@ def calibrate_run(run_dir: str | Path, data=None) -> dict:
     RUN_DIR/calibration.json. Returns that record, with the validation coverage before and
     after. ``data``: the run's ForecastData when the caller has it loaded already."""
     if is_blend(run_dir):
-        raise UserError(f"{run_dir}: a blend; calibrate each of its runs (forecast calibrate "
-                        "RUN), then blend them again")
+        raise UserError(
+            f"{run_dir}: a blend; calibrate each of its runs (forecast calibrate "
+            "RUN), then blend them again"
+        )
     cfg, model, scaler, columns, step = load_checkpoint_model(run_dir, calibrated=False)
     if data is None:
         data = run_data(run_dir, cfg, scaler, columns)
     if not intervals(list(cfg.quantiles)):
-        raise UserError(f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
-                        "central band (such as 0.1 with 0.9); there is nothing to calibrate")
+        raise UserError(
+            f"{run_dir}: the run's quantiles {list(cfg.quantiles)} bound no "
+            "central band (such as 0.1 with 0.9); there is nothing to calibrate"
+        )
     q, y, sigma = outputs(model, data)  # one pass over the validation windows
     shifts = shifts_for(q, y, sigma, cfg.quantiles)
     moved = move(q, torch.from_numpy(shifts).float(), sigma)
-    record = {"step": step, "split": "val", "levels": list(cfg.quantiles),
-              "windows": len(y), "coverage_before": band_coverage(q, y, cfg.quantiles),
-              "coverage_after": band_coverage(moved, y, cfg.quantiles),
-              "shifts": [[round(float(s), 6) for s in row] for row in shifts]}
+    record = {
+        "step": step,
+        "split": "val",
+        "levels": list(cfg.quantiles),
+        "windows": len(y),
+        "coverage_before": band_coverage(q, y, cfg.quantiles),
+        "coverage_after": band_coverage(moved, y, cfg.quantiles),
+        "shifts": [[round(float(s), 6) for s in row] for row in shifts],
+    }
     path = Path(run_dir) / runs.CALIBRATION
     write_text(path, json.dumps(record, indent=1) + "\n")
     return {**record, "path": str(path)}

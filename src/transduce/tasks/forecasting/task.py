@@ -39,12 +39,13 @@ class ForecastTask:
 
     def build_optimizer(self, model):
         trainable = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(trainable, lr=self.cfg.lr,
-                                      weight_decay=self.cfg.weight_decay)
+        optimizer = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         if self.cfg.lr_decay == 1:
             return optimizer, None
-        return optimizer, LambdaLR(optimizer, epoch_decay(
-            self.updates_per_epoch(), self.cfg.lr_decay, self.cfg.lr_decay_after))
+        return optimizer, LambdaLR(
+            optimizer,
+            epoch_decay(self.updates_per_epoch(), self.cfg.lr_decay, self.cfg.lr_decay_after),
+        )
 
     def updates_per_epoch(self) -> int:
         """Optimiser steps per epoch: the engine groups accumulate × processes batches."""
@@ -54,23 +55,25 @@ class ForecastTask:
     def batches(self, epoch: int) -> list[Tensor]:
         """Window indices in an order that depends on seed and epoch only."""
         order = torch.Generator().manual_seed(self.cfg.engine.seed * 1000 + epoch)
-        return list(torch.randperm(len(self.windows), generator=order)
-                    .split(self.cfg.batch_size))
+        return list(torch.randperm(len(self.windows), generator=order).split(self.cfg.batch_size))
 
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
-        x, y, x_time, y_time = (torch.stack(t).to(self.session.device) for t in
-                                zip(*(self.windows[int(i)] for i in batch)))
+        x, y, x_time, y_time = (
+            torch.stack(t).to(self.session.device)
+            for t in zip(*(self.windows[int(i)] for i in batch))
+        )
         forecast, _ = model(x, x_time, y_time)  # (B, H, C, 1 + Q); M·B rows for M members
         forecast = forecast.float()
         members = forecast.shape[0] // y.shape[0]
         target = y.repeat(members, *(1,) * (y.dim() - 1))  # each member learns on its own
         error = forecast[..., 0] - target
-        loss = error.abs().sum() if self.cfg.point_loss == "mae" else (error ** 2).sum()
+        loss = error.abs().sum() if self.cfg.point_loss == "mae" else (error**2).sum()
         if self.cfg.quantiles:
             loss = loss + pinball(forecast[..., 1:], target, self.cfg.quantiles)
         # a router's balance loss (channel, top_k > 0) is a mean: weighed as the error's
-        balance = [m.balance_loss for m in model.modules()
-                   if getattr(m, "balance_loss", None) is not None]
+        balance = [
+            m.balance_loss for m in model.modules() if getattr(m, "balance_loss", None) is not None
+        ]
         if balance:
             loss = loss + sum(balance) * y.numel()
         return loss / members, y.numel()  # the members' mean loss, comparable with one
@@ -80,16 +83,21 @@ class ForecastTask:
         return {"val_mse": round(scores["mse"], 6), "val_mae": round(scores["mae"], 6)}
 
     def record(self) -> dict:
-        return {"model_config": dataclasses.asdict(self.cfg), "data": self.data.fingerprint,
-                "extra": {"scaler": scaler_state(self.data)}}
+        return {
+            "model_config": dataclasses.asdict(self.cfg),
+            "data": self.data.fingerprint,
+            "extra": {"scaler": scaler_state(self.data)},
+        }
 
 
 def epoch_decay(updates_per_epoch: int, decay: float, after: int):
     """The rate multiplier after k updates: 1 for the first ``after`` epochs, then
     ``decay``**(epoch − after) in each later epoch (epochs counted from 1)."""
+
     def factor(k: int) -> float:
         epoch = k // updates_per_epoch + 1  # the epoch of update k + 1
         return decay ** max(0, epoch - after)
+
     return factor
 
 
@@ -97,9 +105,11 @@ def one_update_warning(cfg: ForecastConfig, windows: int) -> str:
     """The warning for a training split whose windows all fit one update: a short series
     trained with a config made for a long one (batch_size 128 on 120 monthly windows)."""
     smaller = 2 ** int(math.log2(max(1, windows // 8)))  # about 8 updates per epoch
-    return (f"transduce: warning: {cfg.csv}: its {windows} training windows make a single "
-            f"update per epoch (batch_size={cfg.batch_size}); give a smaller batch_size "
-            f"(batch_size={smaller} makes {math.ceil(windows / smaller)} batches) or more epochs")
+    return (
+        f"transduce: warning: {cfg.csv}: its {windows} training windows make a single "
+        f"update per epoch (batch_size={cfg.batch_size}); give a smaller batch_size "
+        f"(batch_size={smaller} makes {math.ceil(windows / smaller)} batches) or more epochs"
+    )
 
 
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:

@@ -12,8 +12,15 @@ from torch import Tensor
 
 from transduce.checks import at_least, in_range
 from transduce.data.batching import count_tokens
-from transduce.data.numbers import (NumbersTokenizer, english, english_tokens, german,
-                                    german_morphemes, held_out_numbers, sample_numbers)
+from transduce.data.numbers import (
+    NumbersTokenizer,
+    english,
+    english_tokens,
+    german,
+    german_morphemes,
+    held_out_numbers,
+    sample_numbers,
+)
 from transduce.data.vocab import Vocab, pad_batch
 from transduce.decoding import greedy_search
 from transduce.device import autocast
@@ -43,10 +50,17 @@ class DemoConfig:
     """
 
     model: TransformerConfig = TransformerConfig(
-        d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
-        dropout=0.0, max_len=64)
-    engine: EngineConfig = EngineConfig(max_steps=2000, valid_every=250, clip_norm=1.0,
-                                        keep_last=2, log_every=200, cooldown=0.5)
+        d_model=128,
+        d_ff=256,
+        num_heads=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dropout=0.0,
+        max_len=64,
+    )
+    engine: EngineConfig = EngineConfig(
+        max_steps=2000, valid_every=250, clip_norm=1.0, keep_last=2, log_every=200, cooldown=0.5
+    )
     batch_size: int = 128
     label_smoothing: float = 0.1
     warmup: int = 400
@@ -74,8 +88,9 @@ class DemoConfig:
         found += at_least(self, 0, "examples")
         found += in_range(self, "label_smoothing", 0, 1)
         if not 0 < self.lr_factor < math.inf:
-            found.append(("lr_factor", f"lr_factor must be a positive number, not "
-                                       f"{self.lr_factor}"))
+            found.append(
+                ("lr_factor", f"lr_factor must be a positive number, not {self.lr_factor}")
+            )
         return found + self.model.problems() + self.engine.problems()
 
 
@@ -87,23 +102,35 @@ def numbers_vocab() -> Vocab:
 def make_batch(numbers: list[int], vocab: Vocab) -> tuple[Tensor, Tensor]:
     """Source ids (B, S) ending in EOS; target ids (B, T + 2) framed by BOS and EOS."""
     src = pad_batch([vocab.encode(english_tokens(english(n))) for n in numbers], vocab.pad_id)
-    tgt = pad_batch([vocab.encode(german_morphemes(n), bos=True) for n in numbers],
-                    vocab.pad_id)
+    tgt = pad_batch([vocab.encode(german_morphemes(n), bos=True) for n in numbers], vocab.pad_id)
     return src, tgt
 
 
 @torch.no_grad()
-def translate(model, numbers: list[int], vocab: Vocab, device: torch.device,
-              precision: str, batch_size: int = 500) -> list[str]:
+def translate(
+    model,
+    numbers: list[int],
+    vocab: Vocab,
+    device: torch.device,
+    precision: str,
+    batch_size: int = 500,
+) -> list[str]:
     """German words for ``numbers`` by greedy search."""
     model.eval()
     words = []
     for i in range(0, len(numbers), batch_size):
-        src, _ = make_batch(numbers[i:i + batch_size], vocab)
+        src, _ = make_batch(numbers[i : i + batch_size], vocab)
         src = src.to(device)
         with autocast(device, precision):
-            out = greedy_search(model, src, padding_mask(src, vocab.pad_id), vocab.bos_id,
-                                vocab.eos_id, vocab.pad_id, MAX_OUTPUT)
+            out = greedy_search(
+                model,
+                src,
+                padding_mask(src, vocab.pad_id),
+                vocab.bos_id,
+                vocab.eos_id,
+                vocab.pad_id,
+                MAX_OUTPUT,
+            )
         words += ["".join(vocab.decode(row.tolist())) for row in out]
     return words
 
@@ -117,12 +144,14 @@ class NumbersTask:
     def __init__(self, cfg: DemoConfig, session: Session) -> None:
         self.cfg, self.session, self.vocab = cfg, session, numbers_vocab()
         self.held_out = held_out_numbers(cfg.held_out)
-        self.valid = [n for n in held_out_numbers(cfg.valid_numbers, seed=2018)
-                      if n not in set(self.held_out)]
+        self.valid = [
+            n for n in held_out_numbers(cfg.valid_numbers, seed=2018) if n not in set(self.held_out)
+        ]
         self.exclude = set(self.held_out) | set(self.valid)
         self.loss_fn = LabelSmoothedCrossEntropy(cfg.label_smoothing, self.vocab.pad_id, "sum")
-        self.model_config = dataclasses.replace(cfg.model, src_vocab_size=len(self.vocab),
-                                                pad_id=self.vocab.pad_id)
+        self.model_config = dataclasses.replace(
+            cfg.model, src_vocab_size=len(self.vocab), pad_id=self.vocab.pad_id
+        )
 
     def build_model(self):
         return build_transformer(self.model_config)
@@ -134,8 +163,9 @@ class NumbersTask:
 
     def batches(self, epoch: int) -> list[list[int]]:
         rng = random.Random(self.cfg.engine.seed * 100_003 + epoch)
-        return [sample_numbers(rng, self.cfg.batch_size, self.exclude)
-                for _ in range(BATCHES_PER_EPOCH)]
+        return [
+            sample_numbers(rng, self.cfg.batch_size, self.exclude) for _ in range(BATCHES_PER_EPOCH)
+        ]
 
     def loss(self, model, batch: list[int]) -> tuple[Tensor, int]:
         src, tgt = (t.to(self.session.device) for t in make_batch(batch, self.vocab))
@@ -144,10 +174,8 @@ class NumbersTask:
         return self.loss_fn(logits, tgt[:, 1:]), count_tokens(tgt[:, 1:], self.vocab.pad_id)
 
     def validate(self, model) -> dict:
-        hyps = translate(model, self.valid, self.vocab, self.session.device,
-                         self.session.precision)
-        return {"valid_exact_match": round(exact_match(hyps, [german(n) for n in self.valid]),
-                                           4)}
+        hyps = translate(model, self.valid, self.vocab, self.session.device, self.session.precision)
+        return {"valid_exact_match": round(exact_match(hyps, [german(n) for n in self.valid]), 4)}
 
     def record(self) -> dict:
         return {"model_config": dataclasses.asdict(self.model_config)}

@@ -13,8 +13,15 @@ SPM_MODEL_TYPES = ("bpe", "unigram", "char", "word")
 MIN_VOCAB = 16  # four special pieces and room for some text
 
 # The "small" preset with room for max_len-token sentences and 64 more positions.
-SMALL = TransformerConfig(d_model=256, d_ff=1024, num_heads=4, num_encoder_layers=3,
-                          num_decoder_layers=3, dropout=0.1, max_len=192)
+SMALL = TransformerConfig(
+    d_model=256,
+    d_ff=1024,
+    num_heads=4,
+    num_encoder_layers=3,
+    num_decoder_layers=3,
+    dropout=0.1,
+    max_len=192,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,29 +72,27 @@ class TrainConfig:
         "vocab_size": "subwords of the joint SentencePiece model trained on both sides",
         "spm_model_type": "SentencePiece algorithm: bpe, unigram, char or word",
         "lowercase": "the tokenizer lowercases all text, as the literature's Multi30k "
-                     "lc.norm.tok files are: translations come out lowercased, for "
-                     "lowercased BLEU",
+        "lc.norm.tok files are: translations come out lowercased, for "
+        "lowercased BLEU",
         "label_smoothing": "label smoothing ε of the loss (§5.4)",
         "weight_decay": "AdamW's decoupled weight decay of the weight matrices and "
-                        "embeddings, times the rate (0: the paper's Adam)",
+        "embeddings, times the rate (0: the paper's Adam)",
         "schedule": "learning rate: noam (the paper's, lr multiplies it) or inverse_sqrt "
-                    "(lr is the peak)",
+        "(lr is the peak)",
         "lr": "learning rate: noam's factor, or inverse_sqrt's peak",
         "warmup": "updates of linear warm-up",
         "max_tokens": "target tokens per batch (batches are built by token count)",
         "max_len": "training pairs longer than this many subwords are dropped",
         "max_ratio": "training pairs whose length ratio exceeds this are dropped",
         "bpe_dropout": "BPE-dropout: each epoch segments the training text anew, skipping "
-                       "each merge with this probability (0: off; 0.1 in Provilkov et al. "
-                       "2020); needs spm_model_type=bpe",
-        "valid_bleu_sentences": "validation sentences translated greedily for valid_bleu "
-                                "(0: all)",
+        "each merge with this probability (0: off; 0.1 in Provilkov et al. "
+        "2020); needs spm_model_type=bpe",
+        "valid_bleu_sentences": "validation sentences translated greedily for valid_bleu (0: all)",
     }
 
     def model_config(self, vocab_size: int, pad_id: int) -> TransformerConfig:
         """The model for a joint vocabulary of ``vocab_size``: all embeddings tied (§3.4)."""
-        return replace(self.model, src_vocab_size=vocab_size, tgt_vocab_size=None,
-                       pad_id=pad_id)
+        return replace(self.model, src_vocab_size=vocab_size, tgt_vocab_size=None, pad_id=pad_id)
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
@@ -103,16 +108,27 @@ class TrainConfig:
         found += in_range(self, "bpe_dropout", 0, 1)
         found += in_range(self, "weight_decay", 0, 1)
         if self.bpe_dropout and self.spm_model_type != "bpe":
-            found.append(("bpe_dropout", f"bpe_dropout needs spm_model_type=bpe, not "
-                                         f"{self.spm_model_type}"))
+            found.append(
+                ("bpe_dropout", f"bpe_dropout needs spm_model_type=bpe, not {self.spm_model_type}")
+            )
         if not 0 < self.lr < math.inf:
             found.append(("lr", f"lr must be a positive number, not {self.lr}"))
         if self.max_tokens < self.max_len + 2:
-            found.append(("max_tokens", f"max_tokens={self.max_tokens} cannot hold one "
-                                        f"sentence of max_len={self.max_len}"))
+            found.append(
+                (
+                    "max_tokens",
+                    f"max_tokens={self.max_tokens} cannot hold one "
+                    f"sentence of max_len={self.max_len}",
+                )
+            )
         if m.max_len < self.max_len + 2:
-            found.append(("max_len", f"model.max_len={m.max_len} positions cannot hold a "
-                                     f"sentence of max_len={self.max_len} with its BOS and EOS"))
+            found.append(
+                (
+                    "max_len",
+                    f"model.max_len={m.max_len} positions cannot hold a "
+                    f"sentence of max_len={self.max_len} with its BOS and EOS",
+                )
+            )
         return found + self.engine.problems()
 
     def validate(self, origin: Origin | str) -> None:

@@ -37,12 +37,15 @@ def corpus_paths(cfg: TrainConfig, prefix: str) -> tuple[Path, Path]:
 def read_corpora(cfg: TrainConfig) -> tuple[list[str], ...]:
     """Training and validation text, checked (UTF-8, aligned, not empty) before a run writes
     anything."""
-    return (*read_parallel(*corpus_paths(cfg, cfg.train_prefix)),
-            *read_parallel(*corpus_paths(cfg, cfg.valid_prefix)))
+    return (
+        *read_parallel(*corpus_paths(cfg, cfg.train_prefix)),
+        *read_parallel(*corpus_paths(cfg, cfg.valid_prefix)),
+    )
 
 
-def load_run_data(cfg: TrainConfig, corpora: tuple[list[str], ...], run_dir: Path,
-                  log, may_train: bool = True) -> RunData:
+def load_run_data(
+    cfg: TrainConfig, corpora: tuple[list[str], ...], run_dir: Path, log, may_train: bool = True
+) -> RunData:
     """The run's joint tokenizer (trained on first use), the encoded training pairs that
     survive filtering (logging how many were dropped, and why) and the validation set.
 
@@ -59,31 +62,47 @@ def load_run_data(cfg: TrainConfig, corpora: tuple[list[str], ...], run_dir: Pat
         if spm_path.exists() and (started or not may_train):
             tokenizer, new = SubwordTokenizer(spm_path), False
         else:
-            log.info(f"training a joint {cfg.spm_model_type} SentencePiece model, "
-                     f"{cfg.vocab_size} subwords, on {2 * len(train_src):,} sentences"
-                     + (", lowercased" if cfg.lowercase else ""))
-            tokenizer = SubwordTokenizer.train(train_src + train_tgt, Path(scratch) / "spm.model",
-                                               cfg.vocab_size, cfg.spm_model_type,
-                                               cfg.lowercase)
+            log.info(
+                f"training a joint {cfg.spm_model_type} SentencePiece model, "
+                f"{cfg.vocab_size} subwords, on {2 * len(train_src):,} sentences"
+                + (", lowercased" if cfg.lowercase else "")
+            )
+            tokenizer = SubwordTokenizer.train(
+                train_src + train_tgt,
+                Path(scratch) / "spm.model",
+                cfg.vocab_size,
+                cfg.spm_model_type,
+                cfg.lowercase,
+            )
             new = True
         src_ids, tgt_ids = tokenizer.encode(train_src), tokenizer.encode(train_tgt)
         keep, dropped = filter_pairs(src_ids, tgt_ids, cfg.max_len, cfg.max_ratio)
         reasons = ", ".join(f"{n:,} {why}" for why, n in dropped.items()) or "none"
         if not keep:
-            raise UserError(f"no training pair survives filtering: all {len(src_ids):,} "
-                            f"dropped ({reasons}); raise max_len or max_ratio")
+            raise UserError(
+                f"no training pair survives filtering: all {len(src_ids):,} "
+                f"dropped ({reasons}); raise max_len or max_ratio"
+            )
         log.info(f"training pairs: {len(keep):,} kept of {len(src_ids):,}; dropped: {reasons}")
         if new:
             with atomic_path(spm_path) as out:
                 shutil.copyfile(tokenizer.path, out)
             tokenizer = SubwordTokenizer(spm_path)
     if cfg.valid_bleu_sentences:
-        valid_src, valid_tgt = (valid_src[: cfg.valid_bleu_sentences],
-                                valid_tgt[: cfg.valid_bleu_sentences])
-    return RunData(tokenizer, [src_ids[i] for i in keep], [tgt_ids[i] for i in keep],
-                   valid_src, valid_tgt,
-                   *_validation_ids(cfg, tokenizer, valid_src, valid_tgt, log),
-                   [train_src[i] for i in keep], [train_tgt[i] for i in keep])
+        valid_src, valid_tgt = (
+            valid_src[: cfg.valid_bleu_sentences],
+            valid_tgt[: cfg.valid_bleu_sentences],
+        )
+    return RunData(
+        tokenizer,
+        [src_ids[i] for i in keep],
+        [tgt_ids[i] for i in keep],
+        valid_src,
+        valid_tgt,
+        *_validation_ids(cfg, tokenizer, valid_src, valid_tgt, log),
+        [train_src[i] for i in keep],
+        [train_tgt[i] for i in keep],
+    )
 
 
 def _validation_ids(cfg: TrainConfig, tokenizer, src: list[str], tgt: list[str], log):
@@ -94,6 +113,8 @@ def _validation_ids(cfg: TrainConfig, tokenizer, src: list[str], tgt: list[str],
     src_ids, tgt_ids = tokenizer.encode(src), tokenizer.encode(tgt)
     cut = sum(len(s) > limit or len(t) > limit for s, t in zip(src_ids, tgt_ids))
     if cut:
-        log.info(f"validation: {cut:,} of {len(src_ids):,} pairs longer than {limit} subwords "
-                 "are cut to that length for the loss")
+        log.info(
+            f"validation: {cut:,} of {len(src_ids):,} pairs longer than {limit} subwords "
+            "are cut to that length for the loss"
+        )
     return [s[:limit] for s in src_ids], [t[:limit] for t in tgt_ids]

@@ -21,11 +21,11 @@ log = logging.getLogger("transduce.runs")  # "using CHECKPOINT", as the run's ow
 # ---------------------------------------------------------------- loading a model
 @dataclasses.dataclass
 class LoadedTranslation:
-    model: Any          # transduce.nn.Transformer, eval mode, on the CPU
-    tokenizer: Any      # transduce.data.tokenizer.SubwordTokenizer
+    model: Any  # transduce.nn.Transformer, eval mode, on the CPU
+    tokenizer: Any  # transduce.data.tokenizer.SubwordTokenizer
     checkpoint: Path
     state: dict
-    run_dir: Path       # the run the checkpoint belongs to (its spm.model, decoding.json)
+    run_dir: Path  # the run the checkpoint belongs to (its spm.model, decoding.json)
 
 
 def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTranslation:
@@ -41,8 +41,10 @@ def load_translation(path: str | os.PathLike, verbose: bool = True) -> LoadedTra
     elif kind == "translation":
         tokenizer = _run_tokenizer(checkpoint, run_dir, state)
     else:
-        raise UserError(f"{checkpoint}: holds a {kind} model, not a translation model; use "
-                        "the forecast commands")
+        raise UserError(
+            f"{checkpoint}: holds a {kind} model, not a translation model; use "
+            "the forecast commands"
+        )
     model = build_model(checkpoint, state, lambda c: build_transformer(TransformerConfig(**c)))
     if verbose:
         log.warning(f"transduce: using {checkpoint}")
@@ -64,10 +66,14 @@ def load_ensemble(paths: list[str | os.PathLike], verbose: bool = True):
 def _run_tokenizer(checkpoint: Path, run_dir: Path, state: dict):
     tokenizer_path = run_dir / TOKENIZER
     if not tokenizer_path.is_file():
-        raise UserError(f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "
-                        "the run directory it was trained in")
+        raise UserError(
+            f"{tokenizer_path}: missing; a checkpoint needs the spm.model of "
+            "the run directory it was trained in"
+        )
     tokenizer = SubwordTokenizer(tokenizer_path)
     if state.get("tokenizer") != tokenizer.fingerprint:
-        raise UserError(f"{checkpoint}: trained with another tokenizer than "
-                        f"{tokenizer_path}; use the checkpoint's own run directory")
+        raise UserError(
+            f"{checkpoint}: trained with another tokenizer than "
+            f"{tokenizer_path}; use the checkpoint's own run directory"
+        )
     return tokenizer

@@ -59,15 +59,18 @@ class TranslationTask:
         if not p:
             return d.train_src, d.train_tgt
         if self.dropout_corpora is None:
-            self.dropout_corpora = (d.tokenizer.dropout_corpus(d.train_src_text),
-                                    d.tokenizer.dropout_corpus(d.train_tgt_text))
+            self.dropout_corpora = (
+                d.tokenizer.dropout_corpus(d.train_src_text),
+                d.tokenizer.dropout_corpus(d.train_tgt_text),
+            )
         seed = self.epoch_seed(epoch) * 2
         src = self.dropout_corpora[0].draw(p, seed)
         tgt = self.dropout_corpora[1].draw(p, seed + 1)
-        fits = [len(s) <= self.cfg.max_len and len(t) <= self.cfg.max_len
-                for s, t in zip(src, tgt)]
-        return ([s if ok else plain for s, plain, ok in zip(src, d.train_src, fits)],
-                [t if ok else plain for t, plain, ok in zip(tgt, d.train_tgt, fits)])
+        fits = [len(s) <= self.cfg.max_len and len(t) <= self.cfg.max_len for s, t in zip(src, tgt)]
+        return (
+            [s if ok else plain for s, plain, ok in zip(src, d.train_src, fits)],
+            [t if ok else plain for t, plain, ok in zip(tgt, d.train_tgt, fits)],
+        )
 
     def build_model(self):
         return build_transformer(self.model_config)
@@ -86,8 +89,13 @@ class TranslationTask:
 
     def loss(self, model, batch: list[int]) -> tuple[Tensor, int]:
         tok = self.data.tokenizer
-        src, tgt = collate([self.src[i] for i in batch], [self.tgt[i] for i in batch],
-                           tok.pad_id, tok.bos_id, tok.eos_id)
+        src, tgt = collate(
+            [self.src[i] for i in batch],
+            [self.tgt[i] for i in batch],
+            tok.pad_id,
+            tok.bos_id,
+            tok.eos_id,
+        )
         src, tgt = src.to(self.session.device), tgt.to(self.session.device)
         loss = summed_loss(model, src, tgt, tok.pad_id, self.cfg.label_smoothing)
         return loss, count_tokens(tgt[:, 1:], tok.pad_id)
@@ -96,8 +104,10 @@ class TranslationTask:
         return validate(model, self.data, self.session.device, self.session.precision)
 
     def record(self) -> dict:
-        return {"model_config": dataclasses.asdict(self.model_config),
-                "tokenizer": self.data.tokenizer.fingerprint}
+        return {
+            "model_config": dataclasses.asdict(self.model_config),
+            "tokenizer": self.data.tokenizer.fingerprint,
+        }
 
 
 def train(cfg: TrainConfig, run_dir: str | Path) -> dict:

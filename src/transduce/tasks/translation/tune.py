@@ -64,40 +64,53 @@ class Grid:
         if self.beam < 1 or self.sentences < 0:
             raise UserError("--beam must be at least 1 and --sentences at least 0")
         if self.metric not in METRICS:
-            raise UserError(f"--metric must be one of {', '.join(METRICS)}, not "
-                            f"{self.metric!r}")
+            raise UserError(f"--metric must be one of {', '.join(METRICS)}, not {self.metric!r}")
 
 
 def validation_data(run_dir: Path, sentences: int = 0) -> tuple[list[str], list[str], str]:
     """(sources, references, target language) of the run's validation files."""
     started = runs.started_config(run_dir, TrainConfig)
     if started is None:
-        raise UserError(f"{run_dir}: not a translation run directory (no config.yaml or "
-                        "step checkpoints)")
+        raise UserError(
+            f"{run_dir}: not a translation run directory (no config.yaml or step checkpoints)"
+        )
     cfg = started[0]
     stem = Path(cfg.data_dir) / cfg.valid_prefix
     sources = read_lines(f"{stem}.{cfg.src_lang}")
     references = read_lines(f"{stem}.{cfg.tgt_lang}")
     if len(sources) != len(references):
-        raise UserError(f"{stem}.{cfg.src_lang} has {len(sources)} lines but "
-                        f"{stem}.{cfg.tgt_lang} has {len(references)}; give aligned files")
+        raise UserError(
+            f"{stem}.{cfg.src_lang} has {len(sources)} lines but "
+            f"{stem}.{cfg.tgt_lang} has {len(references)}; give aligned files"
+        )
     if sentences:
         sources, references = sources[:sentences], references[:sentences]
     return sources, references, cfg.tgt_lang
 
 
-def _score(translator: Translator, sources: list[str], references: list[str], lang: str,
-           grid: Grid, lenpen: float, block: int, bar) -> dict:
+def _score(
+    translator: Translator,
+    sources: list[str],
+    references: list[str],
+    lang: str,
+    grid: Grid,
+    lenpen: float,
+    block: int,
+    bar,
+) -> dict:
     """One setting's row: validation scores, looping rate and seconds taken."""
     start = time.perf_counter()
     extra = {"no_repeat_ngram": block} if block else {}
     found = translator.search(sources, grid.beam, lenpen, progress=bar, **extra)
     hyps = [h[0][0] for h in found]
     scores = corpus_scores(hyps, references, lang if grid.metric == "bleu_tok" else None)
-    return {"lenpen": lenpen, "no_repeat_ngram": block,
-            **{k: v for k, v in scores.items() if "signature" not in k},
-            "looping_rate": round(looping_rate(hyps, sources), 4),
-            "seconds": round(time.perf_counter() - start, 1)}
+    return {
+        "lenpen": lenpen,
+        "no_repeat_ngram": block,
+        **{k: v for k, v in scores.items() if "signature" not in k},
+        "looping_rate": round(looping_rate(hyps, sources), 4),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
 
 
 class Scored:
@@ -133,8 +146,9 @@ class Scored:
         self.rows[self.key(*setting)] = row
         if self.write:
             with open(self.path, "a", encoding="utf-8") as file:
-                file.write(json.dumps({"made": self.made, "key": self.key(*setting),
-                                       "row": row}) + "\n")
+                file.write(
+                    json.dumps({"made": self.made, "key": self.key(*setting), "row": row}) + "\n"
+                )
         return row
 
     def done(self) -> None:
@@ -150,13 +164,20 @@ def _digest(sources: list[str], references: list[str]) -> str:
 def _scored(folder: Path, made: dict, write: bool, total: int) -> Scored:
     scored = Scored(folder, made, write)
     if scored.rows:
-        log.warning(f"transduce: {scored.path}: resuming, {min(len(scored.rows), total)} of "
-                    f"{total} settings already scored")
+        log.warning(
+            f"transduce: {scored.path}: resuming, {min(len(scored.rows), total)} of "
+            f"{total} settings already scored"
+        )
     return scored
 
 
-def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
-         precision: str = "auto", write: bool = True) -> tuple[defaults.Decoding, list[dict]]:
+def tune(
+    run_dir: str | os.PathLike,
+    grid: Grid = Grid(),
+    device: str = "auto",
+    precision: str = "auto",
+    write: bool = True,
+) -> tuple[defaults.Decoding, list[dict]]:
     """Translate the run's validation data with every setting of ``grid``; returns the
     setting :func:`choose` picks and a row of scores per setting. With ``write``, stores the
     choice in ``decoding.json`` and its average in ``averaged.pt``."""
@@ -164,25 +185,34 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
     run_dir = Path(run_dir)
     if write:  # before minutes of translating, not after
         check_writable(run_dir, "the run directory")
-    steps = runs.step_checkpoints(run_dir)
-    if not steps:
-        raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
-    loaded = load_translation(steps[-1], verbose=False)
-    if loaded.state.get("kind", "translation") != "translation":
-        raise UserError(f"{run_dir}: holds a {loaded.state['kind']} model; tune chooses the "
-                        "decoding of translation runs")
+    steps, loaded = _newest(run_dir)
     sources, references, lang = validation_data(run_dir, grid.sentences)
     dev = pick_device(device)
-    translator = Translator(model=loaded.model, tokenizer=loaded.tokenizer, device=dev,
-                            precision=resolve_precision(precision, dev))
+    translator = Translator(
+        model=loaded.model,
+        tokenizer=loaded.tokenizer,
+        device=dev,
+        precision=resolve_precision(precision, dev),
+    )
     lasts = sorted({min(n, len(steps)) for n in grid.last})
     if len(steps) < max(grid.last):
-        log.warning(f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
-                    f"averaging at most {len(steps)}")
+        log.warning(
+            f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
+            f"averaging at most {len(steps)}"
+        )
     settings = list(itertools.product(lasts, grid.lenpen, grid.no_repeat_ngram))
-    scored = _scored(run_dir, {"checkpoints": [p.name for p in steps], "beam": grid.beam,
-                               "metric": grid.metric, "data": _digest(sources, references),
-                               "precision": translator.precision}, write, len(settings))
+    scored = _scored(
+        run_dir,
+        {
+            "checkpoints": [p.name for p in steps],
+            "beam": grid.beam,
+            "metric": grid.metric,
+            "data": _digest(sources, references),
+            "precision": translator.precision,
+        },
+        write,
+        len(settings),
+    )
     rows = []
     todo = [s for s in settings if scored.get(*s) is None]
     with progress(len(todo) * len(sources), "tuning on validation", "sent") as bar:
@@ -191,23 +221,65 @@ def tune(run_dir: str | os.PathLike, grid: Grid = Grid(), device: str = "auto",
                 averaged = runs.average_checkpoints(steps[-last:])
                 translator.model.load_state_dict(averaged["model"])
             for lenpen, block in itertools.product(grid.lenpen, grid.no_repeat_ngram):
-                rows.append(scored.get(last, lenpen, block) or scored.add(
-                    {"last": last, **_score(translator, sources, references, lang, grid,
-                                            lenpen, block, bar)}, last, lenpen, block))
+                rows.append(
+                    scored.get(last, lenpen, block)
+                    or scored.add(
+                        {
+                            "last": last,
+                            **_score(
+                                translator, sources, references, lang, grid, lenpen, block, bar
+                            ),
+                        },
+                        last,
+                        lenpen,
+                        block,
+                    )
+                )
     best = choose(rows, grid.metric)
     where = run_dir / runs.DECODING
-    chosen = defaults.Decoding(beam=grid.beam, lenpen=best["lenpen"],
-                               no_repeat_ngram=best["no_repeat_ngram"], last=best["last"],
-                               source=f"chosen on validation data, {where}")
+    chosen = defaults.Decoding(
+        beam=grid.beam,
+        lenpen=best["lenpen"],
+        no_repeat_ngram=best["no_repeat_ngram"],
+        last=best["last"],
+        source=f"chosen on validation data, {where}",
+    )
     if write:  # averaged again rather than holding every average in memory meanwhile
-        runs.average_run(run_dir, best["last"])
-        defaults.write(run_dir, chosen, {
-            "chosen_by": f"transduce tune: best {grid.metric} on {len(sources)} lines of "
-                         "validation data",
-            "metric": grid.metric, grid.metric: best[grid.metric],
-            "averaged": [p.name for p in steps[-best["last"]:]], "grid": rows})
+        _store(run_dir, chosen, grid, best, rows, steps, len(sources))
         scored.done()
     return chosen, rows
+
+
+def _newest(run_dir: Path):
+    """The run's step checkpoints and its newest one loaded; a UserError where there is none
+    or the run is not a translation run."""
+    steps = runs.step_checkpoints(run_dir)
+    if not steps:
+        raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
+    loaded = load_translation(steps[-1], verbose=False)
+    if loaded.state.get("kind", "translation") != "translation":
+        raise UserError(
+            f"{run_dir}: holds a {loaded.state['kind']} model; tune chooses the "
+            "decoding of translation runs"
+        )
+    return steps, loaded
+
+
+def _store(run_dir: Path, chosen, grid: Grid, best: dict, rows: list, steps: list, lines: int):
+    """The chosen average in ``averaged.pt`` and the choice with its grid in ``decoding.json``."""
+    runs.average_run(run_dir, best["last"])
+    defaults.write(
+        run_dir,
+        chosen,
+        {
+            "chosen_by": f"transduce tune: best {grid.metric} on {lines} lines of "
+            "validation data",
+            "metric": grid.metric,
+            grid.metric: best[grid.metric],
+            "averaged": [p.name for p in steps[-best["last"] :]],
+            "grid": rows,
+        },
+    )
 
 
 def _averaged(run_dir: Path) -> list[str]:
@@ -230,9 +302,13 @@ def _tuned(run_dir: Path) -> bool:
     return bool(steps) and bool(averaged) and averaged[-1] == steps[-1].name
 
 
-def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
-                  grid: Grid = Grid(), device: str = "auto", precision: str = "auto"
-                  ) -> tuple[defaults.Decoding, list[dict]]:
+def tune_ensemble(
+    run_dirs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    grid: Grid = Grid(),
+    device: str = "auto",
+    precision: str = "auto",
+) -> tuple[defaults.Decoding, list[dict]]:
     """Choose the decoding of an ensemble of runs on the first run's validation data.
 
     Each member is first tuned alone (:func:`tune`: its average and its own decoding),
@@ -252,8 +328,10 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     tokenizers = []
     for run_dir in run_dirs:  # every member checked before minutes of tuning
         if run_dir is not run_dirs[0] and validation_data(run_dir, grid.sentences)[2] != lang:
-            raise UserError(f"{run_dir}: translates into another language than "
-                            f"{run_dirs[0]}; ensemble runs of one language pair")
+            raise UserError(
+                f"{run_dir}: translates into another language than "
+                f"{run_dirs[0]}; ensemble runs of one language pair"
+            )
         steps = runs.step_checkpoints(run_dir)
         if not steps:
             raise UserError(f"{run_dir}: no step checkpoints to choose from; train first")
@@ -267,31 +345,56 @@ def tune_ensemble(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
             tune(run_dir, grid, device, precision)
     model, tokenizer, _ = load_ensemble([r / runs.AVERAGED for r in run_dirs], verbose=False)
     dev = pick_device(device)
-    translator = Translator(model=model, tokenizer=tokenizer, device=dev,
-                            precision=resolve_precision(precision, dev))
+    translator = Translator(
+        model=model, tokenizer=tokenizer, device=dev, precision=resolve_precision(precision, dev)
+    )
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
     out.mkdir(parents=True, exist_ok=True)
-    scored = _scored(out, {"runs": [str(r.resolve()) for r in run_dirs],
-                           "averaged": [_averaged(r) for r in run_dirs],
-                           "beam": grid.beam, "metric": grid.metric,
-                           "data": _digest(sources, references),
-                           "precision": translator.precision}, True, len(settings))
+    scored = _scored(
+        out,
+        {
+            "runs": [str(r.resolve()) for r in run_dirs],
+            "averaged": [_averaged(r) for r in run_dirs],
+            "beam": grid.beam,
+            "metric": grid.metric,
+            "data": _digest(sources, references),
+            "precision": translator.precision,
+        },
+        True,
+        len(settings),
+    )
     rows = []
     todo = [s for s in settings if scored.get(*s) is None]
     with progress(len(todo) * len(sources), "tuning the ensemble", "sent") as bar:
         for lenpen, block in settings:
-            rows.append(scored.get(lenpen, block) or scored.add(
-                _score(translator, sources, references, lang, grid, lenpen, block, bar),
-                lenpen, block))
+            rows.append(
+                scored.get(lenpen, block)
+                or scored.add(
+                    _score(translator, sources, references, lang, grid, lenpen, block, bar),
+                    lenpen,
+                    block,
+                )
+            )
     best = choose(rows, grid.metric)
     where = out / runs.DECODING
-    chosen = defaults.Decoding(beam=grid.beam, lenpen=best["lenpen"],
-                               no_repeat_ngram=best["no_repeat_ngram"], last=0,
-                               source=f"chosen on validation data, {where}")
-    defaults.write(out, chosen, {
-        "chosen_by": f"transduce tune: best {grid.metric} of the ensemble on {len(sources)} "
-                     f"lines of {run_dirs[0]}'s validation data",
-        "metric": grid.metric, grid.metric: best[grid.metric], "grid": rows})
+    chosen = defaults.Decoding(
+        beam=grid.beam,
+        lenpen=best["lenpen"],
+        no_repeat_ngram=best["no_repeat_ngram"],
+        last=0,
+        source=f"chosen on validation data, {where}",
+    )
+    defaults.write(
+        out,
+        chosen,
+        {
+            "chosen_by": f"transduce tune: best {grid.metric} of the ensemble on {len(sources)} "
+            f"lines of {run_dirs[0]}'s validation data",
+            "metric": grid.metric,
+            grid.metric: best[grid.metric],
+            "grid": rows,
+        },
+    )
     runs.write_ensemble(out, run_dirs, {"created_by": "transduce tune"})
     scored.done()
     return chosen, rows

@@ -24,13 +24,22 @@ def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
     lengths = [max(len(s), len(t)) + 2 for s, t in zip(data.valid_src, data.valid_tgt)]
     nll, tokens = 0.0, 0
     for batch in token_batches(lengths, max_tokens):
-        src, tgt = collate([data.valid_src[i] for i in batch], [data.valid_tgt[i] for i in batch],
-                           tok.pad_id, tok.bos_id, tok.eos_id)
+        src, tgt = collate(
+            [data.valid_src[i] for i in batch],
+            [data.valid_tgt[i] for i in batch],
+            tok.pad_id,
+            tok.bos_id,
+            tok.eos_id,
+        )
         src, tgt = src.to(device), tgt.to(device)
         with autocast(device, precision):
             logits = model(src, tgt[:, :-1], padding_mask(src, tok.pad_id))
-        nll += F.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten(),
-                               ignore_index=tok.pad_id, reduction="sum").item()
+        nll += F.cross_entropy(
+            logits.float().flatten(0, 1),
+            tgt[:, 1:].flatten(),
+            ignore_index=tok.pad_id,
+            reduction="sum",
+        ).item()
         tokens += int((tgt[:, 1:] != tok.pad_id).sum())
     translator = Translator(model=model, tokenizer=tok, device=device, precision=precision)
     translations = translator.search(data.valid_src_text, beam_size=1)
@@ -39,5 +48,8 @@ def validate(model, data, device, precision, max_tokens: int = 6000) -> dict:
     if tok.lowercases:  # its translations are lowercase: score them against lowercase text
         refs = [line.lower() for line in refs]
     loss = nll / max(tokens, 1)
-    return {"valid_loss": round(loss, 4), "valid_ppl": round(math.exp(min(loss, 50)), 2),
-            "valid_bleu": round(bleu(hyps, refs), 2)}
+    return {
+        "valid_loss": round(loss, 4),
+        "valid_ppl": round(math.exp(min(loss, 50)), 2),
+        "valid_bleu": round(bleu(hyps, refs), 2),
+    }

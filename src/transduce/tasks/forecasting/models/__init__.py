@@ -22,8 +22,15 @@ def register(model: type[ModelConfig]) -> type[ModelConfig]:
     return model
 
 
-for _model in (TransformerModel, PatchModel, ChannelModel, LinearModel, SparseModel,
-               RepeatModel, LogSparseModel):
+for _model in (
+    TransformerModel,
+    PatchModel,
+    ChannelModel,
+    LinearModel,
+    SparseModel,
+    RepeatModel,
+    LogSparseModel,
+):
     register(_model)
 
 NEURAL = tuple(tag for tag, model in MODELS.items() if issubclass(model, NeuralConfig))

@@ -58,25 +58,31 @@ class NormalisedConfig(ModelConfig):
     HELP: ClassVar[dict[str, str]] = {
         "revin": "normalise each input window by its own mean and deviation (RevIN)",
         "revin_center": "what RevIN subtracts: mean (the window's mean) or last (its last "
-                        "value, so that zero change repeats it: for series near a random "
-                        "walk)",
+        "value, so that zero change repeats it: for series near a random "
+        "walk)",
         "revin_affine": "learn a per-channel scale and shift after RevIN standardises "
-                        "(false: as PatchTST's and SparseTSF's reference code runs; for "
-                        "sparse, whose map has no bias, the window's mean subtracted and "
-                        "added back, the paper's normalisation)",
+        "(false: as PatchTST's and SparseTSF's reference code runs; for "
+        "sparse, whose map has no bias, the window's mean subtracted and "
+        "added back, the paper's normalisation)",
     }
 
     def problems(self, run: ForecastConfig) -> list[Problem]:
         found = one_of(self, "revin_center", CENTERS)
         if not self.revin and not self.revin_affine:
-            found.append(("revin_affine", "revin_affine is RevIN's learned map, and "
-                                          "revin=false turns RevIN off; set "
-                                          "revin_affine=true or revin=true"))
+            found.append(
+                (
+                    "revin_affine",
+                    "revin_affine is RevIN's learned map, and "
+                    "revin=false turns RevIN off; set "
+                    "revin_affine=true or revin=true",
+                )
+            )
         return found
 
     def revin_args(self) -> dict:
-        return dict(revin=self.revin, revin_center=self.revin_center,
-                    revin_affine=self.revin_affine)
+        return dict(
+            revin=self.revin, revin_center=self.revin_center, revin_affine=self.revin_affine
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,8 +91,14 @@ class NeuralConfig(NormalisedConfig):
     deep-ensemble members."""
 
     layers: TransformerConfig = TransformerConfig(
-        d_model=16, num_heads=4, d_ff=128, num_encoder_layers=3, num_decoder_layers=1,
-        dropout=0.3, norm="pre")
+        d_model=16,
+        num_heads=4,
+        d_ff=128,
+        num_encoder_layers=3,
+        num_decoder_layers=1,
+        dropout=0.3,
+        norm="pre",
+    )
     # quantile levels forecast beside the point (e.g. [0.1, 0.5, 0.9])
     quantiles: tuple[float, ...] = ()
     # models trained side by side, forecasting their mean
@@ -94,10 +106,10 @@ class NeuralConfig(NormalisedConfig):
     HELP: ClassVar[dict[str, str]] = {
         **NormalisedConfig.HELP,
         "quantiles": "quantile levels to forecast beside the point forecast, e.g. "
-                     "0.1,0.5,0.9 (pinball loss; none: point only)",
+        "0.1,0.5,0.9 (pinball loss; none: point only)",
         "members": "train this many copies from different initial weights side by side and "
-                   "forecast their mean (a deep ensemble: steadier across seeds; each step "
-                   "costs members × as much)",
+        "forecast their mean (a deep ensemble: steadier across seeds; each step "
+        "costs members × as much)",
         "layers.src_vocab_size": "unused by forecasting",
         "layers.tgt_vocab_size": "unused by forecasting",
         "layers.tie_output": "unused by forecasting",
@@ -116,39 +128,54 @@ class NeuralConfig(NormalisedConfig):
         defaults = TransformerConfig()
         for key in ("src_vocab_size", "tgt_vocab_size", "tie_output", "pad_id", "max_len"):
             if getattr(self.layers, key) != getattr(defaults, key):
-                why = ("its positions cover input_length + horizon" if key == "max_len"
-                       else "a translation setting")
-                found.append((f"layers.{key}", f"layers.{key} is not read by forecasting "
-                                               f"({why}); leave it out"))
+                why = (
+                    "its positions cover input_length + horizon"
+                    if key == "max_len"
+                    else "a translation setting"
+                )
+                found.append(
+                    (
+                        f"layers.{key}",
+                        f"layers.{key} is not read by forecasting ({why}); leave it out",
+                    )
+                )
         found += at_least(self, 1, "members")
         q = self.quantiles
         if any(not 0 < level < 1 for level in q) or list(q) != sorted(set(q)):
-            found.append(("quantiles", f"quantiles must be increasing levels between 0 and 1, "
-                                       f"not {list(q)}"))
+            found.append(
+                ("quantiles", f"quantiles must be increasing levels between 0 and 1, not {list(q)}")
+            )
         return found
 
     def build(self, run: ForecastConfig, channels: int, inputs: int, known: int) -> nn.Module:
         if self.members > 1:
             one = dataclasses.replace(self, members=1)
-            return Ensemble([one.build(run, channels, inputs, known)
-                             for _ in range(self.members)])
+            return Ensemble([one.build(run, channels, inputs, known) for _ in range(self.members)])
         return self.build_one(run, channels, inputs, known)
 
-    def build_one(self, run: ForecastConfig, channels: int, inputs: int,
-                  known: int) -> nn.Module:
+    def build_one(self, run: ForecastConfig, channels: int, inputs: int, known: int) -> nn.Module:
         raise NotImplementedError
 
     def layer_args(self) -> dict:
         L = self.layers
-        return dict(d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff, dropout=L.dropout,
-                    attention_dropout=L.attention_dropout,
-                    activation_dropout=L.activation_dropout, norm=L.norm,
-                    activation=L.activation, **self.revin_args())
+        return dict(
+            d_model=L.d_model,
+            num_heads=L.num_heads,
+            d_ff=L.d_ff,
+            dropout=L.dropout,
+            attention_dropout=L.attention_dropout,
+            activation_dropout=L.activation_dropout,
+            norm=L.norm,
+            activation=L.activation,
+            **self.revin_args(),
+        )
 
 
 # settings two models share, said once
-TREND_KERNEL_HELP = ("split each window into its moving average over this many steps and the "
-                     "rest, one map for each (DLinear: 25; 0: one map)")
+TREND_KERNEL_HELP = (
+    "split each window into its moving average over this many steps and the "
+    "rest, one map for each (DLinear: 25; 0: one map)"
+)
 HEAD_DROPOUT_HELP = "dropout before the forecasting head"
 
 
@@ -159,4 +186,3 @@ def trend_kernel_problems(config, run: ForecastConfig) -> list[Problem]:
 
 def dropout_problems(config) -> list[Problem]:
     return in_range(config, "head_dropout", 0, 1)
-

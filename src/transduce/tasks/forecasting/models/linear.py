@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from transduce.nn.forecasting.baselines import LinearForecaster
-from transduce.tasks.forecasting.models.base import (TREND_KERNEL_HELP, NormalisedConfig,
-                                                     trend_kernel_problems)
+from transduce.tasks.forecasting.models.base import (
+    TREND_KERNEL_HELP,
+    NormalisedConfig,
+    trend_kernel_problems,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +28,10 @@ class LinearModel(NormalisedConfig):
         return super().problems(run) + trend_kernel_problems(self, run)
 
     def build(self, run, channels, inputs, known):
-        return LinearForecaster(input_length=run.input_length, horizon=run.horizon,
-                                channels=channels, trend_kernel=self.trend_kernel,
-                                **self.revin_args())
+        return LinearForecaster(
+            input_length=run.input_length,
+            horizon=run.horizon,
+            channels=channels,
+            trend_kernel=self.trend_kernel,
+            **self.revin_args(),
+        )

@@ -26,14 +26,14 @@ class LogSparseModel(NeuralConfig):
     HELP: ClassVar[dict[str, str]] = {
         **NeuralConfig.HELP,
         "kernel": "steps of the causal convolution that makes queries and keys (1: the "
-                  "canonical attention; more: compare local shapes)",
+        "canonical attention; more: compare local shapes)",
         "pattern": "which earlier steps each step attends to: logsparse (itself and 1, 2, 4, "
-                   "… back), local (the window steps up to itself, then exponentially "
-                   "beyond), restart (LogSparse within subsequences of restart steps) or full",
+        "… back), local (the window steps up to itself, then exponentially "
+        "beyond), restart (LogSparse within subsequences of restart steps) or full",
         "window": "the local pattern's dense window (steps)",
         "restart": "the restart pattern's subsequence length (steps)",
         "sparse": "attend on the pattern's cells only, in O(L log L) memory (false: compute "
-                  "every score and mask them, as dense attention does)",
+        "every score and mask them, as dense attention does)",
         "calendar": "read hour, weekday, day and year-day features of each step",
     }
 
@@ -45,17 +45,27 @@ class LogSparseModel(NeuralConfig):
         if self.pattern == "restart":
             found += at_least(self, 1, "restart")
         if self.layers.norm != "pre":
-            found.append(("norm", "the logsparse model's layers are pre-norm; leave norm "
-                                  "at pre"))
+            found.append(("norm", "the logsparse model's layers are pre-norm; leave norm at pre"))
         return found
 
     def build_one(self, run, channels, inputs, known):
         L = self.layers
         return LogSparseForecaster(
-            channels=channels, input_length=run.input_length, horizon=run.horizon,
-            d_model=L.d_model, num_heads=L.num_heads, d_ff=L.d_ff,
-            num_layers=L.num_encoder_layers, dropout=L.dropout, kernel=self.kernel,
-            pattern=self.pattern, window=self.window, restart=self.restart,
-            time_features=(4 if self.calendar else 0) + known, calendar=self.calendar,
+            channels=channels,
+            input_length=run.input_length,
+            horizon=run.horizon,
+            d_model=L.d_model,
+            num_heads=L.num_heads,
+            d_ff=L.d_ff,
+            num_layers=L.num_encoder_layers,
+            dropout=L.dropout,
+            kernel=self.kernel,
+            pattern=self.pattern,
+            window=self.window,
+            restart=self.restart,
+            time_features=(4 if self.calendar else 0) + known,
+            calendar=self.calendar,
             quantiles=self.quantiles,
-            sparse=self.sparse, **self.revin_args())
+            sparse=self.sparse,
+            **self.revin_args(),
+        )

@@ -7,8 +7,11 @@ from typing import ClassVar
 
 from transduce.checks import at_least
 from transduce.nn.forecasting.models import PatchForecaster
-from transduce.tasks.forecasting.models.base import (HEAD_DROPOUT_HELP, NeuralConfig,
-                                                     dropout_problems)
+from transduce.tasks.forecasting.models.base import (
+    HEAD_DROPOUT_HELP,
+    NeuralConfig,
+    dropout_problems,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,31 +31,44 @@ class PatchModel(NeuralConfig):
         "stride": "time steps between patch starts",
         "head_dropout": HEAD_DROPOUT_HELP,
         "patch_calendar": "add a linear map of the horizon's calendar features to the "
-                          "forecast (with known covariates it is always on)",
+        "forecast (with known covariates it is always on)",
         "residual_attention": "each layer's attention scores add the previous layer's "
-                              "(PatchTST's res_attention, RealFormer)",
+        "(PatchTST's res_attention, RealFormer)",
         "calendar": "add hour, weekday, day and year-day features (with known covariates or "
-                    "patch_calendar)",
+        "patch_calendar)",
     }
 
     def problems(self, run):
         found = super().problems(run) + at_least(self, 1, "patch_len", "stride")
         found += dropout_problems(self)
         if self.patch_calendar and not self.calendar:
-            found.append(("patch_calendar", "patch_calendar is for the patch model with "
-                                            "calendar=true; set patch_calendar=false"))
+            found.append(
+                (
+                    "patch_calendar",
+                    "patch_calendar is for the patch model with "
+                    "calendar=true; set patch_calendar=false",
+                )
+            )
         if self.patch_len > run.input_length:
-            found.append(("patch_len", f"patch_len={self.patch_len} exceeds input_length="
-                                       f"{run.input_length}"))
+            found.append(
+                ("patch_len", f"patch_len={self.patch_len} exceeds input_length={run.input_length}")
+            )
         return found
 
     def build_one(self, run, channels, inputs, known):
-        return PatchForecaster(channels=channels, input_length=run.input_length,
-                               horizon=run.horizon, patch_len=self.patch_len,
-                               stride=self.stride, num_layers=self.layers.num_encoder_layers,
-                               head_dropout=self.head_dropout, quantiles=self.quantiles,
-                               future_features=((4 if self.calendar else 0) + known
-                                                if known or self.patch_calendar else 0),
-                               calendar=self.calendar,
-                               residual_attention=self.residual_attention,
-                               **self.layer_args())
+        return PatchForecaster(
+            channels=channels,
+            input_length=run.input_length,
+            horizon=run.horizon,
+            patch_len=self.patch_len,
+            stride=self.stride,
+            num_layers=self.layers.num_encoder_layers,
+            head_dropout=self.head_dropout,
+            quantiles=self.quantiles,
+            future_features=(
+                (4 if self.calendar else 0) + known if known or self.patch_calendar else 0
+            ),
+            calendar=self.calendar,
+            residual_attention=self.residual_attention,
+            **self.layer_args(),
+        )

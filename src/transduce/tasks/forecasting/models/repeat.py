@@ -19,14 +19,19 @@ class RepeatModel(ModelConfig):
     half_life: float = 0.0
     HELP: ClassVar[dict[str, str]] = {
         "half_life": "pull the last value towards the training rows' mean, halving its "
-                     "distance every this many time steps (0: never, the plain last value; "
-                     "exchange rates: three to five years, Rogoff 1996)",
+        "distance every this many time steps (0: never, the plain last value; "
+        "exchange rates: three to five years, Rogoff 1996)",
     }
 
     def problems(self, run):
         if not 0 <= self.half_life < math.inf:
-            return [("half_life", f"half_life must be 0 (off) or a positive number of time "
-                                  f"steps, not {self.half_life}")]
+            return [
+                (
+                    "half_life",
+                    f"half_life must be 0 (off) or a positive number of time "
+                    f"steps, not {self.half_life}",
+                )
+            ]
         return []
 
     def build(self, run, channels, inputs, known):

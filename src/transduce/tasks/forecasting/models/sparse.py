@@ -18,19 +18,29 @@ class SparseModel(NormalisedConfig):
     HELP: ClassVar[dict[str, str]] = {
         **NormalisedConfig.HELP,
         "period": "time steps of the series' cycle (24 for hourly data with a daily one); "
-                  "one small map, shared by the phases of the cycle, forecasts each phase "
-                  "from its own past (needed)",
+        "one small map, shared by the phases of the cycle, forecasts each phase "
+        "from its own past (needed)",
     }
 
     def problems(self, run):
         found = super().problems(run)
         if not self.period:
-            found.append(("period", "the sparse model needs period, the time steps of the "
-                                    "series' cycle: e.g. period=24 for hourly data"))
+            found.append(
+                (
+                    "period",
+                    "the sparse model needs period, the time steps of the "
+                    "series' cycle: e.g. period=24 for hourly data",
+                )
+            )
         else:
             found += in_range(self, "period", 1, run.input_length, high_included=True)
         return found
 
     def build(self, run, channels, inputs, known):
-        return SparseForecaster(input_length=run.input_length, horizon=run.horizon,
-                                period=self.period, channels=channels, **self.revin_args())
+        return SparseForecaster(
+            input_length=run.input_length,
+            horizon=run.horizon,
+            period=self.period,
+            channels=channels,
+            **self.revin_args(),
+        )

@@ -27,16 +27,26 @@ class TransformerModel(NeuralConfig):
     def problems(self, run):
         found = super().problems(run)
         if not 0 <= self.label_length <= run.input_length:
-            found.append(("label_length", f"label_length must be between 0 and "
-                                          f"input_length={run.input_length}"))
+            found.append(
+                (
+                    "label_length",
+                    f"label_length must be between 0 and input_length={run.input_length}",
+                )
+            )
         return found
 
     def build_one(self, run, channels, inputs, known):
         L = self.layers
-        return SeriesTransformer(channels=channels, horizon=run.horizon,
-                                 label_length=self.label_length, targets=channels - inputs,
-                                 known=known, num_encoder_layers=L.num_encoder_layers,
-                                 num_decoder_layers=L.num_decoder_layers,
-                                 calendar=self.calendar,
-                                 max_len=run.input_length + run.horizon + 1,
-                                 quantiles=self.quantiles, **self.layer_args())
+        return SeriesTransformer(
+            channels=channels,
+            horizon=run.horizon,
+            label_length=self.label_length,
+            targets=channels - inputs,
+            known=known,
+            num_encoder_layers=L.num_encoder_layers,
+            num_decoder_layers=L.num_decoder_layers,
+            calendar=self.calendar,
+            max_len=run.input_length + run.horizon + 1,
+            quantiles=self.quantiles,
+            **self.layer_args(),
+        )

@@ -1,0 +1,60 @@
+"""Text corpora written for the tests: tiny parallel corpora and Multi30k-shaped folders."""
+
+import gzip
+import random
+
+from transduce.data.multi30k import LANGUAGES, SPLITS
+from transduce.data.numbers import english, german
+
+
+def write_corpus(folder, compress, short_file=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, lines in SPLITS.items():
+        for lang in LANGUAGES:
+            n = lines - 1 if f"{split}.{lang}" == short_file else lines
+            text = "".join(f"{split} {lang} sentence {i} ü\n" for i in range(n)).encode()
+            if compress:
+                (folder / f"{split}.{lang}.gz").write_bytes(gzip.compress(text))
+            else:
+                (folder / f"{split}.{lang}").write_bytes(text)
+
+
+# A tiny parallel corpus (English -> German number words) and a config that trains in seconds.
+TINY = """\
+data_dir: {data}
+src_lang: en
+tgt_lang: de
+vocab_size: 120
+d_model: 32
+d_ff: 64
+num_heads: 2
+num_encoder_layers: 1
+num_decoder_layers: 1
+dropout: 0.1
+schedule: inverse_sqrt
+lr: 0.003
+warmup: 4
+max_tokens: 600
+max_steps: 12
+valid_every: 4
+keep_last: 10
+seed: 3
+threads: 1
+"""
+
+
+def write_pair(folder, prefix, numbers):
+    for lang, words in (("en", english), ("de", german)):
+        (folder / f"{prefix}.{lang}").write_text(
+            "".join(words(n) + "\n" for n in numbers), encoding="utf-8"
+        )
+
+
+def number_corpus(folder):
+    """``folder`` with 300 training and 30 validation pairs of random numbers (the same ones
+    every time); returns it."""
+    folder.mkdir(parents=True)
+    rng = random.Random(0)
+    write_pair(folder, "train", [rng.randrange(10**6) for _ in range(300)])
+    write_pair(folder, "val", [rng.randrange(10**6) for _ in range(30)])
+    return folder
