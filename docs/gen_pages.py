@@ -83,7 +83,7 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
 
 
 def cli_page() -> str:
-    from transduce.cli.main import COMMANDS, build_parser
+    from transduce.cli.main import build_parser, commands
 
     parser = build_parser()
     lines = [
@@ -97,7 +97,7 @@ def cli_page() -> str:
         "| command | what it does |",
         "|---|---|",
     ]
-    lines += [f"| [`{name}`](#{name}) | {summary} |" for name, summary in COMMANDS.items()]
+    lines += [f"| [`{name}`](#{name}) | {c.summary} |" for name, c in commands().items()]
     lines += ["", "```text", parser.format_help().rstrip(), "```"]
     for name, sub in subparsers(parser).items():
         lines += ["", f"## {name}", "", "```text", sub.format_help().rstrip(), "```"]

@@ -13,6 +13,7 @@ import yaml
 from transduce import runs
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint
+from transduce.runs.state import _holder
 from transduce.tasks.translation.loading import load_translation
 
 
@@ -354,7 +355,7 @@ def test_a_refused_writer_waits_briefly_for_the_holder_to_write_its_name(tmp_pat
 
     threading.Timer(0.2, write_name).start()
     with open(path, "a+", encoding="utf-8") as handle:
-        assert runs._holder(handle) == "process 42 on host"
+        assert _holder(handle) == "process 42 on host"
     path.write_text("")
     with open(path, "a+", encoding="utf-8") as handle:
-        assert runs._holder(handle, wait=0.05) == "another process"  # nobody writes it
+        assert _holder(handle, wait=0.05) == "another process"  # nobody writes it

@@ -10,15 +10,22 @@ import dataclasses
 import io
 from pathlib import Path
 
-from transduce import runs
-from transduce.api.forecaster import Forecaster
+from transduce import families, runs
+from transduce.api.loading import family_of
 from transduce.api.panel import GlobalForecaster
 from transduce.decoding.translator import Translator
 
 
 def describe(path: str, model) -> dict:
-    """What /info says: the kind of model, its checkpoint and sizes, its scores if known,
-    and an example input for the page."""
+    """What /info says: the task ``family`` and ``kind`` of model, its checkpoint and sizes,
+    its scores if known, and an example input for the page. Each family describes its own
+    (``describe`` in :mod:`transduce.families`)."""
+    family = family_of(path)
+    return {"family": family.name, **families.resolve(family.describe)(path, model)}
+
+
+def describe_forecaster(path: str, model) -> dict:
+    """/info of a forecasting run, a global run or a blend."""
     if isinstance(model, GlobalForecaster):
         return {
             "kind": "global",
@@ -28,15 +35,18 @@ def describe(path: str, model) -> dict:
             "scores": runs.scores(model.run_dir),
             "example": model.ids[0],
         }
-    if isinstance(model, Forecaster):
-        return {
-            "kind": "forecast",
-            "run": Path(model.run_dir).name,
-            "description": f"forecaster {model.describe()}",
-            "rows_hint": _rows_hint(model),
-            "scores": runs.scores(model.run_dir),
-            "example": _example_rows(model),
-        }
+    return {
+        "kind": "forecast",
+        "run": Path(model.run_dir).name,
+        "description": f"forecaster {model.describe()}",
+        "rows_hint": _rows_hint(model),
+        "scores": runs.scores(model.run_dir),
+        "example": _example_rows(model),
+    }
+
+
+def describe_translator(path: str, model) -> dict:
+    """/info of a translation or demo run, an ensemble or a CTranslate2 export."""
     decoding = dataclasses.asdict(model.decoding)
     if not isinstance(model, Translator):
         return {

@@ -17,20 +17,12 @@ otherwise, else the paper's beam 5 and α 0.6.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Sequence
 
-from transduce.api.forecaster import Forecaster
-from transduce.api.panel import GlobalForecaster
-from transduce.decoding import defaults
-from transduce.decoding.translator import Translator
-from transduce.device import pick_device, resolve_precision
+from transduce import families
 from transduce.errors import UserError
-from transduce.export.ctranslate2 import CTranslate2Translator
-from transduce.runs import checkpoint_kind, ensemble_members
-from transduce.tasks.forecasting.panel import is_global
-from transduce.tasks.forecasting.rundir import is_blend
-from transduce.tasks.translation.loading import load_ensemble, load_translation
+from transduce.families import Family
+from transduce.runs import checkpoint_kind
 
 
 def load(
@@ -70,46 +62,28 @@ def load(
     for name, value in (("device", device), ("precision", precision)):
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string such as 'auto', not {value!r}")
-    members = list(path) if listed else ensemble_members(path)
-    if members is not None:
-        dev = pick_device(device)
-        model, tokenizer, first_run = load_ensemble(members, verbose)
-        translator = Translator(
-            model=model,
-            tokenizer=tokenizer,
-            device=dev,
-            precision=resolve_precision(precision, dev),
-        )
-        translator.decoding = defaults.read(first_run if listed else path)
-        return translator
-    if (Path(path) / "model.bin").is_file():
-        return CTranslate2Translator(
-            model_dir=path, device=device
-        )  # its decoding: from its transduce.json
-    dev = pick_device(device)
+    loader = families.resolve(family_of(path).load)
+    return loader(path, device=device, precision=precision, verbose=verbose)
 
-    if is_blend(path) or checkpoint_kind(path) == "forecast":
-        # a setting that would be ignored is refused, as the command line does
-        ignored = [
-            f"{name}={value}"
-            for name, value, kept in (
-                ("device", device, ("auto", "cpu")),
-                ("precision", precision, ("auto", "fp32")),
-            )
-            if value not in kept
-        ]
-        if ignored:
-            raise UserError(
-                f"{path}: a forecaster runs on the CPU in float32 (its models are "
-                f"small); leave out {' and '.join(ignored)}"
-            )
-        return GlobalForecaster(path) if is_global(path) else Forecaster(path)
-    loaded = load_translation(path, verbose)
-    translator = Translator(
-        model=loaded.model,
-        tokenizer=loaded.tokenizer,
-        device=dev,
-        precision=resolve_precision(precision, dev),
-    )
-    translator.decoding = defaults.read(loaded.run_dir)
-    return translator
+
+def family_of(path) -> Family:
+    """The task family whose code opens ``path`` (transduce.families): the first whose
+    ``claims`` takes it (a folder without a checkpoint of its own), else the one holding the
+    kind of its checkpoint (of its first run, for a list of runs)."""
+    if isinstance(path, (list, tuple)):
+        return _of_kind(path[0])
+    for family in families.families():
+        if family.claims and families.resolve(family.claims)(path):
+            return family
+    return _of_kind(path)
+
+
+def _of_kind(path) -> Family:
+    kind = checkpoint_kind(path)
+    try:
+        return families.of_kind(kind)
+    except ValueError:
+        raise UserError(
+            f"{path}: holds a model of kind {kind!r}, which no task family of this transduce "
+            "knows; load it with the transduce that trained it"
+        ) from None

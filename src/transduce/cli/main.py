@@ -8,28 +8,38 @@ import os
 import signal
 import sys
 
+from transduce import families
 from transduce.errors import UserError
+from transduce.families import Command
 from transduce.logs import show_warnings
 from transduce.version import __version__
 
-# Each command is a module of this package with add_parser(commands, summary) and run(args).
-# Only the module of the command given is imported (most import torch, a second or two), so
-# `transduce --help` and a typo answer at once.
-COMMANDS = {
-    "demo": "train an English→German number translator on built-in data (~2 min on 2 CPU cores)",
-    "data": "fetch a corpus",
-    "train": "train a translation model on parallel text (resumes a run directory)",
-    "average": "average the last N checkpoints of a run (paper §6.1)",
-    "tune": "choose averaging, length penalty and n-gram block on validation data",
-    "translate": "translate text with a trained model",
-    "attention": "draw what a model attends to when it translates a sentence",
-    "serve": "serve a model over HTTP: a JSON API and a web page with attention",
-    "explain": "step through a translation in the browser: the beam, every head, the numbers",
-    "evaluate": "score translations with sacreBLEU (BLEU, lowercased BLEU, chrF)",
-    "export": "export a model for fast serving (CTranslate2)",
-    "forecast": "forecast time series (train, test, backtest, calibrate, blend, predict, plot)",
-    "figures": "draw every figure of the attention study notes from the library",
-}
+# Each command is a module with add_parser(commands, summary) and run(args): those of the
+# task families (transduce.families), then the commands every family shares. Only the module
+# of the command given is imported (most import torch, a second or two), so `transduce
+# --help` and a typo answer at once.
+SHARED = (
+    Command("data", "fetch a corpus", "transduce.cli.data"),
+    Command(
+        "serve",
+        "serve a model over HTTP: a JSON API and a web page with attention",
+        "transduce.cli.serve",
+    ),
+    Command(
+        "explain",
+        "step through a translation in the browser: the beam, every head, the numbers",
+        "transduce.cli.explain",
+    ),
+    Command(
+        "figures",
+        "draw every figure of the attention study notes from the library",
+        "transduce.cli.figures",
+    ),
+)
+
+
+def commands() -> dict[str, Command]:
+    return {**families.commands(), **{c.name: c for c in SHARED}}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,15 +57,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="The Transformer of 'Attention Is All You Need', from scratch in PyTorch.",
     )
     parser.add_argument("--version", action="version", version=f"transduce {__version__}")
-    commands = parser.add_subparsers(
+    subparsers = parser.add_subparsers(
         title="commands", metavar="COMMAND", parser_class=OneLineParser
     )
     given = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    for name, summary in COMMANDS.items():
+    for name, command in commands().items():
         if argv is None or name == given:
-            importlib.import_module(f"transduce.cli.{name}").add_parser(commands, summary)
+            importlib.import_module(command.module).add_parser(subparsers, command.summary)
         else:
-            commands.add_parser(name, help=summary)
+            subparsers.add_parser(name, help=command.summary)
     return parser
 
 

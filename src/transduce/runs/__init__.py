@@ -10,7 +10,6 @@ scores). Building a model from what a run holds is its task's business
 """
 
 from transduce.runs.checkpoints import (
-    KINDS,
     STEP_FILE,
     DamagedCheckpoint,
     average_checkpoints,
@@ -55,7 +54,6 @@ from transduce.runs.layout import (
     write_json,
 )
 from transduce.runs.state import (
-    _holder,
     append_metrics,
     check_config,
     lock,
@@ -67,7 +65,6 @@ from transduce.runs.state import (
 )
 
 __all__ = [
-    "KINDS",
     "STEP_FILE",
     "DamagedCheckpoint",
     "average_checkpoints",
@@ -108,7 +105,6 @@ __all__ = [
     "fold_log",
     "forecast_plot",
     "write_json",
-    "_holder",
     "append_metrics",
     "check_config",
     "lock",

@@ -12,18 +12,13 @@ from typing import Any
 
 import torch
 
+from transduce import families
 from transduce.errors import UserError
 from transduce.io import atomic_path, check_output_file, write_text
 from transduce.runs.layout import AVERAGED, BEST, CHECKPOINTS, ENSEMBLE
 from transduce.version import __version__
 
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
-KINDS = ("translation", "forecast", "numbers")
-TRAINED_BY = {
-    "translation": "transduce train",
-    "forecast": "transduce forecast train",
-    "numbers": "transduce demo",
-}  # the command that trains (and resumes) each kind
 log = logging.getLogger("transduce.runs")
 
 
@@ -32,8 +27,7 @@ def record(kind: str, model: torch.nn.Module, model_config: dict, config: dict, 
     """A checkpoint: what model it holds (``kind``, ``model_config``, weights), the run's
     ``config``, the versions that wrote it, and whatever else the writer adds (training
     position, optimiser, RNG states, tokenizer fingerprint, a forecaster's scaler)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    families.of_kind(kind)  # a ValueError for a kind no family holds
     return {
         "kind": kind,
         "model": model.state_dict(),
@@ -61,11 +55,14 @@ class DamagedCheckpoint(UserError):
         )
 
 
-def load_checkpoint(path: str | os.PathLike, kind: str | None = None) -> dict[str, Any]:
+def load_checkpoint(
+    path: str | os.PathLike, kind: str | None = None, mmap: bool = False
+) -> dict[str, Any]:
     """Load with ``weights_only=True`` (tensors, numbers, strings and containers only: no
-    pickled code runs); with ``kind``, refuse a checkpoint of another kind of model."""
+    pickled code runs); with ``kind``, refuse a checkpoint of another kind of model. With
+    ``mmap`` the tensors are mapped from the file, not read, for a look at the record."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except FileNotFoundError:
         raise UserError(
             f"{path}: no such checkpoint; give a run directory that training "
@@ -246,4 +243,5 @@ def average_run(
 def checkpoint_kind(path: str | os.PathLike) -> str:
     """The kind of model a run directory or checkpoint holds (translation, forecast,
     numbers)."""
-    return load_checkpoint(find_checkpoint(path)[0]).get("kind", "translation")
+    # mapped, not read: transduce.load asks before it loads the model itself
+    return load_checkpoint(find_checkpoint(path)[0], mmap=True).get("kind", "translation")

@@ -19,8 +19,9 @@ import yaml
 from transduce.config import apply_mapping, flatten_dict
 from transduce.config_files import read_yaml
 from transduce.errors import UserError
+from transduce.families import trained_by
 from transduce.io import check_writable, remove_staging, write_text
-from transduce.runs.checkpoints import TRAINED_BY, checkpoint_dir, load_checkpoint, step_checkpoints
+from transduce.runs.checkpoints import checkpoint_dir, load_checkpoint, step_checkpoints
 from transduce.runs.layout import CONFIG, LOCK, METRICS, TEST_RESULTS
 
 
@@ -140,11 +141,11 @@ def read_config(run_dir: str | os.PathLike, cls):
     except UserError:  # settings this command lacks: perhaps the run of another command
         steps = step_checkpoints(run_dir)
         kind = load_checkpoint(steps[-1]).get("kind") if steps else None
-        if kind in TRAINED_BY and kind != getattr(cls, "KIND", kind):
+        if trained_by(kind) and kind != getattr(cls, "KIND", kind):
             raise UserError(
-                f"{run_dir}: a run of {TRAINED_BY[kind]}, not of "
-                f"{TRAINED_BY[cls.KIND]}; give a new --run-dir, or resume it "
-                f"with {TRAINED_BY[kind]}"
+                f"{run_dir}: a run of {trained_by(kind)}, not of "
+                f"{trained_by(cls.KIND)}; give a new --run-dir, or resume it "
+                f"with {trained_by(kind)}"
             ) from None
         raise
 

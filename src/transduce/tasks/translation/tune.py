@@ -7,7 +7,6 @@ on test). The choice is written to ``RUN/decoding.json`` and the chosen average 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import logging
@@ -28,6 +27,7 @@ from transduce.io import check_writable
 from transduce.logs import progress
 from transduce.tasks.translation.config import TrainConfig
 from transduce.tasks.translation.loading import load_ensemble, load_translation
+from transduce.tasks.translation.scored import digest, resumed
 
 log = logging.getLogger("transduce")
 METRICS = ("bleu", "bleu_tok", "chrf")
@@ -113,64 +113,6 @@ def _score(
     }
 
 
-class Scored:
-    """The rows of one tuning scored so far, in ``folder/tune.partial.jsonl``: a tuning that
-    dies (Ctrl-C, a lost machine) resumes from them when given again, instead of translating
-    the validation data again for every setting. A row is reused only if everything that
-    made it is the same (``made``: checkpoints, beam, metric, lines, precision); the file
-    goes once the choice is written."""
-
-    def __init__(self, folder: Path, made: dict, write: bool) -> None:
-        self.path, self.made, self.write = folder / runs.TUNE_PARTIAL, made, write
-        self.rows: dict[str, dict] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            lines = []
-        for line in lines:  # a line cut short by the death of the process is skipped
-            try:
-                entry = json.loads(line)
-                if entry["made"] == made:
-                    self.rows[entry["key"]] = entry["row"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue
-
-    @staticmethod
-    def key(*setting) -> str:
-        return json.dumps(setting)
-
-    def get(self, *setting) -> dict | None:
-        return self.rows.get(self.key(*setting))
-
-    def add(self, row: dict, *setting) -> dict:
-        self.rows[self.key(*setting)] = row
-        if self.write:
-            with open(self.path, "a", encoding="utf-8") as file:
-                file.write(
-                    json.dumps({"made": self.made, "key": self.key(*setting), "row": row}) + "\n"
-                )
-        return row
-
-    def done(self) -> None:
-        if self.write:
-            self.path.unlink(missing_ok=True)
-
-
-def _digest(sources: list[str], references: list[str]) -> str:
-    """A fingerprint of the lines tuned on: rows scored on other lines are not reused."""
-    return hashlib.sha256(json.dumps([sources, references]).encode()).hexdigest()[:16]
-
-
-def _scored(folder: Path, made: dict, write: bool, total: int) -> Scored:
-    scored = Scored(folder, made, write)
-    if scored.rows:
-        log.warning(
-            f"transduce: {scored.path}: resuming, {min(len(scored.rows), total)} of "
-            f"{total} settings already scored"
-        )
-    return scored
-
-
 def tune(
     run_dir: str | os.PathLike,
     grid: Grid = Grid(),
@@ -194,20 +136,15 @@ def tune(
         device=dev,
         precision=resolve_precision(precision, dev),
     )
-    lasts = sorted({min(n, len(steps)) for n in grid.last})
-    if len(steps) < max(grid.last):
-        log.warning(
-            f"transduce: note: {run_dir} has {len(steps)} step checkpoints; "
-            f"averaging at most {len(steps)}"
-        )
+    lasts = _lasts(run_dir, len(steps), grid)
     settings = list(itertools.product(lasts, grid.lenpen, grid.no_repeat_ngram))
-    scored = _scored(
+    scored = resumed(
         run_dir,
         {
             "checkpoints": [p.name for p in steps],
             "beam": grid.beam,
             "metric": grid.metric,
-            "data": _digest(sources, references),
+            "data": digest(sources, references),
             "precision": translator.precision,
         },
         write,
@@ -250,6 +187,16 @@ def tune(
     return chosen, rows
 
 
+def _lasts(run_dir: Path, steps: int, grid: Grid) -> list[int]:
+    """How many of the newest checkpoints to average, each setting of the grid capped at
+    the ``steps`` there are (with a note when that cuts one)."""
+    if steps < max(grid.last):
+        log.warning(
+            f"transduce: note: {run_dir} has {steps} step checkpoints; averaging at most {steps}"
+        )
+    return sorted({min(n, steps) for n in grid.last})
+
+
 def _newest(run_dir: Path):
     """The run's step checkpoints and its newest one loaded; a UserError where there is none
     or the run is not a translation run."""
@@ -272,8 +219,7 @@ def _store(run_dir: Path, chosen, grid: Grid, best: dict, rows: list, steps: lis
         run_dir,
         chosen,
         {
-            "chosen_by": f"transduce tune: best {grid.metric} on {lines} lines of "
-            "validation data",
+            "chosen_by": f"transduce tune: best {grid.metric} on {lines} lines of validation data",
             "metric": grid.metric,
             grid.metric: best[grid.metric],
             "averaged": [p.name for p in steps[-best["last"] :]],
@@ -350,14 +296,14 @@ def tune_ensemble(
     )
     settings = list(itertools.product(grid.lenpen, grid.no_repeat_ngram))
     out.mkdir(parents=True, exist_ok=True)
-    scored = _scored(
+    scored = resumed(
         out,
         {
             "runs": [str(r.resolve()) for r in run_dirs],
             "averaged": [_averaged(r) for r in run_dirs],
             "beam": grid.beam,
             "metric": grid.metric,
-            "data": _digest(sources, references),
+            "data": digest(sources, references),
             "precision": translator.precision,
         },
         True,

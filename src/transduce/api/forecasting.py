@@ -1,0 +1,30 @@
+"""How ``transduce.load`` opens the forecast family's paths (the ``forecast`` entry of
+:mod:`transduce.families`): a run (one series set, or many series for a global run) or a
+blend of runs."""
+
+from __future__ import annotations
+
+from transduce.api.forecaster import Forecaster
+from transduce.api.panel import GlobalForecaster
+from transduce.errors import UserError
+from transduce.tasks.forecasting.panel import is_global
+
+
+def load_forecaster(path, device: str, precision: str, verbose: bool):
+    """A :class:`Forecaster`, or a :class:`GlobalForecaster` for a global run. A forecaster
+    runs on the CPU in float32, so another ``device`` or ``precision`` is refused, as the
+    command line refuses a setting it would ignore."""
+    ignored = [
+        f"{name}={value}"
+        for name, value, kept in (
+            ("device", device, ("auto", "cpu")),
+            ("precision", precision, ("auto", "fp32")),
+        )
+        if value not in kept
+    ]
+    if ignored:
+        raise UserError(
+            f"{path}: a forecaster runs on the CPU in float32 (its models are "
+            f"small); leave out {' and '.join(ignored)}"
+        )
+    return GlobalForecaster(path) if is_global(path) else Forecaster(path)
