@@ -23,10 +23,13 @@ demo: $(STAMP)
 # One pytest-xdist worker per core (conftest.py gives each one thread): on the 2-core CI
 # machine the suite takes about half as long as in one process. PYTEST_ARGS adds options,
 # e.g. `make test PYTEST_ARGS="-n 0 -x"` for one process that stops at the first failure.
+# ruff (lint and format, settings in pyproject.toml) checks the tree first.
 # The training-outcome tests (marker `outcome`) run in fp32 and bf16 in the first pass, then
 # again under each narrower CPU kernel PyTorch has here (tests/kernels.py), so a machine
 # with AVX-512 also checks what an AVX2 or a plain x86 CPU computes.
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS)
 	@for kernel in $$($(BIN)/python tests/kernels.py); do \
 		echo "training-outcome tests under ATEN_CPU_CAPABILITY=$$kernel"; \

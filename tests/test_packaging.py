@@ -1,6 +1,7 @@
 """The package declares the torch versions it supports; the exact CPU pin lives in the
 Makefile's constraints, so installing transduce elsewhere keeps that environment's torch."""
 
+import importlib.metadata
 import re
 import tomllib
 from pathlib import Path
@@ -12,6 +13,29 @@ ROOT = Path(__file__).parents[1]
 
 def version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def missing(requirements: list[str]) -> list[str]:
+    """The requirements whose distribution is not installed here."""
+    names = [re.split(r"[\s<>=!~\[;]", r, maxsplit=1)[0] for r in requirements]
+    absent = []
+    for name, requirement in zip(names, requirements):
+        try:
+            importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            absent.append(requirement)
+    return absent
+
+
+def test_every_package_the_test_extra_declares_is_installed():
+    """The suite imports them outright (no importorskip), so a broken install fails here,
+    saying which package is missing, rather than as an import error further on."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = project["optional-dependencies"]["test"]
+    assert missing(declared) == [], "pip install -c constraints.txt -e '.[test]' (make install)"
+    assert missing(["surely-not-a-package-of-this-venv>=1"]) == [
+        "surely-not-a-package-of-this-venv>=1"
+    ]
 
 
 def test_torch_is_a_range_that_holds_the_pinned_build():

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.outcomes import test_key  # noqa: E402
+from tests.helpers.outcomes import key_of  # noqa: E402
 from tests.kernels import other_kernels  # noqa: E402
 
 
@@ -67,7 +67,7 @@ def properties(xml: Path):
         match = re.search(r"\[(.*)\]$", name)
         params = match.group(1).split("-") if match else []
         precision = next((p for p in params if p in ("fp32", "bf16")), "")
-        test = test_key(case.get("classname"), name)
+        test = key_of(case.get("classname"), name)
         passed = case.find("failure") is None and case.find("error") is None
         for prop in case.iter("property"):
             value = ast.literal_eval(prop.get("value"))

@@ -1,9 +1,10 @@
 """The forecasting Python API: fit on a CSV or a DataFrame, predict, plot."""
 
+import io
 import json
 import math
-from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 import transduce
@@ -83,26 +84,19 @@ def test_the_last_value_pulled_towards_the_training_mean(tmp_path):
         )
 
 
-class FakeFrame:
-    """What fit and predict use of a pandas DataFrame: to_csv and the index's name and
-    dtype (kind "M": dates)."""
-
-    def __init__(self, text, dated=False):
-        self.text, self.dated = text, dated
-        self.index = SimpleNamespace(name=None, dtype=SimpleNamespace(kind="M" if dated else "i"))
-
-    def to_csv(self, index=True, index_label=None):
-        if not self.dated:
-            assert index is False  # an unnamed index is pandas' row numbers: left out
-            return self.text
-        assert index is True  # an unnamed DatetimeIndex (pd.date_range): the date column
-        header, body = self.text.split("\n", 1)
-        return f"{index_label},{header.split(',', 1)[1]}\n{body}"
+def dataframe(text: str, dated: bool = False) -> pd.DataFrame:
+    """A pandas DataFrame of a CSV's text: with ``dated``, its first column becomes an
+    unnamed DatetimeIndex (as ``pd.date_range`` makes one); else pandas' row numbers."""
+    if not dated:
+        return pd.read_csv(io.StringIO(text))
+    table = pd.read_csv(io.StringIO(text), index_col=0, parse_dates=True)
+    table.index.name = None
+    return table
 
 
 def test_an_unnamed_index_of_dates_is_the_date_column(tmp_path):
     text = write_sine(tmp_path / "sine.csv", n=400).read_text()
-    frame = FakeFrame(text.replace("date,", "when,", 1), dated=True)
+    frame = dataframe(text, dated=True)
     model = Forecaster.fit(frame, tmp_path / "run", date_column="stamp", **TINY)
     assert (tmp_path / "run" / "series.csv").read_text().startswith("stamp,load,temp")
     assert model.predict(frame)[0]["stamp"] == "2021-01-17 16:00:00"
@@ -115,31 +109,31 @@ def test_a_start_that_fails_leaves_no_folder_for_the_frame(tmp_path):
         ({**TINY, "input_length": 390}, "^<DataFrame>: 400 rows leave no train"),
     ):
         with pytest.raises(UserError, match=message):
-            Forecaster.fit(FakeFrame(text), tmp_path / "run", **settings)
+            Forecaster.fit(dataframe(text), tmp_path / "run", **settings)
         assert not (tmp_path / "run").exists()
     lines = text.splitlines()
     fields = lines[6].split(",")
-    bad = FakeFrame(
+    bad = dataframe(
         "\n".join(lines[:6] + [",".join([fields[0], "x", *fields[2:]])] + lines[7:]) + "\n"
     )  # the frame's row 5 (iloc), CSV line 7
     message = "^<DataFrame> row 5: column 'load' holds 'x', not a number"
     with pytest.raises(UserError, match=message):
         Forecaster.fit(bad, tmp_path / "run", **TINY)
     assert not (tmp_path / "run").exists()
-    model = Forecaster.fit(FakeFrame(text), tmp_path / "good", **TINY)
+    model = Forecaster.fit(dataframe(text), tmp_path / "good", **TINY)
     with pytest.raises(UserError, match=message):
         model.predict(bad)
     (tmp_path / "mine").mkdir()  # a folder the user made stays, with what was saved there
     with pytest.raises(UserError, match="400 rows leave no train"):
-        Forecaster.fit(FakeFrame(text), tmp_path / "mine", **{**TINY, "input_length": 390})
+        Forecaster.fit(dataframe(text), tmp_path / "mine", **{**TINY, "input_length": 390})
     assert (tmp_path / "mine").is_dir()
 
 
 def test_fit_and_predict_on_a_dataframe(tmp_path):
     text = write_sine(tmp_path / "sine.csv", n=400).read_text()
-    frame = FakeFrame(text)
+    frame = dataframe(text)
     model = Forecaster.fit(frame, tmp_path / "run", **TINY)
-    assert (tmp_path / "run" / "series.csv").read_text() == text
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "run" / "series.csv"), frame)
     assert len(model.predict(frame)) == 12
 
 
@@ -147,9 +141,10 @@ def test_backtest_a_dataframe_from_python(tmp_path):
     from transduce import backtest
 
     text = write_sine(tmp_path / "sine.csv", n=400).read_text()
-    result = backtest(FakeFrame(text), tmp_path / "bt", folds=2, **TINY)
+    frame = dataframe(text)
+    result = backtest(frame, tmp_path / "bt", folds=2, **TINY)
     # 400 rows, 70/10/20: fold 1's test rows end where the protocol's begin (row 320)
     assert [f["split"] for f in result["folds"]] == ["rows:200,240,320", "rows:160,200,280"]
-    assert (tmp_path / "bt" / "series.csv").read_text() == text
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "bt" / "series.csv"), frame)
     assert json.loads((tmp_path / "bt" / "backtest.json").read_text()) == result
     assert all(math.isfinite(f["mse"]) and f["rho_risk"] for f in result["folds"])

@@ -68,86 +68,98 @@ def margin(worst: float, best: float) -> float:
     return max(abs(worst - best), 0.05 * abs(worst))
 
 
+def _of(test: str, **measures: Bound) -> dict[tuple[str, str], Bound]:
+    return {(test, measure): bound for measure, bound in measures.items()}
+
+
 # (test, measure) -> bound. The test is named as spread.py names it: file stem::function,
 # with its parameters other than the precision in brackets. Each bound sits MARGIN beyond
 # the worst value in benchmarks/outcomes/spread.json and ../shared/outcomes/*.json.
+CHANNEL_COVARIATE = "test_channel::test_a_past_observed_covariate_reaches_the_forecast_through"
 BOUNDS: dict[tuple[str, str], Bound] = {
-    # attention figures of the study notes: a trained reversal attends on the anti-diagonal
-    ("test_attention::test_trained_figures_show_what_their_titles_say", "nw_loss_ratio"): Bound(
-        high=1.0
-    ),
-    ("test_attention::test_trained_figures_show_what_their_titles_say", "bahdanau_band"): Bound(
-        low=0.55
-    ),
-    (
+    # the attention figures of the study notes: a trained reversal attends on the
+    # anti-diagonal; Nadaraya-Watson's learned width lowers its loss
+    **_of(
         "test_attention::test_trained_figures_show_what_their_titles_say",
-        "bahdanau_rows_on_diagonal",
-    ): Bound(low=4),
-    (
-        "test_attention::test_trained_figures_show_what_their_titles_say",
-        "transformer_rows_on_diagonal",
-    ): Bound(low=4),
-    # the copy task: exact copies of unseen sequences (accuracy) and their teacher-forced loss
-    ("test_copy_task::test_tiny_transformer_learns_to_copy", "accuracy"): Bound(low=0.85),
-    ("test_copy_task::test_tiny_transformer_learns_to_copy", "loss"): Bound(high=0.3),
-    ("test_copy_task::test_bahdanau_baseline_learns_to_copy", "accuracy"): Bound(low=0.8),
-    # Nadaraya-Watson pooling with a learned width
-    ("test_pooling::test_learned_width_fits_better_than_the_fixed_kernel", "loss_ratio"): Bound(
-        high=0.9
+        nw_loss_ratio=Bound(high=1.0),
+        bahdanau_band=Bound(low=0.55),
+        bahdanau_rows_on_diagonal=Bound(low=4),
+        transformer_rows_on_diagonal=Bound(low=4),
     ),
-    ("test_pooling::test_learned_width_fits_better_than_the_fixed_kernel", "w"): Bound(low=1.0),
+    # the copy task: exact copies of unseen sequences, and their teacher-forced loss
+    **_of(
+        "test_copy_task::test_tiny_transformer_learns_to_copy",
+        accuracy=Bound(low=0.85),
+        loss=Bound(high=0.3),
+    ),
+    **_of("test_copy_task::test_bahdanau_baseline_learns_to_copy", accuracy=Bound(low=0.8)),
+    **_of(
+        "test_pooling::test_learned_width_fits_better_than_the_fixed_kernel",
+        loss_ratio=Bound(high=0.9),
+        w=Bound(low=1.0),
+    ),
     # the demo: from ln(67) ~ 4.2 towards label smoothing's floor of 0.73
-    ("test_demo::test_training_made_progress", "first_loss"): Bound(low=2.0),
-    ("test_demo::test_training_made_progress", "last_loss"): Bound(high=1.2),
+    **_of(
+        "test_demo::test_training_made_progress",
+        first_loss=Bound(low=2.0),
+        last_loss=Bound(high=1.2),
+    ),
     # forecasting: test MSE as a fraction of a baseline's, and what a model reads
-    ("test_cli::test_patch_model_learns_a_noisy_sine_well_below_repeating", "ratio"): Bound(
-        high=0.3
+    **_of(
+        "test_cli::test_patch_model_learns_a_noisy_sine_well_below_repeating",
+        ratio=Bound(high=0.3),
     ),
-    (
+    **_of(
         "test_sparse::test_sparse_learns_a_daily_sine_in_30_epochs_well_below_repeating_it",
-        "ratio",
-    ): Bound(high=0.6),
-    ("test_sparse::test_a_run_without_revin_s_affine_map_trains_tests_and_resumes", "mse"): Bound(
-        high=1.0
+        ratio=Bound(high=0.6),
     ),
-    (
+    **_of(
+        "test_sparse::test_a_run_without_revin_s_affine_map_trains_tests_and_resumes",
+        mse=Bound(high=1.0),
+    ),
+    **_of(
         "test_channel::test_a_channel_run_learns_a_sine_and_predicts_and_plots_with_its_band",
-        "ratio",
-    ): Bound(high=0.3),
-    **{
-        (
-            "test_channel::test_a_past_observed_covariate_reaches_the_forecast_through_channel_"
-            f"attention[learned_mask={mask}]",
-            measure,
-        ): bound
-        for mask in ("false", "true")
-        for measure, bound in (("ratio", Bound(high=0.3)), ("y_reads_a", Bound(low=0.8)))
-    },
-    ("test_covariates::test_a_known_future_covariate_is_used[patch]", "ratio"): Bound(high=0.3),
-    ("test_covariates::test_a_known_future_covariate_is_used[transformer]", "ratio"): Bound(
-        high=0.3
+        ratio=Bound(high=0.3),
     ),
-    (
-        "test_quantiles::test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated",
-        "coverage",
-    ): Bound(low=0.7, high=0.9),
-    (
-        "test_quantiles::test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated",
-        "rho_risk_0.9_0.5",
-    ): Bound(low=0.0, high=0.5),
-    ("test_panel::test_a_global_run_reads_known_future_covariates", "promo_gap"): Bound(
-        low=15.0
-    ),  # the flag adds 30
-    ("test_point_loss::test_the_point_forecast_learns_the_mean_or_the_median[mae]", "error"): Bound(
-        high=0.05
+    **_of(
+        f"{CHANNEL_COVARIATE}_channel_attention[learned_mask=false]",
+        ratio=Bound(high=0.3),
+        y_reads_a=Bound(low=0.8),
     ),
-    ("test_point_loss::test_the_point_forecast_learns_the_mean_or_the_median[mse]", "error"): Bound(
-        high=0.05
+    **_of(
+        f"{CHANNEL_COVARIATE}_channel_attention[learned_mask=true]",
+        ratio=Bound(high=0.3),
+        y_reads_a=Bound(low=0.8),
+    ),
+    **_of("test_covariates::test_a_known_future_covariate_is_used[patch]", ratio=Bound(high=0.3)),
+    **_of(
+        "test_covariates::test_a_known_future_covariate_is_used[transformer]",
+        ratio=Bound(high=0.3),
+    ),
+    # a 0.1-0.9 band covers 0.8 of the values if calibrated
+    **_of(
+        "test_quantiles::test_quantiles_after_training_on_a_noisy_sine_are_ordered_and_calibrated",
+        coverage=Bound(low=0.7, high=0.9),
+        **{"rho_risk_0.9_0.5": Bound(high=0.5)},  # a measure named with dots
+    ),
+    # the promotion flag adds 30 to the series
+    **_of(
+        "test_panel::test_a_global_run_reads_known_future_covariates",
+        promo_gap=Bound(low=15.0),
+    ),
+    # the distance from the mean (mse) or median (mae), which lie 0.3 apart
+    **_of(
+        "test_point_loss::test_the_point_forecast_learns_the_mean_or_the_median[mae]",
+        error=Bound(high=0.05),
+    ),
+    **_of(
+        "test_point_loss::test_the_point_forecast_learns_the_mean_or_the_median[mse]",
+        error=Bound(high=0.05),
     ),
 }
 
 
-def test_key(module: str, name: str) -> str:
+def key_of(module: str, name: str) -> str:
     """A test's key in BOUNDS and in the spread files, from its module (``tests.nn.test_x``)
     and its pytest name (``test_y[bf16-patch]``): ``test_x::test_y[patch]``."""
     match = re.search(r"\[(.*)\]$", name)
@@ -158,7 +170,7 @@ def test_key(module: str, name: str) -> str:
 
 def check(node, record_property: Callable[[str, object], None], name: str, value):
     """Record ``value`` as measure ``name`` of the test ``node`` and assert its bound."""
-    key = (test_key(node.module.__name__, node.name), name)
+    key = (key_of(node.module.__name__, node.name), name)
     if key not in BOUNDS:
         raise AssertionError(f"no bound for {key} in tests/helpers/outcomes.py BOUNDS")
     values = [value] if isinstance(value, (int, float)) else [float(v) for v in value]

@@ -4,11 +4,25 @@ import os
 import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(path: Path, process: subprocess.Popen, seconds: float) -> None:
+    """Wait until ``path`` exists; fail the test if ``process`` ends first or ``seconds``
+    pass, so that a test that acts once a run has reached a point never acts before it."""
+    deadline = time.time() + seconds
+    while not path.exists():
+        if process.poll() is not None:
+            pytest.fail(f"the process ended (exit {process.returncode}) before {path} appeared")
+        if time.time() > deadline:
+            process.kill()
+            pytest.fail(f"{path} did not appear within {seconds:g} s")
+        time.sleep(0.05)
 
 
 def make_node(path, minor):
@@ -24,8 +38,6 @@ def make_node(path, minor):
 def stopped_by_sigterm(command, run_dir):
     """Run ``command`` (a training of ``run_dir``), send it SIGTERM once training has begun
     (its first metrics row), as a scheduler stops a job; returns (exit status, stderr)."""
-    import time
-
     process = subprocess.Popen(
         list(map(str, command)),
         cwd=ROOT,
@@ -34,9 +46,7 @@ def stopped_by_sigterm(command, run_dir):
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
-    deadline = time.time() + 180
-    while not (run_dir / "metrics.jsonl").exists() and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(run_dir / "metrics.jsonl", process, 180)
     process.send_signal(signal.SIGTERM)
     err = process.communicate(timeout=120)[1]
     return process.returncode, err

@@ -2,7 +2,13 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.runs import average_checkpoints, load_checkpoint, save_checkpoint
+from transduce.errors import UserError
+from transduce.runs import (
+    DamagedCheckpoint,
+    average_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 
 def fake_checkpoint(path, value, tokenizer="abc"):
@@ -29,7 +35,7 @@ def test_checkpoints_of_different_runs_are_refused(tmp_path):
         fake_checkpoint(tmp_path / "a.pt", 1.0),
         fake_checkpoint(tmp_path / "b.pt", 2.0, tokenizer="other"),
     ]
-    with pytest.raises(Exception, match="another run"):
+    with pytest.raises(UserError, match="another run"):
         average_checkpoints(paths)
 
 
@@ -53,5 +59,5 @@ def test_average_command_on_a_trained_run(config, tmp_path, capsys):
 
 def test_a_foreign_file_is_not_loaded(tmp_path, capsys):
     (tmp_path / "x.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(Exception, match="not a transduce checkpoint"):
+    with pytest.raises(DamagedCheckpoint, match="not a transduce checkpoint"):
         load_checkpoint(tmp_path / "x.pt")

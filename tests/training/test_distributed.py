@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 from tests.helpers.forecasting import SINE_YAML as FORECAST_TINY
 from tests.helpers.forecasting import write_sine
+from tests.helpers.processes import wait_for
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint, step_checkpoints
 
@@ -102,9 +102,7 @@ def test_a_killed_two_process_run_resumes_to_the_same_weights(config, tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.time() + 180
-    while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(killed / "checkpoints" / "step_8.pt", process, 180)
     os.killpg(process.pid, signal.SIGKILL)  # the launcher and both workers, mid-whatever
     process.wait()
     assert not (killed / "checkpoints" / "step_16.pt").exists()

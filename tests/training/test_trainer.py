@@ -4,11 +4,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 
+from tests.helpers.processes import wait_for
 from transduce.cli.main import main
 from transduce.runs import load_checkpoint
 
@@ -94,9 +94,7 @@ def test_a_killed_run_resumes_to_the_same_weights(config, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 120
-    while not (killed / "checkpoints" / "step_8.pt").exists() and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(killed / "checkpoints" / "step_8.pt", process, 120)
     os.kill(process.pid, signal.SIGKILL)  # mid-update, mid-write, wherever it is
     process.wait()
     assert not (killed / "checkpoints" / "step_40.pt").exists()

@@ -14,10 +14,24 @@ def test_attention_grid_is_a_png_with_one_panel_per_layer_and_head(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["attention.png"]
 
 
-def test_positional_encoding_png(tmp_path):
+def test_positional_encoding_png_draws_the_table_positions_down(tmp_path, monkeypatch):
+    import matplotlib.axes
+    import numpy as np
+
+    drawn = []
+    imshow = matplotlib.axes.Axes.imshow
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "imshow",
+        lambda self, data, **k: (drawn.append(np.asarray(data)), imshow(self, data, **k))[1],
+    )
+    table = sinusoidal_table(32, 16)
     path = tmp_path / "pe.png"
-    plot_positional_encoding(sinusoidal_table(32, 16), path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plot_positional_encoding(table, path)
+    np.testing.assert_array_equal(drawn[0], table.numpy())  # (positions, dimensions)
+    image = matplotlib.image.imread(path)
+    assert image.shape[0] > 100 and image.shape[1] > image.shape[0]  # 8 by 4.5 inches
+    assert image[..., :3].std() > 0.1  # a drawing, not a blank page
 
 
 def test_a_long_output_does_not_widen_the_figure(tmp_path):
