@@ -9,7 +9,8 @@ import torch
 
 from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
-from transduce.nn.forecasting.quantiles import band_coverage, coverage, intervals, pinball, rho_risk
+from transduce.evaluation.quantiles import band_coverage, coverage, intervals, rho_risk
+from transduce.nn.forecasting.quantiles import pinball
 
 
 def test_rho_risk_equals_a_hand_computation():

@@ -67,3 +67,20 @@ def test_weight_decay_shrinks_matrices_by_rate_times_decay_and_spares_vectors():
 def test_no_weight_decay_is_the_papers_adam():
     optimizer = paper_adam([torch.nn.Parameter(torch.zeros(2, 2))], weight_decay=0.0)
     assert type(optimizer) is torch.optim.Adam and len(optimizer.param_groups) == 1
+
+
+def test_the_cooldown_scales_one_step_and_the_schedule_goes_on_from_its_own_rate():
+    from transduce.training.schedule import cooldown_factor, scaled_rate
+
+    assert [cooldown_factor(p, 0.3) for p in (0.0, 0.7, 0.85, 1.0)] == pytest.approx(
+        [1.0, 1.0, 0.5, 0.0]
+    )
+    assert cooldown_factor(0.99, 0.0) == 1.0  # no cooldown
+    weight = torch.nn.Parameter(torch.ones(2))
+    optimizer = torch.optim.SGD([{"params": [weight]}, {"params": [], "lr": 0.2}], lr=0.1)
+    weight.grad = torch.ones(2)
+    with scaled_rate(optimizer, 0.5) as rate:
+        assert rate == pytest.approx(0.05)
+        optimizer.step()
+    torch.testing.assert_close(weight.detach(), torch.full((2,), 1 - 0.05))
+    assert [g["lr"] for g in optimizer.param_groups] == [0.1, 0.2]

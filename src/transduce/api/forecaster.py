@@ -24,8 +24,8 @@ from transduce.data.text import decode_utf8
 from transduce.data.timeseries import parse_series
 from transduce.data.windows import calendar_features
 from transduce.errors import UserError
+from transduce.evaluation.quantiles import column_name
 from transduce.io import write_text
-from transduce.nn.forecasting.quantiles import column_name
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.rundir import evaluate_run, load_model

@@ -37,6 +37,7 @@ from transduce.errors import UserError
 from transduce.training.distributed import Session, check_same_batches
 from transduce.training.engine_config import EngineConfig
 from transduce.training.report import Report
+from transduce.training.schedule import cooldown_factor, scaled_rate
 from transduce.training.signals import Interrupted, StopSignals
 
 
@@ -303,16 +304,10 @@ class Engine:
             if p.grad is not None:
                 p.grad.mul_(s.world / max(units, 1))
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.cfg.clip_norm or math.inf)
-        groups = self.optimizer.param_groups
-        scheduled = [param_group["lr"] for param_group in groups]
-        factor = self.cooldown_factor()
-        for param_group in groups:
-            param_group["lr"] *= factor
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.used_lr = groups[0]["lr"]
-        for param_group, rate in zip(groups, scheduled):  # the schedule goes on from its own rate
-            param_group["lr"] = rate
+        factor = cooldown_factor(self.progress(), self.cfg.cooldown)
+        with scaled_rate(self.optimizer, factor) as self.used_lr:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         if self.schedule is not None:
             self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -343,13 +338,6 @@ class Engine:
             done = self.epoch + self.position / max(self.epoch_batches, 1)
             shares.append(done / c.max_epochs)
         return min(max(shares), 1.0)
-
-    def cooldown_factor(self) -> float:
-        """What the next update's rate is multiplied by: 1, then falling linearly to 0 over
-        the last ``cooldown`` share of the budget."""
-        if not self.cfg.cooldown:
-            return 1.0
-        return min(1.0, (1.0 - self.progress()) / self.cfg.cooldown)
 
     # ------------------------------------------------------------ validation and files
     def checkpoint(self) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+import contextlib
+from typing import Iterable, Iterator
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
@@ -60,3 +61,26 @@ def schedule_for(
     if name == "inverse_sqrt":
         return LambdaLR(optimizer, lambda k: inverse_sqrt_rate(k + 1, warmup, lr))
     raise ValueError(f"unknown schedule {name!r}; use noam or inverse_sqrt")
+
+
+def cooldown_factor(progress: float, cooldown: float) -> float:
+    """What an update's rate is multiplied by when ``progress`` (0 to 1) of the run's budget
+    is spent: 1, then falling linearly to 0 over the last ``cooldown`` share of it."""
+    if not cooldown:
+        return 1.0
+    return min(1.0, (1.0 - progress) / cooldown)
+
+
+@contextlib.contextmanager
+def scaled_rate(optimizer: torch.optim.Optimizer, factor: float) -> Iterator[float]:
+    """The optimiser's rates times ``factor`` for the step taken inside (yields the first
+    group's rate); the schedule's own rates after it, so the schedule goes on from them."""
+    groups = optimizer.param_groups
+    scheduled = [group["lr"] for group in groups]
+    for group in groups:
+        group["lr"] *= factor
+    try:
+        yield groups[0]["lr"]
+    finally:
+        for group, rate in zip(groups, scheduled):
+            group["lr"] = rate

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from transduce.nn.forecasting.quantiles import intervals  # noqa: E402
+from transduce.evaluation.quantiles import intervals  # noqa: E402
 from transduce.viz.heatmaps import _save  # noqa: E402
 
 

@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from transduce import runs
 from transduce.errors import UserError
-from transduce.nn.forecasting.quantiles import intervals
+from transduce.evaluation.quantiles import intervals
 
 MIN_SPREAD = 1e-2  # normalised units: a window flatter than this counts as this flat
 log = logging.getLogger("transduce.calibration")

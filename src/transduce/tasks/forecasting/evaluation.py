@@ -13,7 +13,7 @@ import torch
 
 from transduce.data.windows import Scaler
 from transduce.errors import UserError
-from transduce.nn.forecasting.quantiles import band_coverage, rho_loss
+from transduce.evaluation.quantiles import band_coverage, rho_loss
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
 

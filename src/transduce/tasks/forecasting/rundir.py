@@ -14,9 +14,9 @@ from transduce import runs
 from transduce.config import apply_mapping
 from transduce.data.windows import Scaler
 from transduce.errors import UserError
+from transduce.evaluation.quantiles import band_coverage, intervals
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input
-from transduce.nn.forecasting.quantiles import band_coverage, intervals
 from transduce.tasks.forecasting.calibration import (
     Calibrated,
     apply_saved,

@@ -11,7 +11,8 @@ import torch
 from torch import Tensor
 from torch.optim.lr_scheduler import LambdaLR
 
-from transduce.nn.forecasting.quantiles import intervals, pinball
+from transduce.evaluation.quantiles import intervals
+from transduce.nn.forecasting.quantiles import pinball
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
