@@ -169,3 +169,9 @@ def test_load_names_a_wrong_argument(trained_run, path, settings, message):
     )
     with pytest.raises(TypeError, match=message):
         transduce.load(path, **settings)
+
+
+def test_a_list_of_forecasting_runs_is_refused_in_one_line(forecast_run):
+    run, _ = forecast_run
+    with pytest.raises(UserError, match="forecasting runs load one at a time; to forecast with"):
+        transduce.load([run, run])

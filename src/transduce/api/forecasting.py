@@ -14,6 +14,11 @@ def load_forecaster(path, device: str, precision: str, verbose: bool):
     """A :class:`Forecaster`, or a :class:`GlobalForecaster` for a global run. A forecaster
     runs on the CPU in float32, so another ``device`` or ``precision`` is refused, as the
     command line refuses a setting it would ignore."""
+    if isinstance(path, (list, tuple)):
+        raise UserError(
+            f"{', '.join(map(str, path))}: forecasting runs load one at a time; to forecast "
+            "with several, blend them (transduce forecast blend RUN RUN ... --output DIR)"
+        )
     ignored = [
         f"{name}={value}"
         for name, value, kept in (
