@@ -9,6 +9,7 @@ from transduce import runs
 from transduce.cli.main import main
 from transduce.decoding import defaults
 from transduce.errors import UserError
+from transduce.tasks.translation.scored import Scored
 
 
 @pytest.fixture
@@ -252,7 +253,7 @@ def test_rows_scored_with_other_settings_are_not_reused(run, monkeypatch):
     base = ["tune", str(run), "--last", "1", "--lenpen", "0.0", "--no-repeat-ngram", "0"]
     score, calls = tuning._score, []
     monkeypatch.setattr(tuning, "_score", lambda *a: (calls.append(a[4].beam), score(*a))[1])
-    monkeypatch.setattr(tuning.Scored, "done", lambda self: None)  # keep the rows
+    monkeypatch.setattr(Scored, "done", lambda self: None)  # keep the rows
     assert main(base + ["--beam", "2"]) == 0 and main(base + ["--beam", "3"]) == 0
     assert main(base + ["--beam", "2"]) == 0
     assert calls == [2, 3]  # the third found beam 2's row; beam 3 found none
