@@ -1,6 +1,8 @@
 """The M4 scores on cases worked out by hand, and Naive2 as the competition's R code makes
 it (its seasonality test and classical multiplicative decomposition)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,35 @@ def test_decomposition_matches_rs_decompose_on_a_small_series():
 def test_rho_risk_by_hand():
     # ρ 0.9: y 10 under ŷ 12 → (0.9 − 1)(−2) = 0.2; y 10 over ŷ 8 → 0.9·2 = 1.8
     assert m4.rho_risk([[12.0, 8.0]], [[10.0, 10.0]], 0.9) == pytest.approx(2 * 2.0 / 20)
+
+
+def test_a_history_the_naive_forecast_fits_exactly_is_left_out_of_mase():
+    """M4 has no constant series; here one has no MASE (its scale is 0), and is left out of
+    the model's and Naive2's MASE alike; sMAPE keeps every series."""
+    histories = {"flat": [5.0] * 10, "ramp": [float(v) for v in range(1, 11)]}
+    truths = {"flat": [5.0, 5.0], "ramp": [11.0, 12.0]}
+    forecasts = {"flat": [6.0, 6.0], "ramp": [11.0, 13.0]}
+    got = m4.score(forecasts, truths, histories, season=1)
+    assert got["mase_series"] == 1
+    assert got["mase"] == pytest.approx(m4.mase(forecasts["ramp"], truths["ramp"], range(1, 11), 1))
+    naive2 = m4.naive2(histories["ramp"], 2, 1)
+    assert got["naive2_mase"] == pytest.approx(m4.mase(naive2, truths["ramp"], range(1, 11), 1))
+    flat = 200 / 11  # |5 - 6| / (5 + 6), in percent
+    assert got["smape"] == pytest.approx((flat + m4.smape(forecasts["ramp"], truths["ramp"])) / 2)
+    json.dumps(got, allow_nan=False)
+
+
+def test_with_no_series_to_scale_mase_and_owa_are_none_not_nan():
+    histories = {"a": [5.0] * 10, "b": [2.0] * 10}
+    truths = {"a": [5.0, 5.0], "b": [2.0, 2.0]}
+    got = m4.score(truths, truths, histories, season=1)  # exact forecasts; Naive2 exact too
+    assert got["mase"] is None and got["owa"] is None and got["naive2_mase"] is None
+    assert got["smape"] == 0.0 and got["mase_series"] == 0
+    json.dumps(got, allow_nan=False)
+    assert m4.rho_risk([[1.0, 2.0]], [[0.0, 0.0]], 0.5) is None  # Σ|y| = 0: no scale
+    assert m4.mase_scale([3.0], 24) == 0.0  # one value: no naive error to take
+
+
+def test_a_constant_history_is_not_seasonal_and_naive2_repeats_it():
+    assert not m4.is_seasonal([4.0] * 96, 24)  # R's acf gives NaN; here no season
+    assert m4.naive2([4.0] * 96, 3, 24).tolist() == [4.0, 4.0, 4.0]

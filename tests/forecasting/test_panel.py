@@ -1,6 +1,7 @@
 """Many series, one model: the long table, M4's wide files, a global run, its forecasts and
 scores, and what serve shows of it."""
 
+import json
 import math
 
 import numpy as np
@@ -279,3 +280,55 @@ def test_a_global_run_reads_known_future_covariates(tmp_path, capsys, outcome):
         "series 'S1' needs a row at each of its next 24 steps, 361 to 384, with promo"
         in capsys.readouterr().err
     )
+
+
+def strict_json(path):
+    """The file's JSON, failing on the NaN and Infinity tokens JSON does not have."""
+
+    def refuse(token):
+        raise AssertionError(f"{path} holds {token}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.mark.parametrize("constant", [1, 3])
+def test_constant_series_have_no_mase_and_nothing_non_finite_is_written_or_served(
+    tmp_path, capsys, constant
+):
+    """One constant series of three is left out of MASE and said so; with all three
+    constant, MASE and OWA are n/a (null), sMAPE still scores; /info stays JSON."""
+    from fastapi.testclient import TestClient
+
+    from transduce.api.describe import describe
+    from transduce.serve.app import create_app
+
+    ids = ["S0", "S1", "S2"]
+    t = np.arange(1, 121)
+    level = [
+        np.full(120, 40.0 + 5 * s) if s < constant else 50 + 10 * np.sin(t / 4) for s in range(3)
+    ]
+    train = tmp_path / "train.csv"
+    train.write_text(write_panel(None, ids, [list(t)] * 3, level))
+    ahead = np.arange(121, 145)
+    truth = [
+        np.full(24, 40.0 + 5 * s) if s < constant else 50 + 10 * np.sin(ahead / 4) for s in range(3)
+    ]
+    test = tmp_path / "test.csv"
+    test.write_text(write_panel(None, ids, [list(ahead)] * 3, truth))
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={train}", *TINY, "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["forecast", "test", str(run), "--csv", str(test)]) == 0
+    out = capsys.readouterr().out
+    result = strict_json(run / "test_results.json")
+    assert result["mase_series"] == 3 - constant and math.isfinite(result["smape"])
+    if constant == 3:
+        assert result["mase"] is None and result["owa"] is None
+        assert "MASE n/a OWA n/a" in out
+    else:
+        assert math.isfinite(result["mase"]) and math.isfinite(result["owa"])
+        assert "MASE over 2 of 3 series: the others' histories repeat exactly" in out
+    model = transduce.load(run)
+    with TestClient(create_app(model, describe(str(run), model))) as client:
+        info = client.get("/info")
+        assert info.status_code == 200 and info.json()["scores"]["test"]["owa"] == result["owa"]

@@ -317,15 +317,7 @@ def run_test(args: argparse.Namespace) -> int:
                 "a global run is scored against a long table of each series' next "
                 "horizon: give --csv TEST.csv (unique_id, ds, y)"
             )
-        result = test_panel(args.run_dir, args.csv)
-        print(
-            f"{result['series']} series, horizon {result['horizon']}: sMAPE "
-            f"{result['smape']:.3f} MASE {result['mase']:.3f} OWA {result['owa']:.3f} "
-            f"(Naive2: sMAPE {result['naive2_smape']:.3f} MASE {result['naive2_mase']:.3f}; "
-            f"seasonality {result['season']})"
-        )
-        if result["rho_risk"]:
-            print("  " + " ".join(f"R{rho} {r:.4f}" for rho, r in result["rho_risk"].items()))
+        _say_m4(test_panel(args.run_dir, args.csv))
         return 0
     if args.csv:
         raise UserError(
@@ -515,6 +507,27 @@ def _plot_future(args: argparse.Namespace) -> int:
     _say_history(args, model)
     print(f"wrote {model.plot(args.csv, out)}")
     return 0
+
+
+def _say_m4(result: dict) -> None:
+    """A global run's M4 scores; "n/a" where one is undefined (see evaluation.m4.score)."""
+
+    def shown(value, digits: int = 3) -> str:
+        return "n/a" if value is None else f"{value:.{digits}f}"
+
+    print(
+        f"{result['series']} series, horizon {result['horizon']}: sMAPE "
+        f"{shown(result['smape'])} MASE {shown(result['mase'])} OWA {shown(result['owa'])} "
+        f"(Naive2: sMAPE {shown(result['naive2_smape'])} MASE "
+        f"{shown(result['naive2_mase'])}; seasonality {result['season']})"
+    )
+    if result["mase_series"] < result["series"]:
+        print(
+            f"  MASE over {result['mase_series']} of {result['series']} series: the others' "
+            "histories repeat exactly (constant), so no error can be scaled by them"
+        )
+    if result["rho_risk"]:
+        print("  " + " ".join(f"R{rho} {shown(r, 4)}" for rho, r in result["rho_risk"].items()))
 
 
 def _say_history(args: argparse.Namespace, model) -> None:

@@ -39,9 +39,11 @@ def smape(forecast, truth) -> float:
 
 def mase_scale(history, season: int) -> float:
     """The in-sample mean absolute error of the seasonal naive forecast (lag ``season``;
-    lag 1 when the history is not longer than a season)."""
+    lag 1 when the history is not longer than a season); 0 for a history of one value."""
     history = np.asarray(history, np.float64)
     m = season if len(history) > season else 1
+    if len(history) <= m:
+        return 0.0
     return float(np.abs(history[m:] - history[:-m]).mean())
 
 
@@ -62,8 +64,8 @@ def acf(series, lags: int) -> np.ndarray:
 def is_seasonal(history, season: int) -> bool:
     """The M4 benchmarks' 90% test of seasonality at lag ``season``."""
     n = len(history)
-    if season <= 1 or n < 3 * season:
-        return False
+    if season <= 1 or n < 3 * season or np.ptp(np.asarray(history, np.float64)) == 0:
+        return False  # too short to test, or constant: no autocorrelation to test
     r = acf(history, season)
     limit = Z_90 * np.sqrt((1 + 2 * float((r[: season - 1] ** 2).sum())) / n)
     return bool(abs(r[season - 1]) > limit)
@@ -105,12 +107,14 @@ def seasonal_naive(history, horizon: int, season: int) -> np.ndarray:
     return np.resize(x[-season:], horizon)
 
 
-def rho_risk(forecasts, truths, rho: float) -> float:
-    """R_ρ over all series: 2·Σ D_ρ / Σ|y| (lists of equal-length arrays, or arrays)."""
+def rho_risk(forecasts, truths, rho: float) -> float | None:
+    """R_ρ over all series: 2·Σ D_ρ / Σ|y| (lists of equal-length arrays, or arrays); None
+    where every true value is 0 and the ratio has no scale."""
     f = np.concatenate([np.ravel(a) for a in forecasts]).astype(np.float64)
     y = np.concatenate([np.ravel(a) for a in truths]).astype(np.float64)
     loss = ((rho - (y <= f)) * (y - f)).sum()
-    return float(2 * loss / np.abs(y).sum())
+    scale = np.abs(y).sum()
+    return float(2 * loss / scale) if scale > 0 else None
 
 
 def score(
@@ -122,22 +126,37 @@ def score(
 ) -> dict:
     """sMAPE, MASE and (against Naive2, computed here unless given as (sMAPE, MASE)) OWA of
     point forecasts over every series: ``forecasts``, ``truths``, ``histories``: id →
-    values (the ids of ``truths``)."""
+    values (the ids of ``truths``).
+
+    A series whose history the seasonal naive forecast fits exactly (a constant one, say)
+    has no MASE: its in-sample error, MASE's denominator, is 0, and any error over it is
+    undefined. M4 holds no such series and its R code would divide by zero. Here they are
+    left out of MASE, and of Naive2's MASE so that OWA compares like with like, and
+    ``mase_series`` counts the series MASE is the mean of. Imputing a scale instead would
+    make a number no published MASE can be compared with. Where no series has a MASE, MASE
+    and OWA are None, as OWA is where Naive2 scores 0 (it forecast every series exactly):
+    JSON null, never NaN or infinity.
+    """
     ids = list(truths)
+    scaled = [i for i in ids if mase_scale(histories[i], season) > 0]
+
+    def mean_mase(found: dict) -> float | None:
+        if not scaled:
+            return None
+        return float(np.mean([mase(found[i], truths[i], histories[i], season) for i in scaled]))
+
     s = float(np.mean([smape(forecasts[i], truths[i]) for i in ids]))
-    m = float(np.mean([mase(forecasts[i], truths[i], histories[i], season) for i in ids]))
+    m = mean_mase(forecasts)
     if naive2_scores is None:
-        horizon = {i: len(truths[i]) for i in ids}
-        base = {i: naive2(histories[i], horizon[i], season) for i in ids}
-        naive2_scores = (
-            float(np.mean([smape(base[i], truths[i]) for i in ids])),
-            float(np.mean([mase(base[i], truths[i], histories[i], season) for i in ids])),
-        )
-    owa = 0.5 * (s / naive2_scores[0] + m / naive2_scores[1])
+        base = {i: naive2(histories[i], len(truths[i]), season) for i in ids}
+        naive2_scores = (float(np.mean([smape(base[i], truths[i]) for i in ids])), mean_mase(base))
+    n2_smape, n2_mase = naive2_scores
+    owa = 0.5 * (s / n2_smape + m / n2_mase) if m is not None and n2_smape and n2_mase else None
     return {
         "smape": s,
         "mase": m,
         "owa": owa,
-        "naive2_smape": naive2_scores[0],
-        "naive2_mase": naive2_scores[1],
+        "naive2_smape": n2_smape,
+        "naive2_mase": n2_mase,
+        "mase_series": len(scaled),
     }

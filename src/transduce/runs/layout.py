@@ -53,7 +53,9 @@ def forecast_plot(run_dir: str | os.PathLike, window: str) -> Path:
 
 
 def write_json(run_dir: str | os.PathLike, name: str, record, indent: int = 2) -> Path:
-    """Write ``record`` to RUN/``name`` atomically; returns its path."""
+    """Write ``record`` to RUN/``name`` atomically; returns its path. A non-finite number is
+    a ValueError: JSON has none, and strict readers (browsers, serve's answers) refuse the
+    NaN and Infinity tokens Python would write; a score without a value is None."""
     path = Path(run_dir) / name
-    write_text(path, json.dumps(record, indent=indent) + "\n")
+    write_text(path, json.dumps(record, indent=indent, allow_nan=False) + "\n")
     return path

@@ -194,4 +194,14 @@ def scores(run_dir: str | os.PathLike) -> dict:
     if path.is_file():
         with contextlib.suppress(ValueError):
             found["test"] = json.loads(path.read_text(encoding="utf-8"))
-    return {k: v for k, v in found.items() if not isinstance(v, float) or math.isfinite(v)}
+    return _finite(found)
+
+
+def _finite(value):
+    """``value`` with every NaN or infinity, however deep, as None (files written before
+    write_json refused them held some; /info must stay JSON)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return None if isinstance(value, float) and not math.isfinite(value) else value
