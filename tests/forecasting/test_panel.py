@@ -332,3 +332,17 @@ def test_constant_series_have_no_mase_and_nothing_non_finite_is_written_or_serve
     with TestClient(create_app(model, describe(str(run), model))) as client:
         info = client.get("/info")
         assert info.status_code == 200 and info.json()["scores"]["test"]["owa"] == result["owa"]
+
+
+def test_a_series_id_that_looks_like_a_path_plots_inside_the_run(tmp_path, capsys):
+    ids = ["../../escape", "S1"]
+    t = np.arange(1, 121)
+    train = tmp_path / "train.csv"
+    train.write_text(write_panel(None, ids, [list(t)] * 2, [50 + 10 * np.sin(t / 4)] * 2))
+    run = tmp_path / "deep" / "er" / "run"
+    assert main(["forecast", "train", f"csv={train}", *TINY, "--run-dir", str(run)]) == 0
+    assert main(["forecast", "plot", str(run), "--series", "../../escape"]) == 0
+    assert (run / "forecast_.._.._escape.png").is_file()
+    assert sorted(p.name for p in (tmp_path / "deep").rglob("*.png")) == [
+        "forecast_.._.._escape.png"
+    ]

@@ -482,7 +482,7 @@ def _plot_series(args: argparse.Namespace) -> int:
     H = len(forecast)
     shown = min(len(values), 4 * H)
     levels = found["quantiles"]
-    out = Path(args.output or Path(args.run_dir) / f"forecast_{args.series}.png")
+    out = Path(args.output or runs.series_plot(args.run_dir, args.series))
     check_output_file(out, "--output")
     steps = history.steps[history.index(args.series)][-shown:] + found["steps"][args.series]
     plot_forecast(

@@ -51,6 +51,7 @@ from transduce.runs.layout import (
     fold_dir,
     fold_log,
     forecast_plot,
+    series_plot,
     write_json,
 )
 from transduce.runs.state import (
@@ -104,6 +105,7 @@ __all__ = [
     "fold_dir",
     "fold_log",
     "forecast_plot",
+    "series_plot",
     "write_json",
     "append_metrics",
     "check_config",

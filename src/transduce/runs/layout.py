@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from transduce.io import write_text
@@ -50,6 +51,14 @@ def fold_log(run_dir: str | os.PathLike, k: int) -> Path:
 def forecast_plot(run_dir: str | os.PathLike, window: str) -> Path:
     """The default file of a forecast plot: ``window`` is "future", "last" or a number."""
     return Path(run_dir) / f"forecast_{window}.png"
+
+
+def series_plot(run_dir: str | os.PathLike, series: str) -> Path:
+    """The default file of a global run's plot of one series: its id made a file name (every
+    character but letters, digits, ``.``, ``-`` and ``_`` becomes ``_``, so no id reaches
+    outside the run directory), at most 100 characters of it."""
+    name = re.sub(r"[^\w.-]", "_", series, flags=re.ASCII)[:100]
+    return Path(run_dir) / f"forecast_{name}.png"
 
 
 def write_json(run_dir: str | os.PathLike, name: str, record, indent: int = 2) -> Path:
