@@ -206,3 +206,38 @@ def test_drop_last_must_be_a_positive_batch_size(trained, capsys, value):
     assert exit_.value.code == 2
     assert "is not a whole number of at least 1" in capsys.readouterr().err
     assert not (run / "test_results.json").exists()
+
+
+def test_values_that_overflow_the_model_are_refused_in_one_line_everywhere(
+    trained, tmp_path, capsys
+):
+    """Rows of 1e20 pass the float32 input check but overflow RevIN's variance: the forecast
+    would be inf or NaN. predict says so in one line and writes nothing; the server answers
+    422 with the same words at /forecast and /explain/forecast, and keeps serving."""
+    from fastapi.testclient import TestClient
+
+    import transduce
+    from transduce.api.describe import describe
+    from transduce.serve.app import create_app
+
+    run, csv = trained
+    lines = csv.read_text().splitlines()
+    big = [lines[0]] + [
+        ",".join([r.split(",")[0]] + [f"{float(v) * 1e20:.6g}" for v in r.split(",")[1:]])
+        for r in lines[-48:]
+    ]
+    rows = tmp_path / "big.csv"
+    rows.write_text("\n".join(big) + "\n")
+    out = tmp_path / "next.csv"
+    assert main(["forecast", "predict", str(run), "--csv", str(rows), "--output", str(out)]) == 2
+    message = one_line(capsys)
+    assert "overflow the model's float32 arithmetic" in message and "divide by a power" in message
+    assert not out.exists()
+    model = transduce.load(run)
+    with TestClient(create_app(model, describe(str(run), model))) as client:
+        for path in ("/forecast", "/explain/forecast"):
+            answer = client.post(path, json={"csv": "\n".join(big) + "\n"})
+            assert answer.status_code == 422, answer.text
+            assert "overflow the model's float32 arithmetic" in answer.json()["error"]
+        fine = client.post("/forecast", json={"csv": "\n".join([lines[0]] + lines[-48:]) + "\n"})
+        assert fine.status_code == 200 and len(fine.json()["forecast"]) == 12

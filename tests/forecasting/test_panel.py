@@ -346,3 +346,16 @@ def test_a_series_id_that_looks_like_a_path_plots_inside_the_run(tmp_path, capsy
     assert sorted(p.name for p in (tmp_path / "deep").rglob("*.png")) == [
         "forecast_.._.._escape.png"
     ]
+
+
+def test_values_near_float32s_limit_are_forecast_as_the_same_values_scaled_down(global_run):
+    """Each window is divided by its mean magnitude, summed in float64: a table up to 2.6e38
+    is forecast as the same table scaled down would be (a float32 sum made the scale inf,
+    and the forecast -inf). A forecast that is still not finite is a one-line error
+    (check_finite, tested through the one-series path in test_faults.py)."""
+    run, csv = global_run
+    panel = read_panel(csv)
+    found = forecast_panel(run, panel)
+    panel.values = [v * 3e36 for v in panel.values]  # up to 2.6e38, within float32
+    huge = forecast_panel(run, panel)
+    np.testing.assert_allclose(huge["forecast"]["S0"], 3e36 * found["forecast"]["S0"], rtol=1e-4)

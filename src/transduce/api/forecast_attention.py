@@ -7,7 +7,7 @@ import torch
 
 from transduce.data.calendar import format_dates
 from transduce.errors import UserError
-from transduce.tasks.forecasting.rundir import is_blend
+from transduce.tasks.forecasting.rundir import check_finite, is_blend
 
 
 @torch.no_grad()
@@ -29,7 +29,8 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
             "and channel (mix_channels=true) models have"
         )
     dates, x, x_time, y_time, history = forecaster._window(series, name)
-    _, weights = forecaster.model(x, x_time, y_time, need_weights=True)
+    forecast, weights = forecaster.model(x, x_time, y_time, need_weights=True)
+    check_finite(forecast.numpy(), series.values[history], name)  # else the weights are NaN
     if weights is None:
         raise UserError(
             f"this {label} model keeps no attention weights (residual "

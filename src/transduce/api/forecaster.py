@@ -28,7 +28,7 @@ from transduce.evaluation.quantiles import column_name
 from transduce.io import write_text
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.rundir import evaluate_run, load_model
+from transduce.tasks.forecasting.rundir import check_finite, evaluate_run, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
 
@@ -175,11 +175,12 @@ class Forecaster:
         """The ``horizon`` dates after ``series`` (by its calendar, or the rows that give the
         known covariates' future) and the forecast there, (H, C, 1 + Q) in the original units
         of the forecast columns: the point forecast, then each quantile."""
-        dates, x, x_time, y_time, _ = self._window(series, name)
+        dates, x, x_time, y_time, history = self._window(series, name)
         forecast, _ = self.model(x, x_time, y_time)  # (1, H, C, 1 + Q)
         outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
         target = self.scaler.head(len(self.targets))
-        return dates, target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        found = target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
+        return dates, check_finite(found, series.values[history], name)
 
     @torch.no_grad()
     def attention(self, data=None) -> dict:

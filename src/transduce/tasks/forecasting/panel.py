@@ -37,7 +37,7 @@ from transduce.data.windows import Scaler, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
 from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
-from transduce.tasks.forecasting.rundir import load_checkpoint_model
+from transduce.tasks.forecasting.rundir import check_finite, load_checkpoint_model
 from transduce.tasks.forecasting.task import ForecastTask
 from transduce.training.distributed import Session
 from transduce.training.train import train_task
@@ -106,7 +106,8 @@ class PanelWindows:
             logged = np.log(v)
             level = float(logged[:L].mean())
             return logged - level, f, level
-        scale = float(np.abs(v[:L]).mean()) or 1.0
+        # summed in float64: values near float32's limit overflowed a float32 sum to inf
+        scale = float(np.abs(v[:L]).mean(dtype=np.float64)) or 1.0
         return v / scale, f, scale
 
     def restore(self, values: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -314,7 +315,10 @@ def forecast_panel(
         forecast, _ = model(x, xt, torch.stack(ahead))  # (B, H, 1, 1 + Q)
         values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
         for i, v, scale in zip(rows, values, scales):
-            out[panel.ids[chosen[i]]] = windows.restore(v, scale)
+            series = panel.ids[chosen[i]]
+            out[series] = check_finite(
+                windows.restore(v, scale), panel.values[chosen[i]][-L:], f"series {series}"
+            )
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles), "dated": panel.dated}
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from transduce import runs
@@ -204,3 +205,17 @@ def calibrate_run(run_dir: str | Path, data=None) -> dict:
     path = Path(run_dir) / runs.CALIBRATION
     write_text(path, json.dumps(record, indent=1) + "\n")
     return {**record, "path": str(path)}
+
+
+def check_finite(forecast, read, name: str):
+    """``forecast`` (an array) if every number of it is finite; else a UserError naming
+    ``name`` and the largest magnitude among ``read``, the values the model was given: they
+    overflowed its float32 arithmetic (a square, a sum) on the way to the forecast."""
+    if np.isfinite(forecast).all():
+        return forecast
+    read = np.asarray(read, np.float64)
+    peak = float(np.nanmax(np.abs(read))) if np.isfinite(read).any() else float("nan")
+    raise UserError(
+        f"{name}: values up to {peak:.3g} overflow the model's float32 arithmetic and its "
+        "forecast is not finite; give the series in smaller units (divide by a power of ten)"
+    )
