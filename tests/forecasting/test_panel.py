@@ -359,3 +359,17 @@ def test_values_near_float32s_limit_are_forecast_as_the_same_values_scaled_down(
     panel.values = [v * 3e36 for v in panel.values]  # up to 2.6e38, within float32
     huge = forecast_panel(run, panel)
     np.testing.assert_allclose(huge["forecast"]["S0"], 3e36 * found["forecast"]["S0"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("length", [26, 48])  # horizon + 2 and 2 × horizon
+def test_series_too_short_to_train_on_are_one_line_and_leave_no_run(tmp_path, capsys, length):
+    train = tmp_path / "train.csv"
+    t = np.arange(1, length + 1)
+    train.write_text(write_panel(None, ["a", "b"], [list(t)] * 2, [10 + np.sin(t)] * 2))
+    run = tmp_path / "run"
+    assert main(["forecast", "train", f"csv={train}", *TINY, "--run-dir", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert "no series is long enough to train on: a training window needs" in err[0]
+    assert "2 × horizon + 1 = 49 steps" in err[0] and f"the longest series has {length}" in err[0]
+    assert not run.exists()

@@ -185,7 +185,16 @@ class PanelTask(ForecastTask):
             )
         check_scaling(panel, cfg, cfg.csv)
         self.known = known_scaler(panel, cfg)
-        self.windows = PanelWindows(panel, cfg, training_starts(panel, L, H), self.known)
+        starts = training_starts(panel, L, H)
+        if not len(starts):
+            longest = max(len(v) for v in panel.values)
+            raise UserError(
+                f"{cfg.csv}: no series is long enough to train on: a training window needs "
+                f"2 × horizon + 1 = {2 * H + 1} steps (its own horizon, then the last horizon, "
+                f"held out to validate), and the longest series has {longest}; give longer "
+                "series or a shorter horizon"
+            )
+        self.windows = PanelWindows(panel, cfg, starts, self.known)
         self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H), self.known)
 
     def build_model(self):
