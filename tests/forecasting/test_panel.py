@@ -373,3 +373,25 @@ def test_series_too_short_to_train_on_are_one_line_and_leave_no_run(tmp_path, ca
     assert "no series is long enough to train on: a training window needs" in err[0]
     assert "2 × horizon + 1 = 49 steps" in err[0] and f"the longest series has {length}" in err[0]
     assert not run.exists()
+
+
+def test_a_test_table_of_other_steps_than_the_forecasts_is_refused(global_run, tmp_path, capsys):
+    run, _ = global_run
+    results = run / "test_results.json"
+    before = results.read_text() if results.exists() else None
+    ids, lengths = ["S0", "S1", "S2"], (150, 200, 260)
+    shifted = tmp_path / "shifted.csv"  # S1's steps a season late
+    steps = [
+        list(range(n + 1 + 24 * (s == 1), n + 25 + 24 * (s == 1))) for s, n in enumerate(lengths)
+    ]
+    shifted.write_text(write_panel(None, ids, steps, [np.ones(24)] * 3))
+    assert main(["forecast", "test", str(run), "--csv", str(shifted)]) == 2
+    err = capsys.readouterr().err
+    assert "series S1 starts at ds 225 where its forecast is for 201" in err
+    dated = tmp_path / "dated.csv"
+    dated.write_text(
+        "unique_id,ds,y\n" + "".join(f"{i},2021-01-{d:02d},1\n" for i in ids for d in range(1, 25))
+    )
+    assert main(["forecast", "test", str(run), "--csv", str(dated)]) == 2
+    assert "holds dates, and the run forecasts integer steps" in capsys.readouterr().err
+    assert (results.read_text() if results.exists() else None) == before  # nothing written

@@ -331,6 +331,35 @@ def forecast_panel(
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles), "dated": panel.dated}
 
 
+def check_steps(source, truth: Panel, forecast_steps: dict, horizon: int) -> None:
+    """A UserError unless each series of ``truth`` starts with the steps its forecast is for:
+    a test table of other dates (shifted a year, integer steps for a dated run) would be
+    scored against the wrong values."""
+    if truth.dated != (bool(forecast_steps) and _dated(forecast_steps)):
+        kind = "dates" if truth.dated else "integer steps"
+        raise UserError(
+            f"{source}: its ds column holds {kind}, and the run forecasts "
+            f"{'integer steps' if truth.dated else 'dates'}; give the table of the forecast's steps"
+        )
+    for series, steps in zip(truth.ids, truth.steps):
+        wanted = forecast_steps[series][:horizon]
+        if list(steps[:horizon]) != list(wanted):
+            first = next(k for k, (a, b) in enumerate(zip(steps, wanted)) if a != b)
+            raise UserError(
+                f"{source}: series {series} starts at ds {_shown(steps[first])} where its forecast "
+                f"is for {_shown(wanted[first])}; give each series' next {horizon} steps after "
+                "its history"
+            )
+
+
+def _dated(steps: dict) -> bool:
+    return not isinstance(next(iter(steps.values()))[0], (int, np.integer))
+
+
+def _shown(step) -> str:
+    return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
+
+
 def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...]) -> np.ndarray:
     """(H, K) known covariates of ``series`` at the steps ``later`` from ``future``."""
     H, source = len(later), "the future rows"
@@ -384,6 +413,7 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
         raise UserError(
             f"{test}: series {', '.join(short[:3])} have fewer than horizon = {H} rows to score"
         )
+    check_steps(test, truth, found["steps"], H)
     truths = {i: v[:H] for i, v in zip(truth.ids, truth.values)}
     histories = {i: past.values[past.index(i)] for i in truth.ids}
     season = max(cfg.season, 1)
