@@ -93,7 +93,7 @@ def test_read_series_parses_dates_and_values(tmp_path):
         (["2020-01-01,1,2", "2020-01-02,x,3"], "s.csv:3: column 'a' holds 'x'"),
         (["2020-01-01,1,2", "2020-01-02,1,nan"], "s.csv:3: column 'b' holds 'nan'"),
         (["2020-01-02,1,2", "2020-01-01,1,3"], "s.csv:3: date 2020-01-01 does not come after"),
-        (["2020-01-01,1,2", "2020-01-01,1,3"], "does not come after"),
+        (["2020-01-01,1,2", "2020-01-01,1,3"], "s.csv:3: date 2020-01-01 repeats the previous"),
         (["2020-01-01,1,2", "soon,1,3"], "s.csv:3: cannot read date 'soon'"),
         (["2020-01-01,1,2", "2020-01-02,1"], "s.csv:3: 2 fields, the header has 3"),
     ],
@@ -101,6 +101,14 @@ def test_read_series_parses_dates_and_values(tmp_path):
 def test_bad_rows_are_named(tmp_path, rows, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(")):
         read_series(write_csv(tmp_path / "s.csv", rows))
+
+
+def test_a_row_repeated_exactly_is_read_once_with_a_note(tmp_path, caplog):
+    rows = ["2020-05-12 05:50:00,1,2", "2020-05-12 06:00:00,3,4", "2020-05-12 06:00:00,3,4"]
+    series = read_series(write_csv(tmp_path / "s.csv", rows + ["2020-05-12 06:10:00,5,6"]))
+    assert len(series.dates) == 3 and series.lines == [2, 3, 5]
+    np.testing.assert_array_equal(series.values[:, 0], [1, 3, 5])
+    assert "s.csv: line 4 repeats the row before exactly; read once" in caplog.text
 
 
 MONTH_STARTS = [datetime(2020 + m // 12, m % 12 + 1, 1) for m in range(14)]

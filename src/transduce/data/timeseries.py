@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 import os
 import re
@@ -27,6 +28,7 @@ DAY_FIRST = {"%m/%d/%Y %H:%M": "%d/%m/%Y %H:%M", "%m/%d/%Y": "%d/%m/%Y"}
 # a date with the year last, as spreadsheets write it: its first two numbers
 SLASHED = re.compile(r"\s*(\d{1,2})/(\d{1,2})/\d{4}(\s|$)")
 SPLITS = ("train", "val", "test")
+log = logging.getLogger("transduce")
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,7 @@ def parse_series(
         lines.append(start)
     if not body:
         raise UserError(f"{path}: a header but no rows")
+    body, lines = _without_repeats(path, body, lines)
     day_first = _day_first(path, [row[d] for row in body], lines)
     dates, rows = [], []
     for row, start in zip(body, lines):
@@ -224,6 +227,26 @@ def parse_series(
     return Series(dates, wanted, values.astype(np.float32), str(path), lines, body[-1][d].strip())
 
 
+def _without_repeats(path: str, body: list, lines: list) -> tuple[list, list]:
+    """The rows without those that repeat the row before them exactly (a date and every
+    value; the Weather set of the long-horizon benchmarks holds one), with a note naming
+    them. A date repeated with other values is refused by :func:`_read_date`."""
+    kept, kept_lines, dropped = [], [], []
+    for row, line in zip(body, lines):
+        if kept and [c.strip() for c in row] == [c.strip() for c in kept[-1]]:
+            dropped.append(line)
+            continue
+        kept.append(row)
+        kept_lines.append(line)
+    if dropped:
+        where = ", ".join(map(str, dropped[:5])) + (", …" if len(dropped) > 5 else "")
+        log.warning(
+            f"transduce: note: {path}: line{'s' if len(dropped) > 1 else ''} {where} "
+            f"{'repeat' if len(dropped) > 1 else 'repeats'} the row before exactly; read once"
+        )
+    return kept, kept_lines
+
+
 def _read_date(
     path: str, line: int, field: str, previous: datetime | None, day_first: bool = False
 ) -> datetime:
@@ -239,6 +262,11 @@ def _read_date(
                 f"{path}:{line}: date {field!r} "
                 f"{'has no' if date.tzinfo is None else 'has a'} time zone, the "
                 "previous row's not; give every date a time zone or none"
+            )
+        if date == previous:
+            raise UserError(
+                f"{path}:{line}: date {field.strip()} repeats the previous row's with other "
+                "values; keep one row per date"
             )
         if date <= previous:
             raise UserError(
