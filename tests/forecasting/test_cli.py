@@ -166,7 +166,12 @@ def test_patch_calendar_reads_the_dates_of_the_forecast(sine, tmp_path, capsys):
             "sine.csv:7: column 'load'",
         ),
         (lambda rows: rows[:5] + ["2021-01-01 05:00:00,abc,1"] + rows[6:], "holds 'abc'"),
-        (lambda rows: rows[:5] + [rows[4]] + rows[6:], "sine.csv:7: date 2021-01-01 04:00:00 does"),
+        (lambda rows: rows[:6] + [rows[4]] + rows[6:], "sine.csv:8: date 2021-01-01 04:00:00 does"),
+        (lambda rows: rows[:5] + rows[6:], "sine.csv:7: date 2021-01-01 06:00:00 follows 2021-01"),
+        (
+            lambda rows: rows[:5] + [rows[4].replace(",", ",1", 1)] + rows[6:],
+            "sine.csv:7: date 2021-01-01 04:00:00 repeats the previous row's with other values",
+        ),
         (lambda rows: rows[:40], "needs at least 104 rows"),
     ],
 )

@@ -13,7 +13,7 @@ from tests.helpers.forecasting import table
 from transduce.cli.main import main
 from transduce.data.panel import m4_wide, read_panel, write_panel
 from transduce.errors import UserError
-from transduce.tasks.forecasting.panel import forecast_panel, is_global
+from transduce.tasks.forecasting.panel import forecast_panel, is_global, next_steps
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,16 @@ def global_run(tmp_path_factory):
             ":3: ds '3' is a step where earlier rows have dates",
         ),
         ("unique_id,ds,y\n", "no rows under the header"),
+        (
+            "unique_id,ds,y\nA,2020-01-01,1\nA,2020-01-02,1\nA,2020-01-04,1\n",
+            ":4: date 2020-01-04 follows 2020-01-02, but the series is daily; fill the gap",
+        ),
+        ("unique_id,ds,y\nA,1,1\nA,2,1\nA,4,1\n", ":4: series 'A' steps from 2 to 4, where"),
+        (
+            "unique_id,ds,y\nA,2020-01-01 00:00,1\nA,2020-01-01 01:00+00:00,1\n",
+            ":3: ds '2020-01-01 01:00\\+00:00' has a time zone, line 2's not",
+        ),
+        ("unique_id,ds,y\nA,soon,1\n", ":2: ds 'soon' is neither an integer step nor a date"),
     ],
 )
 def test_bad_long_tables_are_named_by_line(tmp_path, text, message):
@@ -395,3 +405,48 @@ def test_a_test_table_of_other_steps_than_the_forecasts_is_refused(global_run, t
     assert main(["forecast", "test", str(run), "--csv", str(dated)]) == 2
     assert "holds dates, and the run forecasts integer steps" in capsys.readouterr().err
     assert (results.read_text() if results.exists() else None) == before  # nothing written
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [  # month starts stay month starts, month ends month ends; US-style dates are read
+        (["2023-02-01", "2023-03-01", "2023-04-01"], ["2023-05-01", "2023-06-01", "2023-07-01"]),
+        (["2023-01-31", "2023-02-28", "2023-03-31"], ["2023-04-30", "2023-05-31", "2023-06-30"]),
+        (["01/31/2023", "02/28/2023", "03/31/2023"], ["2023-04-30", "2023-05-31", "2023-06-30"]),
+        (  # business days
+            ["2023-01-05", "2023-01-06", "2023-01-09", "2023-01-10", "2023-01-11"],
+            ["2023-01-12", "2023-01-13", "2023-01-16"],
+        ),
+    ],
+)
+def test_long_table_dates_step_by_the_calendar(tmp_path, written, expected):
+    path = tmp_path / "t.csv"
+    path.write_text("unique_id,ds,y\n" + "".join(f"A,{d},1\n" for d in written))
+    panel = read_panel(path)
+    after = next_steps(panel.steps[0], panel.dated, 3)
+    assert write_panel(None, ["A"], [after], [[0, 0, 0]]).splitlines()[1:] == [
+        f"A,{d},0" for d in expected
+    ]
+
+
+def test_a_daily_global_run_prints_dates_without_a_time(tmp_path, capsys):
+    from datetime import date, timedelta
+
+    days = [date(2021, 1, 1) + timedelta(days=k) for k in range(150)]
+    t = np.arange(150)
+    train = tmp_path / "daily.csv"
+    train.write_text(
+        "unique_id,ds,y\n"
+        + "".join(
+            f"{s},{d},{50 + 10 * n + np.sin(k / 3):.3f}\n"
+            for n, s in enumerate("AB")
+            for k, d in zip(t, days)
+        )
+    )
+    run = tmp_path / "run"
+    settings = [s for s in TINY if not s.startswith("season")]
+    assert main(["forecast", "train", f"csv={train}", *settings, "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["forecast", "predict", str(run), "--series", "B"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[1].startswith("B,2021-05-31,") and rows[-1].startswith("B,2021-06-23,")

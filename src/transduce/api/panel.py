@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from transduce import runs
-from transduce.data.panel import read_panel
+from transduce.data.panel import read_panel, step_texts
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.panel import forecast_panel
 
@@ -56,22 +56,20 @@ class GlobalForecaster:
         s = self.history.index(series_id)
         shown = shown or 4 * self.cfg.horizon
         steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]
-
-        def text(step):
-            return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
-
+        later = found["steps"][series_id]
+        texts = step_texts(steps + later)  # one resolution for history and forecast
         levels = found["quantiles"]
         ahead = [
             {
-                "ds": text(step),
+                "ds": text,
                 "y": float(f"{row[0]:.6g}"),
                 **{f"y_q{level:g}": float(f"{row[1 + k]:.6g}") for k, level in enumerate(levels)},
             }
-            for step, row in zip(found["steps"][series_id], found["forecast"][series_id])
+            for text, row in zip(texts[len(steps) :], found["forecast"][series_id])
         ]
         return {
             "date_column": "ds",
             "series": series_id,
             "forecast": ahead,
-            "history": [{"ds": text(st), "y": float(v)} for st, v in zip(steps, values)],
+            "history": [{"ds": text, "y": float(v)} for text, v in zip(texts, values)],
         }

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from transduce.data.calendar import format_dates, infer_frequency
 from transduce.data.text import decode_utf8
+from transduce.data.timeseries import parse_date, reads_day_first
 from transduce.errors import UserError
 
 COLUMNS = ("unique_id", "ds", "y")
@@ -93,34 +95,32 @@ def read_panel(
             "a promotion), else drop them"
         )
     at = {c: header.index(c) for c in wanted + list(known)}
-    steps: dict[str, list] = {}
-    values: dict[str, list[list[float]]] = {}
-    dated = None
+    body = []  # (line, id, ds, numbers)
     for line, row in enumerate(rows, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) != len(header):
             raise UserError(f"{path}:{line}: {len(row)} fields where the header has {len(header)}")
-        sid, ds = row[at["unique_id"]].strip(), row[at["ds"]].strip()
-        step, is_date = _step(ds, path, line)
-        if dated is None:
-            dated = is_date
-        elif dated != is_date:
-            raise UserError(
-                f"{path}:{line}: ds {ds!r} is {'a date' if is_date else 'a step'}"
-                f" where earlier rows have {'dates' if dated else 'steps'}"
-            )
         numbers = [_number(row[at[c]], c, path, line) for c in ["y"][:target] + list(known)]
+        body.append((line, row[at["unique_id"]].strip(), row[at["ds"]].strip(), numbers))
+    if not body:
+        raise UserError(f"{path}: no rows under the header")
+    parsed, dated = _steps(path, [(line, ds) for line, _, ds, _ in body])
+    steps: dict[str, list] = {}
+    lines: dict[str, list[int]] = {}
+    values: dict[str, list[list[float]]] = {}
+    for (line, sid, ds, numbers), step in zip(body, parsed):
         seen = steps.setdefault(sid, [])
         if seen and step <= seen[-1]:
             raise UserError(
                 f"{path}:{line}: series {sid!r} has ds {ds} after "
-                f"{seen[-1]}; give each series' rows in increasing ds, once each"
+                f"{_shown(seen[-1])}; give each series' rows in increasing ds, once each"
             )
         seen.append(step)
+        lines.setdefault(sid, []).append(line)
         values.setdefault(sid, []).append(numbers if target else [0.0] + numbers)
-    if not steps:
-        raise UserError(f"{path}: no rows under the header")
+    for sid in steps:  # every step present: a forecast after a gap would be misdated
+        _check_spacing(path, sid, steps[sid], lines[sid], dated)
     ids = list(steps)
     table = [np.asarray(values[i], np.float32).reshape(len(steps[i]), 1 + len(known)) for i in ids]
     return Panel(
@@ -145,17 +145,66 @@ def _number(cell: str, column: str, path, line: int) -> float:
     return value
 
 
-def _step(ds: str, path, line: int):
-    try:
-        return int(ds), False
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(ds), True
-    except ValueError:
-        raise UserError(
-            f"{path}:{line}: ds {ds!r} is neither an integer step nor an ISO 8601 date"
-        ) from None
+def _steps(path, cells: list[tuple[int, str]]) -> tuple[list, bool]:
+    """Each ``ds`` (with its line) as an integer step, or as a date where any is not an
+    integer (ISO 8601, ``1990/1/1 0:00`` or ``1/31/1990``, day or month first as
+    :func:`~transduce.data.timeseries.reads_day_first` decides for the whole table)."""
+    steps = []
+    for _, ds in cells:
+        try:
+            steps.append(int(ds))
+        except ValueError:
+            break
+    else:
+        if any(abs(s) >= 2**53 for s in steps):
+            line, ds = next((line, ds) for (line, ds), s in zip(cells, steps) if abs(s) >= 2**53)
+            raise UserError(f"{path}:{line}: ds {ds} is too large a step; number steps from 1")
+        return steps, False
+    if steps:  # integers first, then a date
+        line, ds = cells[len(steps)]
+        raise UserError(f"{path}:{line}: ds {ds!r} is a date where earlier rows have steps")
+    day_first = reads_day_first(str(path), [ds for _, ds in cells], [line for line, _ in cells])
+    dates = []
+    for line, ds in cells:
+        try:
+            date = parse_date(ds, day_first)
+        except ValueError:
+            if ds.lstrip("-").isdigit():  # the rows before it are dates
+                raise UserError(
+                    f"{path}:{line}: ds {ds!r} is a step where earlier rows have dates"
+                ) from None
+            raise UserError(
+                f"{path}:{line}: ds {ds!r} is neither an integer step nor a date; write dates "
+                "as ISO 8601 (2016-07-01 or 2016-07-01 13:00:00)"
+            ) from None
+        if dates and (date.tzinfo is None) != (dates[0].tzinfo is None):
+            raise UserError(
+                f"{path}:{line}: ds {ds!r} {'has no' if date.tzinfo is None else 'has a'} "
+                f"time zone, line {cells[0][0]}'s not; give every date a time zone or none"
+            )
+        dates.append(date)
+    return dates, True
+
+
+def _check_spacing(path, sid: str, steps: list, lines: list[int], dated: bool) -> None:
+    """A UserError naming the line where a series' steps do not step evenly (integer steps)
+    or by its calendar (dates: hourly to yearly, month starts and ends, business days)."""
+    if len(steps) < 2:
+        return
+    if dated:
+        infer_frequency(steps, str(path), lines)  # the line names the series' row
+        return
+    gap = steps[1] - steps[0]
+    for k in range(2, len(steps)):
+        if steps[k] - steps[k - 1] != gap:
+            raise UserError(
+                f"{path}:{lines[k]}: series {sid!r} steps from {steps[k - 1]} to {steps[k]}, "
+                f"where it stepped by {gap}; give every step (fill the gap)"
+            )
+
+
+def _shown(step) -> str:
+    return format_dates([step])[0] if isinstance(step, datetime) else str(step)
 
 
 def write_panel(
@@ -172,8 +221,7 @@ def write_panel(
     extra = list(columns or {})
     writer.writerow([*COLUMNS, *extra])
     for s, sid in enumerate(ids):
-        for t, (step, value) in enumerate(zip(steps[s], values[s])):
-            text = step.isoformat(sep=" ") if isinstance(step, datetime) else str(step)
+        for t, (text, value) in enumerate(zip(step_texts(steps[s]), values[s])):
             writer.writerow(
                 [
                     sid,
@@ -183,6 +231,14 @@ def write_panel(
                 ]
             )
     return out.getvalue()
+
+
+def step_texts(steps: list) -> list[str]:
+    """Steps as a table writes them: integers as they are, dates at their own resolution
+    (``2021-06-01`` for daily and longer steps, with the time where there is one)."""
+    if steps and isinstance(steps[0], datetime):
+        return format_dates(steps)
+    return [str(step) for step in steps]
 
 
 def m4_wide(path: str | Path) -> tuple[list[str], list[np.ndarray]]:

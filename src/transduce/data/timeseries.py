@@ -79,7 +79,7 @@ def parse_date(text: str, day_first: bool = False) -> datetime:
     raise ValueError(text)
 
 
-def _day_first(path: str, texts: list[str], lines: list[int]) -> bool:
+def reads_day_first(path: str, texts: list[str], lines: list[int]) -> bool:
     """Whether the dates written with the year last (``01/02/2009``) put the day first: a
     first number above 12 says so, a second one above 12 says the month is first (as US
     spreadsheets write it). Where every such date reads both ways, the reading whose dates
@@ -201,7 +201,7 @@ def parse_series(
     if not body:
         raise UserError(f"{path}: a header but no rows")
     body, lines = _without_repeats(path, body, lines)
-    day_first = _day_first(path, [row[d] for row in body], lines)
+    day_first = reads_day_first(path, [row[d] for row in body], lines)
     dates, rows = [], []
     for row, start in zip(body, lines):
         dates.append(_read_date(path, start, row[d], dates[-1] if dates else None, day_first))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from torch.utils.data import DataLoader
 
+from transduce.data.calendar import infer_frequency
 from transduce.data.timeseries import SPLITS, Series, read_series
 from transduce.data.windows import (
     Scaler,
@@ -114,6 +115,8 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
             "inputs and known"
         )
     series = series.select(targets + covariates)
+    # every step present: a window across a gap would pair rows a step apart that are not
+    infer_frequency(series.dates, str(cfg.csv), series.lines)
     borders = windowed_borders(cfg, len(series.dates))
     train_start, train_end = borders["train"]
     scaler = Scaler.fit(series.values[train_start:train_end].astype(np.float64))

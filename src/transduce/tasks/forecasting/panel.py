@@ -32,7 +32,8 @@ import numpy as np
 import torch
 
 from transduce import runs
-from transduce.data.panel import Panel, read_panel, write_panel
+from transduce.data.calendar import infer_frequency, next_dates
+from transduce.data.panel import Panel, read_panel, step_texts, write_panel
 from transduce.data.windows import Scaler, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
@@ -76,12 +77,14 @@ def known_scaler(panel: Panel, cfg: ForecastConfig) -> Scaler | None:
 
 
 def next_steps(steps: list, dated: bool, horizon: int) -> list:
-    """The ``horizon`` steps after a series' last: one step on (its last step's spacing)."""
-    last = steps[-1]
-    gap = steps[-1] - steps[-2] if len(steps) > 1 else (1 if not dated else None)
-    if gap is None:
-        raise UserError("a dated series of one row has no spacing to forecast by")
-    return [last + gap * (k + 1) for k in range(horizon)]
+    """The ``horizon`` steps after a series' last: by its calendar for dates (month ends
+    stay month ends), by its even spacing for integer steps (read_panel checked both)."""
+    if dated:
+        if len(steps) < 2:
+            raise UserError("a dated series of one row has no spacing to forecast by")
+        return next_dates(steps, horizon, infer_frequency(steps))
+    gap = steps[-1] - steps[-2] if len(steps) > 1 else 1
+    return [steps[-1] + gap * (k + 1) for k in range(horizon)]
 
 
 class PanelWindows:
@@ -357,7 +360,7 @@ def _dated(steps: dict) -> bool:
 
 
 def _shown(step) -> str:
-    return step.isoformat(sep=" ") if hasattr(step, "isoformat") else str(step)
+    return step_texts([step])[0]
 
 
 def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...]) -> np.ndarray:
