@@ -61,6 +61,8 @@ def global_run(tmp_path_factory):
             ":3: ds '2020-01-01 01:00\\+00:00' has a time zone, line 2's not",
         ),
         ("unique_id,ds,y\nA,soon,1\n", ":2: ds 'soon' is neither an integer step nor a date"),
+        ("unique_id,ds,y,\nA,1,2,\n", "the header's field 4 is empty; name that column"),
+        ("unique_id,ds,y\nA,1e20,1\n", ":2: ds '1e20' is neither an integer step nor a date"),
     ],
 )
 def test_bad_long_tables_are_named_by_line(tmp_path, text, message):
@@ -450,3 +452,38 @@ def test_a_daily_global_run_prints_dates_without_a_time(tmp_path, capsys):
     assert main(["forecast", "predict", str(run), "--series", "B"]) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[1].startswith("B,2021-05-31,") and rows[-1].startswith("B,2021-06-23,")
+
+
+def test_a_byte_order_mark_is_read_past_and_the_last_date_python_holds_is_one_line(tmp_path):
+    path = tmp_path / "bom.csv"
+    path.write_text("\ufeffunique_id,ds,y\nA,9999-12-30,1\nA,9999-12-31,2\n", encoding="utf-8")
+    panel = read_panel(path)
+    assert panel.ids == ["A"] and panel.dated
+    with pytest.raises(UserError, match="go past the year 9999, the last date Python can hold"):
+        next_steps(panel.steps[0], panel.dated, 2)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('"V1","V2"\n"H1","1"\n"H2","nan"\n', ":3: a value of H2 'nan' is not a finite number"),
+        ('"V1","V2"\n"H1","inf"\n', ":2: a value of H1 'inf' is not a finite number"),
+        ('"V1","V2"\n"H1","1e39"\n', ":2: a value of H1 '1e39' is not a finite number"),
+        ('"V1","V2"\n"H1","1"\n"H2","2\n', ":3: unexpected end of data (a quote left open?)"),
+        ('"V1","V2"\n', "a header but no series"),
+    ],
+)
+def test_bad_m4_files_are_named_by_line_and_nothing_is_written(tmp_path, capsys, text, message):
+    (tmp_path / "Hourly-train.csv").write_text(text)
+    (tmp_path / "Hourly-test.csv").write_text('"V1","V2"\n"H1","3"\n')
+    assert main(["data", "m4", "--from", str(tmp_path), "--dest", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_m4_frequency_is_one_of_m4s(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["data", "m4", "--from", str(tmp_path), "--frequency", "../m4/Hourly", "--dest", "x"])
+    assert exit.value.code == 2
+    assert "invalid choice: '../m4/Hourly'" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from transduce.data.multi30k import DEFAULT_URL, fetch_multi30k
-from transduce.data.panel import m4_wide, write_panel
+from transduce.data.panel import M4_FREQUENCIES, m4_wide, write_panel
 from transduce.errors import UserError
 from transduce.io import write_text
 
@@ -50,6 +50,7 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     m4.add_argument(
         "--frequency",
         default="Hourly",
+        choices=M4_FREQUENCIES,
         help="which M4 files: Hourly (default), Daily, Weekly, Monthly, Quarterly or Yearly",
     )
     m4.set_defaults(run=run_m4)

@@ -72,7 +72,7 @@ def read_panel(
             text = decode_utf8(Path(path).read_bytes(), str(path))
         except OSError as error:
             raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    rows = csv.reader(io.StringIO(text))
+    rows = csv.reader(io.StringIO(text.removeprefix("\ufeff")))  # a byte-order mark
     header = next(rows, None)
     wanted = [c for c in COLUMNS if target or c != "y"]
     if not header:
@@ -86,6 +86,11 @@ def read_panel(
             f"{path}: no column {', '.join(missing)}; a long table has the "
             f"columns {', '.join(wanted + list(known))} (one row per series and "
             "step)"
+        )
+    if "" in header:
+        raise UserError(
+            f"{path}: the header's field {header.index('') + 1} is empty; name that column "
+            "(and give it as known=NAME) or drop it"
         )
     extra = [h for h in header if h not in COLUMNS and h not in known]
     if extra:
@@ -241,22 +246,39 @@ def step_texts(steps: list) -> list[str]:
     return [str(step) for step in steps]
 
 
+M4_FREQUENCIES = ("Hourly", "Daily", "Weekly", "Monthly", "Quarterly", "Yearly")
+
+
 def m4_wide(path: str | Path) -> tuple[list[str], list[np.ndarray]]:
     """The ids and series of one of the M4 competition's wide files (``"V1","V2",…``: the id,
-    then the values, quoted, the rest of the row empty)."""
+    then the values, quoted, the rest of the row empty). A cell that is not a finite number
+    a float32 holds, a row cut short inside a quote, or a file of no series is an error
+    naming its line."""
     text = decode_utf8(Path(path).read_bytes(), str(path))
-    rows = csv.reader(io.StringIO(text))
-    header = next(rows, None)
-    if not header or header[0].strip() != "V1":
-        raise UserError(f'{path}: not an M4 file (its header starts "V1","V2",…)')
-    ids, series = [], []
-    for line, row in enumerate(rows, start=2):
-        if not row:
-            continue
-        cells = [c for c in row[1:] if c.strip()]
-        try:
-            series.append(np.asarray([float(c) for c in cells], np.float32))
-        except ValueError:
-            raise UserError(f"{path}:{line}: a value of {row[0]} is not a number") from None
-        ids.append(row[0].strip())
+    rows = csv.reader(io.StringIO(text.removeprefix("\ufeff")), strict=True)
+    ids, series, line = [], [], 1
+    try:
+        header = next(rows, None)
+        if not header or header[0].strip() != "V1":
+            raise UserError(f'{path}: not an M4 file (its header starts "V1","V2",…)')
+        for row in rows:
+            line = rows.line_num
+            if not row:
+                continue
+            cells = [c for c in row[1:] if c.strip()]
+            series.append(
+                np.asarray(
+                    [_number(c, f"a value of {row[0]}", path, line) for c in cells], np.float32
+                )
+            )
+            ids.append(row[0].strip())
+    except csv.Error as error:
+        raise UserError(
+            f"{path}:{rows.line_num}: {error} (a quote left open?); give the file as the M4 "
+            "repository has it"
+        ) from None
+    if not ids:
+        raise UserError(
+            f"{path}: a header but no series; give the file as the M4 repository has it"
+        )
     return ids, series
