@@ -487,3 +487,26 @@ def test_the_m4_frequency_is_one_of_m4s(tmp_path, capsys):
         main(["data", "m4", "--from", str(tmp_path), "--frequency", "../m4/Hourly", "--dest", "x"])
     assert exit.value.code == 2
     assert "invalid choice: '../m4/Hourly'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["plot", "--series", "S0", "--window", "3"], "--window is for a run of one CSV"),
+        (["plot", "--series", "S0", "--future"], "--future is for a run of one CSV"),
+        (["test", "--csv", "t.csv", "--drop-last", "32"], "--drop-last is for a run of one CSV"),
+        (["predict", "--known", "k.csv"], "reads no known covariates (it was trained without"),
+        (["plot", "--series", "S0", "--known", "k.csv"], "reads no known covariates"),
+    ],
+)
+def test_options_a_global_run_would_ignore_are_refused(global_run, capsys, argv, message):
+    run, _ = global_run
+    assert main(["forecast", argv[0], str(run), *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_serve_known_for_a_global_run_without_covariates_is_refused(global_run):
+    run, _ = global_run
+    with pytest.raises(UserError, match="reads no known covariates"):
+        transduce.load(run).read_known("k.csv")

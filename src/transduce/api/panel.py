@@ -7,6 +7,7 @@ from pathlib import Path
 
 from transduce import runs
 from transduce.data.panel import read_panel, step_texts
+from transduce.errors import UserError
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.panel import forecast_panel
 
@@ -40,6 +41,11 @@ class GlobalForecaster:
 
     def read_known(self, path: str | Path) -> None:
         """Forecast with the known covariates' next values in the long table ``path``."""
+        if not self.cfg.known_list():
+            raise UserError(
+                f"{path}: {self.run_dir} reads no known covariates (it was trained without "
+                "known=...); leave --known out"
+            )
         self.known = read_panel(path, known=tuple(self.cfg.known_list()), target=False)
 
     def describe(self) -> str:

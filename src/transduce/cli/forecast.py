@@ -254,7 +254,7 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
         metavar="RUN_DIR",
         help="a forecasting run directory, or a forecast blend --output folder",
     )
-    plot.add_argument("--window", type=int, default=0, help="test window index (default 0)")
+    plot.add_argument("--window", type=int, help="test window index (default 0)")
     plot.add_argument(
         "--future",
         action="store_true",
@@ -312,6 +312,7 @@ def run_backtest(args: argparse.Namespace) -> int:
 
 def run_test(args: argparse.Namespace) -> int:
     if is_global(args.run_dir):
+        _refuse_for_global(args, drop_last=("--drop-last", []))
         if not args.csv:
             raise UserError(
                 "a global run is scored against a long table of each series' next "
@@ -377,6 +378,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
     if is_global(args.run_dir):
+        _check_known(args)
         text = panel_rows(
             forecast_panel(
                 args.run_dir, args.csv or _trained_on(args.run_dir), args.series, args.known
@@ -399,7 +401,10 @@ def run_predict(args: argparse.Namespace) -> int:
 
 def run_plot(args: argparse.Namespace) -> int:
     if is_global(args.run_dir):
+        _refuse_for_global(args, window=("--window", None), future=("--future", False))
+        _check_known(args)
         return _plot_series(args)
+    args.window = args.window or 0
     if args.known:
         raise UserError("--known is for a global run (layout=long)")
     if args.csv and not args.future:
@@ -465,6 +470,25 @@ def run_plot(args: argparse.Namespace) -> int:
             )
         print(f"wrote {heatmap}")
     return 0
+
+
+def _refuse_for_global(args: argparse.Namespace, **options: tuple[str, object]) -> None:
+    """A one-line error naming the first of ``options`` (attribute: (option, its default))
+    given for a global run, which has no use for it (it would be ignored)."""
+    for attribute, (option, default) in options.items():
+        if getattr(args, attribute) != default:
+            raise UserError(
+                f"{option} is for a run of one CSV; a global run (layout=long) "
+                "forecasts each series after its last row: name one with --series ID"
+            )
+
+
+def _check_known(args: argparse.Namespace) -> None:
+    if args.known and not runs.read_config(args.run_dir, ForecastConfig).known_list():
+        raise UserError(
+            f"--known: {args.run_dir} reads no known covariates (it was trained without "
+            "known=...); leave --known out"
+        )
 
 
 def _trained_on(run_dir) -> str:
