@@ -70,8 +70,10 @@ def test_attention_endpoint(client, model):
     assert got["source"] == maps.source and got["target"] == maps.target
     assert len(got["cross"]) == len(maps.cross)
     assert len(got["cross"][0][0]) == len(maps.target)  # [layer][head][query][key]
-    empty = client.post("/attention", json={"sentence": " "})
-    assert empty.status_code == 422 and "the sentence is empty" in empty.json()["error"]
+    for blank in (" ", "\x01\x07\x1b"):  # control characters are read as nothing
+        for path in ("/attention", "/explain"):
+            empty = client.post(path, json={"sentence": blank})
+            assert empty.status_code == 422 and "the sentence is empty" in empty.json()["error"]
 
 
 def test_explain_endpoints_give_the_apis_numbers(client, model):

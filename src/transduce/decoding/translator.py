@@ -14,7 +14,13 @@ from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
 from transduce.decoding.explain import Explanation, HeadNumbers, explain, head_numbers
 from transduce.decoding.greedy import greedy_search
 from transduce.decoding.inspect import AttentionMaps, attention_maps
-from transduce.decoding.sources import EXTRA_OUTPUT, encode_sources, read_sources, sentence_case
+from transduce.decoding.sources import (
+    EXTRA_OUTPUT,
+    encode_sources,
+    read_sources,
+    sentence_case,
+    without_controls,
+)
 from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
@@ -218,8 +224,11 @@ class Translator(TranslateAPI):
                 f"attention() takes one sentence, a string, not {type(sentence).__name__}"
             )
         _check_counts(beam=(beam, 1))
-        if not sentence.strip():
-            raise UserError("the sentence is empty; give one to translate and see its attention")
+        if not without_controls(sentence)[0].strip():  # control characters are read as nothing
+            raise UserError(
+                "the sentence is empty (or control characters only); give one to translate "
+                "and see its attention"
+            )
         return attention_maps(self, sentence, beam)
 
     @torch.no_grad()
@@ -261,8 +270,10 @@ class Translator(TranslateAPI):
             raise UserError(f"{what}() shows one model, not an ensemble; load one of its runs")
         if not isinstance(sentence, str):
             raise TypeError(f"{what}() takes one sentence, a string, not {type(sentence).__name__}")
-        if not sentence.strip():
-            raise UserError(f"the sentence is empty; give one to {what}")
+        if not without_controls(sentence)[0].strip():  # control characters are read as nothing
+            raise UserError(
+                f"the sentence is empty (or control characters only); give one to {what}"
+            )
 
     def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
