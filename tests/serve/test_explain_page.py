@@ -308,6 +308,17 @@ def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):
             assert float(cell.get_attribute("data-weight")) == pytest.approx(mean[i, j], abs=1e-4)
         labels = [t.text for t in css(browser, "#series-map text")]
         assert api["columns"][0] in labels and api["forecast_dates"][0] in labels
+        assert not browser.find_element(By.ID, "ask").is_displayed()  # no sentence box
+        strongest = max(float(c.get_attribute("data-weight")) for c in cells)
+        assert f"{strongest:.3f}" in labels  # the colour scale ends at the largest weight
+        # the caption sits above every rotated column label
+        boxes = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#series-map text')).map(function (t)"
+            " { var b = t.getBoundingClientRect(); return [t.textContent, b.top, b.bottom]; });"
+        )
+        [caption_bottom] = [bottom for text, _, bottom in boxes if "model, last layer" in text]
+        columns = [top for text, top, _ in boxes if text in api["columns"]]
+        assert columns and min(columns) >= caption_bottom, (caption_bottom, min(columns))
         Select(browser.find_element(By.ID, "series-head")).select_by_index(2)
         first = css(browser, "#series-map rect.series-cell")[0]
         assert float(first.get_attribute("data-weight")) == pytest.approx(

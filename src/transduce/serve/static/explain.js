@@ -467,7 +467,11 @@
     var R = d.rows.length, C = d.columns.length;
     var cell = Math.max(2, Math.min(16, Math.floor(720 / C)));
     var rowH = Math.max(2, Math.min(16, Math.floor(480 / R)));
-    var left = 190, top = 130, width = left + C * cell + 40, height = top + R * rowH + 60;
+    // room above the map for the caption and the column labels, rotated 60°: their height
+    // grows with the longest label (a date and time: about 100 px)
+    var longest = 0; d.columns.forEach(function (c) { longest = Math.max(longest, String(c).length); });
+    var left = 190, top = 50 + Math.ceil(longest * 6.5 * 0.87);
+    var width = left + C * cell + 40, height = top + R * rowH + 60;
     var svg = svgRoot(width, height, $("series-map"));
     var top1 = 0; matrix.forEach(function (r) { r.forEach(function (w) { top1 = Math.max(top1, w); }); });
     var every = function (n) { return Math.max(1, Math.ceil(n / 24)); };
@@ -497,8 +501,8 @@
       ? "rows: known steps, then (orange) the forecast's; columns: the input steps"
       : d.layout === "patches" ? "patches of " + d.patch_len + " steps every " + d.stride
       : "channels over channels"), {"font-weight": "bold"});
-    colourScale(svg, left, height - 30, 160, "weight (1 = the largest here, " +
-                top1.toFixed(3) + ")");
+    colourScale(svg, left, height - 30, 160, "attention weight (0 to the largest here)", "0",
+                top1.toFixed(3));
   }
 
   // ------------------------------------------------------------------ wiring
