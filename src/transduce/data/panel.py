@@ -73,32 +73,8 @@ def read_panel(
         except OSError as error:
             raise UserError(f"{path}: cannot read ({error.strerror})") from None
     rows = csv.reader(io.StringIO(text.removeprefix("\ufeff")))  # a byte-order mark
-    header = next(rows, None)
     wanted = [c for c in COLUMNS if target or c != "y"]
-    if not header:
-        raise UserError(
-            f"{path}: the file is empty; give a CSV with a header {','.join(wanted + list(known))}"
-        )
-    header = [h.strip() for h in header]
-    missing = [c for c in wanted + list(known) if c not in header]
-    if missing:
-        raise UserError(
-            f"{path}: no column {', '.join(missing)}; a long table has the "
-            f"columns {', '.join(wanted + list(known))} (one row per series and "
-            "step)"
-        )
-    if "" in header:
-        raise UserError(
-            f"{path}: the header's field {header.index('') + 1} is empty; name that column "
-            "(and give it as known=NAME) or drop it"
-        )
-    extra = [h for h in header if h not in COLUMNS and h not in known]
-    if extra:
-        raise UserError(
-            f"{path}: columns {', '.join(extra)} are not read: name them "
-            f"known={','.join(extra)} if their future values are known (a price, "
-            "a promotion), else drop them"
-        )
+    header = _header(path, next(rows, None), wanted, known)
     at = {c: header.index(c) for c in wanted + list(known)}
     body = []  # (line, id, ds, numbers)
     for line, row in enumerate(rows, start=2):
@@ -135,6 +111,35 @@ def read_panel(
         bool(dated),
         {c: [t[:, 1 + k].copy() for t in table] for k, c in enumerate(known)},
     )
+
+
+def _header(path, header: list[str] | None, wanted: list[str], known: tuple[str, ...]) -> list:
+    """The header's names, or a UserError: no header, a column missing, unnamed or unread."""
+    if not header:
+        raise UserError(
+            f"{path}: the file is empty; give a CSV with a header {','.join(wanted + list(known))}"
+        )
+    header = [h.strip() for h in header]
+    missing = [c for c in wanted + list(known) if c not in header]
+    if missing:
+        raise UserError(
+            f"{path}: no column {', '.join(missing)}; a long table has the "
+            f"columns {', '.join(wanted + list(known))} (one row per series and "
+            "step)"
+        )
+    if "" in header:
+        raise UserError(
+            f"{path}: the header's field {header.index('') + 1} is empty; name that column "
+            "(and give it as known=NAME) or drop it"
+        )
+    extra = [h for h in header if h not in COLUMNS and h not in known]
+    if extra:
+        raise UserError(
+            f"{path}: columns {', '.join(extra)} are not read: name them "
+            f"known={','.join(extra)} if their future values are known (a price, "
+            "a promotion), else drop them"
+        )
+    return header
 
 
 def _number(cell: str, column: str, path, line: int) -> float:
