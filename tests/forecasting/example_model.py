@@ -30,7 +30,7 @@ class Drift(nn.Module):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DriftModel(ModelConfig):
+class DriftConfig(ModelConfig):
     NAME: ClassVar[str] = "drift"
 
     damping: float = 1.0  # each step's drift times damping^k

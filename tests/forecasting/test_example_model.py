@@ -4,7 +4,7 @@ and the other models' settings refused."""
 
 import pytest
 
-from tests.forecasting.example_model import DriftModel
+from tests.forecasting.example_model import DriftConfig
 from tests.helpers.forecasting import refused, write_sine
 from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
@@ -13,7 +13,7 @@ from transduce.tasks.forecasting.models import MODELS
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setitem(MODELS, DriftModel.NAME, DriftModel)  # the one registration line
+    monkeypatch.setitem(MODELS, DriftConfig.NAME, DriftConfig)  # the one registration line
 
 
 def test_a_new_model_trains_tests_and_forecasts(registered, tmp_path, capsys):
@@ -41,7 +41,7 @@ def test_a_new_model_trains_tests_and_forecasts(registered, tmp_path, capsys):
     assert main(["forecast", "test", str(run)]) == 0
     assert "test mse" in capsys.readouterr().out
     forecaster = Forecaster(run)
-    assert forecaster.cfg.model == DriftModel(damping=0.9)
+    assert forecaster.cfg.model == DriftConfig(damping=0.9)
     assert len(forecaster.predict()) == 6
 
 

@@ -12,7 +12,7 @@ from torch import nn
 from transduce.checks import Origin, at_least, one_of, raise_problems
 from transduce.config import apply_mapping
 from transduce.tasks.forecasting.models import MODELS, ModelConfig
-from transduce.tasks.forecasting.models.patch import PatchModel
+from transduce.tasks.forecasting.models.patch import PatchConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
 from transduce.training.engine_config import EngineConfig
 
@@ -53,7 +53,7 @@ class ForecastConfig:
     scaling: str = "mean"
     input_length: int = 336
     horizon: int = 96
-    model: ModelConfig = field(default_factory=PatchModel, metadata={"union": MODELS})
+    model: ModelConfig = field(default_factory=PatchConfig, metadata={"union": MODELS})
     calibrate: bool = True
     # training: AdamW, its rate constant for lr_decay_after epochs, then multiplied by
     # lr_decay after each epoch, so epoch lr_decay_after + 1 trains at lr * lr_decay

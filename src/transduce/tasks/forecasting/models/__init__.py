@@ -5,13 +5,13 @@ its settings, rules and builder) and add it to ``MODELS`` below (or call :func:`
 from __future__ import annotations
 
 from transduce.tasks.forecasting.models.base import ModelConfig, NeuralConfig, NormalisedConfig
-from transduce.tasks.forecasting.models.channel import ChannelModel
-from transduce.tasks.forecasting.models.linear import LinearModel
-from transduce.tasks.forecasting.models.logsparse import LogSparseModel
-from transduce.tasks.forecasting.models.patch import PatchModel
-from transduce.tasks.forecasting.models.repeat import RepeatModel
-from transduce.tasks.forecasting.models.sparse import SparseModel
-from transduce.tasks.forecasting.models.transformer import TransformerModel
+from transduce.tasks.forecasting.models.channel import ChannelConfig
+from transduce.tasks.forecasting.models.linear import LinearConfig
+from transduce.tasks.forecasting.models.logsparse import LogSparseConfig
+from transduce.tasks.forecasting.models.patch import PatchConfig
+from transduce.tasks.forecasting.models.repeat import RepeatConfig
+from transduce.tasks.forecasting.models.sparse import SparseConfig
+from transduce.tasks.forecasting.models.transformer import SeriesTransformerConfig
 
 MODELS: dict[str, type[ModelConfig]] = {}
 
@@ -23,13 +23,13 @@ def register(model: type[ModelConfig]) -> type[ModelConfig]:
 
 
 for _model in (
-    TransformerModel,
-    PatchModel,
-    ChannelModel,
-    LinearModel,
-    SparseModel,
-    RepeatModel,
-    LogSparseModel,
+    SeriesTransformerConfig,
+    PatchConfig,
+    ChannelConfig,
+    LinearConfig,
+    SparseConfig,
+    RepeatConfig,
+    LogSparseConfig,
 ):
     register(_model)
 

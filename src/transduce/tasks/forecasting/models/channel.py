@@ -18,7 +18,7 @@ from transduce.tasks.forecasting.models.base import (
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChannelModel(NeuralConfig):
+class ChannelConfig(NeuralConfig):
     NAME: ClassVar[str] = "channel"
     READS_INPUTS: ClassVar[bool] = True
 

@@ -15,7 +15,7 @@ from transduce.tasks.forecasting.models.base import (
 
 
 @dataclass(frozen=True, kw_only=True)
-class LinearModel(NormalisedConfig):
+class LinearConfig(NormalisedConfig):
     NAME: ClassVar[str] = "linear"
 
     trend_kernel: int = 0

@@ -12,7 +12,7 @@ from transduce.tasks.forecasting.models.base import NeuralConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogSparseModel(NeuralConfig):
+class LogSparseConfig(NeuralConfig):
     NAME: ClassVar[str] = "logsparse"
     READS_KNOWN: ClassVar[bool] = True
     DECODER: ClassVar[bool] = False  # decoder-only: its layers are the encoder's count

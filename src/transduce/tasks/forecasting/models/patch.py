@@ -15,7 +15,7 @@ from transduce.tasks.forecasting.models.base import (
 
 
 @dataclass(frozen=True, kw_only=True)
-class PatchModel(NeuralConfig):
+class PatchConfig(NeuralConfig):
     NAME: ClassVar[str] = "patch"
     READS_KNOWN: ClassVar[bool] = True
 

@@ -12,7 +12,7 @@ from transduce.tasks.forecasting.models.base import ModelConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class RepeatModel(ModelConfig):
+class RepeatConfig(ModelConfig):
     NAME: ClassVar[str] = "repeat"
 
     # steps in which the forecast's distance to the training mean halves (0: never)

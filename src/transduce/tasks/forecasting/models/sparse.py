@@ -11,7 +11,7 @@ from transduce.tasks.forecasting.models.base import NormalisedConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class SparseModel(NormalisedConfig):
+class SparseConfig(NormalisedConfig):
     NAME: ClassVar[str] = "sparse"
 
     period: int = 0  # 0: not set

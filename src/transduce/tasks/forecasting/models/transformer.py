@@ -10,7 +10,7 @@ from transduce.tasks.forecasting.models.base import NeuralConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class TransformerModel(NeuralConfig):
+class SeriesTransformerConfig(NeuralConfig):
     NAME: ClassVar[str] = "transformer"
     READS_INPUTS: ClassVar[bool] = True
     READS_KNOWN: ClassVar[bool] = True
