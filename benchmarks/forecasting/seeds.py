@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 from run import DATASETS, ROOT, config_path  # noqa: E402
 
 from transduce.cli.main import main as transduce  # noqa: E402
-from transduce.nn.forecasting.models import Ensemble  # noqa: E402
+from transduce.nn.forecasting.ensemble import Ensemble  # noqa: E402
 from transduce.tasks.forecasting.evaluation import evaluate  # noqa: E402
 from transduce.tasks.forecasting.rundir import load_model, load_run  # noqa: E402
 

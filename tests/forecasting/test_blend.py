@@ -12,8 +12,8 @@ from tests.helpers.forecasting import write_sine
 from transduce.api.forecaster import Forecaster
 from transduce.cli.main import main
 from transduce.errors import UserError
-from transduce.nn.forecasting.baselines import LinearForecaster
 from transduce.nn.forecasting.blend import Blend
+from transduce.nn.forecasting.linear import LinearForecaster
 from transduce.tasks.forecasting.blend import blend_runs, point_forecasts, simplex, truth
 from transduce.tasks.forecasting.rundir import load_run
 

@@ -7,7 +7,7 @@ from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.config import apply_overrides
 from transduce.errors import UserError
-from transduce.nn.forecasting.models import Ensemble
+from transduce.nn.forecasting.ensemble import Ensemble
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.rundir import load_model
 from transduce.tasks.forecasting.task import ForecastTask

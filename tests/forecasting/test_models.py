@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from transduce.nn.forecasting.models import InstanceNorm, PatchForecaster, SeriesTransformer
+from transduce.nn.forecasting.norms import InstanceNorm
+from transduce.nn.forecasting.patch import PatchForecaster
+from transduce.nn.forecasting.transformer import SeriesTransformer
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.evaluation import evaluate
 
@@ -236,7 +238,7 @@ def test_residual_attention_adds_the_previous_layers_scores():
     layer computes what the library's encoder layer computes with the same weights."""
     import torch.nn.functional as F
 
-    from transduce.nn.forecasting.models import PATCH_RESIDUALS, ResidualAttentionLayer
+    from transduce.nn.forecasting.patch import PATCH_RESIDUALS, ResidualAttentionLayer
     from transduce.nn.layers import EncoderLayer
 
     torch.manual_seed(0)
@@ -338,7 +340,7 @@ def test_a_linear_run_from_before_revin_was_honoured_still_loads(tmp_path, forec
 def test_the_moving_average_follows_a_ramp_and_repeats_the_ends(kernel):
     """Inside the window the mean of a straight line is the line; at the ends the window is
     extended with its first and last values, so a constant stays itself everywhere."""
-    from transduce.nn.forecasting.baselines import moving_average
+    from transduce.nn.forecasting.linear import moving_average
 
     ramp = torch.arange(12.0).view(1, 12, 1).repeat(2, 1, 3)  # (B, L, C)
     trend = moving_average(ramp, kernel)
@@ -378,7 +380,7 @@ def test_a_decomposed_linear_forecast_reads_the_trend_through_its_own_map():
 def test_patches_cover_the_window_and_repeat_its_last_value_at_the_end():
     """PatchTST's patching: 10 steps in patches of 4 every 2 make (10 − 4) // 2 + 2 = 5
     patches, the last of them the final two steps and two repeats of the last one."""
-    from transduce.nn.forecasting.models import cut_patches
+    from transduce.nn.forecasting.patch import cut_patches
 
     ramp = torch.arange(10.0).view(1, 1, 10).repeat(2, 3, 1)  # (B, C, L)
     patches = cut_patches(ramp, patch_len=4, stride=2)

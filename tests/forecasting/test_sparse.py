@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transduce.cli.main import main
-from transduce.nn.forecasting.baselines import SparseForecaster
+from transduce.nn.forecasting.sparse import SparseForecaster
 from transduce.tasks.forecasting.config import ForecastConfig, build_forecaster
 
 

@@ -12,8 +12,9 @@ import torch
 from torch import Tensor, nn
 
 from transduce.nn.dropout import Dropout
-from transduce.nn.forecasting.baselines import moving_average
-from transduce.nn.forecasting.models import PATCH_RESIDUALS, finish, instance_norm
+from transduce.nn.forecasting.linear import moving_average
+from transduce.nn.forecasting.norms import finish, instance_norm
+from transduce.nn.forecasting.patch import PATCH_RESIDUALS
 from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.layers import EncoderLayer
 from transduce.nn.transformer import Encoder

@@ -44,7 +44,7 @@ from torch.nn import functional as F
 
 from transduce.nn.attention import masked_softmax
 from transduce.nn.dropout import Dropout
-from transduce.nn.forecasting.models import finish, instance_norm
+from transduce.nn.forecasting.norms import finish, instance_norm
 from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.layers import PositionwiseFeedForward
 from transduce.nn.positional import sinusoidal_table

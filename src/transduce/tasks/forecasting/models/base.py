@@ -13,7 +13,10 @@ from torch import nn
 
 from transduce.checks import Problem, at_least, in_range, one_of
 from transduce.nn.builders import TransformerConfig
-from transduce.nn.forecasting.models import CENTERS, Ensemble
+
+# ``run`` below is the whole run's ForecastConfig, which nests this one (not imported here:
+from transduce.nn.forecasting.ensemble import Ensemble
+from transduce.nn.forecasting.norms import CENTERS
 
 # ``run`` below is the whole run's ForecastConfig, which nests this one (not imported here:
 # it imports the models)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from transduce.nn.forecasting.baselines import LinearForecaster
+from transduce.nn.forecasting.linear import LinearForecaster
 from transduce.tasks.forecasting.models.base import (
     TREND_KERNEL_HELP,
     NormalisedConfig,

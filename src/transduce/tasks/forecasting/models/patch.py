@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from transduce.checks import at_least
-from transduce.nn.forecasting.models import PatchForecaster
+from transduce.nn.forecasting.patch import PatchForecaster
 from transduce.tasks.forecasting.models.base import (
     HEAD_DROPOUT_HELP,
     NeuralConfig,

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from transduce.nn.forecasting.baselines import RepeatLast
+from transduce.nn.forecasting.repeat import RepeatLast
 from transduce.tasks.forecasting.models.base import ModelConfig
 
 

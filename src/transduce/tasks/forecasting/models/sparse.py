@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from transduce.checks import in_range
-from transduce.nn.forecasting.baselines import SparseForecaster
+from transduce.nn.forecasting.sparse import SparseForecaster
 from transduce.tasks.forecasting.models.base import NormalisedConfig
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from transduce.nn.forecasting.models import SeriesTransformer
+from transduce.nn.forecasting.transformer import SeriesTransformer
 from transduce.tasks.forecasting.models.base import NeuralConfig
 
 
