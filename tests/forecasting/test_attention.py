@@ -51,3 +51,25 @@ def test_a_model_without_attention_says_so(forecast_run):
     run, csv = forecast_run
     with pytest.raises(UserError, match="a linear model has no attention to show"):
         Forecaster(run).attention(csv)
+
+
+def test_which_models_have_attention_is_said_by_their_configs():
+    from transduce.tasks.forecasting.models import MODELS
+
+    layouts = {name: model().attention() for name, model in MODELS.items()}
+    assert layouts == {
+        "transformer": "steps",
+        "patch": "patches",
+        "channel": "channels",
+        "linear": None,
+        "sparse": None,
+        "repeat": None,
+        "logsparse": None,
+    }
+    assert MODELS["channel"](mix_channels=False).attention() is None  # tokens see only themselves
+
+
+def test_the_refusal_names_the_models_that_have_attention(forecast_run):
+    run, csv = forecast_run
+    with pytest.raises(UserError, match="the transformer, patch, channel models have"):
+        Forecaster(run).attention(csv)

@@ -7,6 +7,7 @@ import torch
 
 from transduce.data.calendar import format_dates
 from transduce.errors import UserError
+from transduce.tasks.forecasting.models import MODELS
 from transduce.tasks.forecasting.rundir import check_finite, is_blend
 
 
@@ -15,18 +16,18 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
     """The last layer's attention of ``forecaster`` when it forecasts after
     ``series`` (see ``Forecaster.attention``)."""
     cfg, label = forecaster.cfg, forecaster.cfg.model.name
-    attends = label in ("transformer", "patch") or (
-        label == "channel" and getattr(cfg.model, "mix_channels", False)
-    )
+    layout = cfg.model.attention()
     if is_blend(forecaster.run_dir):
         raise UserError(
             f"{forecaster.run_dir}: a blend of runs has no one attention; load one "
             "of its runs to see it"
         )
-    if not attends:
+    if layout is None:
+        having = [name for name, model in MODELS.items() if model.ATTENTION]
         raise UserError(
-            f"a {label} model has no attention to show; the transformer, patch "
-            "and channel (mix_channels=true) models have"
+            f"a {label} model{' with these settings' if label in having else ''} has no "
+            f"attention to show; the {', '.join(having)} models have (channel with "
+            "mix_channels=true)"
         )
     dates, x, x_time, y_time, history = forecaster._window(series, name)
     forecast, weights = forecaster.model(x, x_time, y_time, need_weights=True)
@@ -45,7 +46,7 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
         "input_dates": given,
         "forecast_dates": ahead,
     }
-    if label == "transformer":
+    if layout == "steps":
         known = cfg.model.label_length
         w = weights[0]  # (heads, K + H, L)
         return {
@@ -56,7 +57,7 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
             "columns": given,
             "weights": np.round(w.float().numpy(), 5).tolist(),
         }
-    if label == "patch":
+    if layout == "patches":
         core = forecaster.model.model if hasattr(forecaster.model, "model") else forecaster.model
         member = core.members[0] if hasattr(core, "members") else core
         P, S = member.patch_len, member.stride

@@ -419,10 +419,9 @@ def run_plot(args: argparse.Namespace) -> int:
     if not 0 <= args.window < len(windows):
         raise UserError(f"--window must be between 0 and {len(windows) - 1}")
     x, y, x_time, y_time = (t.unsqueeze(0) for t in windows[args.window])
-    # the channel model's attention is worth drawing only where channels read each other
-    attends = cfg.model.name == "transformer" or (
-        cfg.model.name == "channel" and cfg.model.mix_channels
-    )
+    # the layouts with a figure (a patch model's maps are shown by explain and the API)
+    layout = cfg.model.attention()
+    attends = layout in ("steps", "channels")
     with torch.no_grad():
         forecast, weights = model(x, x_time, y_time, need_weights=attends)
     inverse = data.target_scaler.inverse
@@ -450,7 +449,7 @@ def run_plot(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     if weights is not None:
         heatmap = out.with_name(out.stem + "_attention.png")
-        if cfg.model.name == "channel":
+        if layout == "channels":
             plot_channel_attention(
                 weights[0].mean(0).numpy(),
                 list(data.series.columns),

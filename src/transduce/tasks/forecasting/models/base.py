@@ -28,12 +28,16 @@ class ModelConfig:
     """A forecasting model's own settings. Subclasses set ``NAME`` (the tag ``model:``
     names), declare their settings as fields with a line of ``HELP`` each, add their rules
     to :meth:`problems` and build the module in :meth:`build`. ``READS_INPUTS`` /
-    ``READS_KNOWN``: whether the model reads past-observed / known-future covariates."""
+    ``READS_KNOWN``: whether the model reads past-observed / known-future covariates.
+    ``ATTENTION``: how its last layer's attention is laid out, where it has one to show
+    ("steps": forecast steps over input steps; "patches": each channel's patches over each
+    other; "channels": channels over channels); see :meth:`attention`."""
 
     NAME: ClassVar[str] = ""
     HELP: ClassVar[dict[str, str]] = {}
     READS_INPUTS: ClassVar[bool] = False
     READS_KNOWN: ClassVar[bool] = False
+    ATTENTION: ClassVar[str | None] = None
     name: str = field(default="", init=False)  # the tag, written with the settings
 
     def __post_init__(self) -> None:
@@ -42,6 +46,11 @@ class ModelConfig:
     def problems(self, run: ForecastConfig) -> list[Problem]:
         """(key, what is wrong) for values this model cannot be built or trained with."""
         return []
+
+    def attention(self) -> str | None:
+        """The layout of the attention these settings give (``ATTENTION``), or None where
+        the model has none to show."""
+        return self.ATTENTION
 
     def build(self, run: ForecastConfig, channels: int, inputs: int, known: int) -> nn.Module:
         """The model for ``channels`` series (forecast columns, then ``inputs`` past-observed

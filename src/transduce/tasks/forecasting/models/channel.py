@@ -20,6 +20,7 @@ from transduce.tasks.forecasting.models.base import (
 @dataclass(frozen=True, kw_only=True)
 class ChannelConfig(NeuralConfig):
     NAME: ClassVar[str] = "channel"
+    ATTENTION: ClassVar[str | None] = "channels"
     READS_INPUTS: ClassVar[bool] = True
 
     head_dropout: float = 0.0
@@ -47,6 +48,10 @@ class ChannelConfig(NeuralConfig):
         "channel's token attends to, the nearer in spectrum the likelier, by "
         "a learned distance (DUET's channel clustering); false: all of them",
     }
+
+    def attention(self) -> str | None:
+        # channels that attend only to themselves have nothing to show
+        return self.ATTENTION if self.mix_channels else None
 
     def problems(self, run):
         found = super().problems(run) + one_of(self, "expert_init", EXPERT_INITS)

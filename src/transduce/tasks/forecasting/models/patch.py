@@ -17,6 +17,7 @@ from transduce.tasks.forecasting.models.base import (
 @dataclass(frozen=True, kw_only=True)
 class PatchConfig(NeuralConfig):
     NAME: ClassVar[str] = "patch"
+    ATTENTION: ClassVar[str | None] = "patches"
     READS_KNOWN: ClassVar[bool] = True
 
     patch_len: int = 16

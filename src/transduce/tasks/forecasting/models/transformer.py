@@ -12,6 +12,7 @@ from transduce.tasks.forecasting.models.base import NeuralConfig
 @dataclass(frozen=True, kw_only=True)
 class SeriesTransformerConfig(NeuralConfig):
     NAME: ClassVar[str] = "transformer"
+    ATTENTION: ClassVar[str | None] = "steps"
     READS_INPUTS: ClassVar[bool] = True
     READS_KNOWN: ClassVar[bool] = True
     DECODER: ClassVar[bool] = True
