@@ -138,6 +138,7 @@ def test_series_transformer_shapes_and_causal_decoder():
             num_encoder_layers=1,
             num_decoder_layers=2,
             dropout=0.1,
+            time_features=4,
         )
     )
     x, x_time, y_time = torch.randn(3, 24, 2), torch.rand(3, 24, 4), torch.rand(3, 6, 4)
@@ -424,3 +425,33 @@ def test_revin_affine_false_leaves_every_model_s_normalisation_without_parameter
     assert (
         sum(p.numel() for p in with_map.parameters()) - sum(p.numel() for p in without.parameters())
     ) == 6 * len(norms(with_map))
+
+
+@pytest.mark.parametrize("name", ["transformer", "patch", "logsparse"])
+def test_a_model_without_the_calendar_skips_its_columns_of_the_time_features(name):
+    """calendar=false: the model reads the known covariates after the calendar's columns
+    (their width is data.windows.CALENDAR_FEATURES) and nothing of the calendar."""
+    from transduce.data.windows import CALENDAR_FEATURES
+    from transduce.tasks.forecasting.models import MODELS
+
+    extra = {"patch": {"patch_calendar": False}, "transformer": {"label_length": 12}}.get(name, {})
+    config = MODELS[name](calendar=False, **extra)
+    assert config.time_features(2) == {"time_features": 2, "skip_features": CALENDAR_FEATURES}
+    assert MODELS[name]().time_features(2) == {
+        "time_features": CALENDAR_FEATURES + 2,
+        "skip_features": 0,
+    }
+    run = ForecastConfig.of(csv="x.csv", input_length=24, horizon=6, model=name)
+    model = config.build(run, channels=1, inputs=0, known=2).eval()
+    x = torch.randn(2, 24, 1)
+    times = torch.rand(2, 30, CALENDAR_FEATURES + 2)
+    with torch.no_grad():
+        y, _ = model(x, times[:, :24], times[:, 24:])
+        calendar_changed = times.clone()
+        calendar_changed[..., :CALENDAR_FEATURES] = torch.rand(2, 30, CALENDAR_FEATURES)
+        same, _ = model(x, calendar_changed[:, :24], calendar_changed[:, 24:])
+        known_changed = times.clone()
+        known_changed[..., CALENDAR_FEATURES:] += 1
+        other, _ = model(x, known_changed[:, :24], known_changed[:, 24:])
+    torch.testing.assert_close(same, y)
+    assert not torch.allclose(other, y)

@@ -112,8 +112,14 @@ class Scaler:
         return Scaler(self.mean[:n], self.std[:n])
 
 
+# The calendar's columns at the head of every step's time features (x_time, y_time); the
+# models' configs read the width from here (ModelConfig.time_features).
+CALENDAR_FEATURES = 4
+
+
 def calendar_features(dates: list[datetime]) -> np.ndarray:
-    """(N, 4) hour of day, day of week, day of month, day of year, each in [-0.5, 0.5]."""
+    """(N, CALENDAR_FEATURES): hour of day, day of week, day of month, day of year, each in
+    [-0.5, 0.5]."""
     return np.array(
         [
             [

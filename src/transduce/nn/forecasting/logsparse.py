@@ -228,7 +228,7 @@ class LogSparseForecaster(nn.Module):
         window: int = 0,
         restart: int = 0,
         time_features: int = 0,
-        calendar: bool = True,
+        skip_features: int = 0,
         quantiles: tuple[float, ...] = (),
         revin: bool = True,
         revin_center: str = "mean",
@@ -238,8 +238,8 @@ class LogSparseForecaster(nn.Module):
         super().__init__()
         self.input_length, self.horizon = input_length, horizon
         self.outputs = 1 + len(quantiles)
-        # x_time/y_time hold 4 calendar features, then the known covariates
-        self.time_features, self.first_feature = time_features, 0 if calendar else 4
+        # x_time/y_time: skip_features columns not read (the calendar, if off), then those read
+        self.time_features, self.first_feature = time_features, skip_features
         self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         T = input_length + horizon
         mask = logsparse_mask(T, pattern, window, restart)

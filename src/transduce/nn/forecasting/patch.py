@@ -102,8 +102,9 @@ class PatchForecaster(nn.Module):
     (the end padded by repeating the last value), each patch is embedded linearly with a
     learned position, the encoder runs over the N patches, and a linear head maps all N·D
     features to the horizon. Reversible instance normalisation surrounds it. With
-    ``future_features`` F > 0 (known-future covariates, and the calendar), one linear map,
-    shared by the channels, adds their effect from the horizon's H × F features. With
+    ``time_features`` F > 0 (the columns of y_time after the first ``skip_features``: the
+    calendar, unless skipped, and known-future covariates), one linear map, shared by the
+    channels, adds their effect from the horizon's H × F features. With
     ``residual_attention`` each layer's attention scores add the previous layer's
     (:class:`ResidualAttentionLayer`).
     """
@@ -126,8 +127,8 @@ class PatchForecaster(nn.Module):
         revin: bool = True,
         activation: str = "relu",
         quantiles: tuple[float, ...] = (),
-        future_features: int = 0,
-        calendar: bool = True,
+        time_features: int = 0,
+        skip_features: int = 0,
         revin_center: str = "mean",
         revin_affine: bool = True,
         attention_dropout: float = 0.0,
@@ -167,11 +168,9 @@ class PatchForecaster(nn.Module):
             Dropout(head_dropout),
             nn.Linear(self.num_patches * d_model, horizon * self.outputs),
         )
-        self.calendar = calendar
+        self.skip_features = skip_features
         self.future = (
-            nn.Linear(horizon * future_features, horizon * self.outputs)
-            if future_features
-            else None
+            nn.Linear(horizon * time_features, horizon * self.outputs) if time_features else None
         )
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
@@ -185,7 +184,7 @@ class PatchForecaster(nn.Module):
         h, weights = self.encoder(h, None, need_weights)
         y = self.head(h).view(B, C, -1, self.outputs).transpose(1, 2)  # (B, H, C, 1 + Q)
         if self.future is not None:
-            features = y_time if self.calendar else y_time[..., 4:]  # (B, H, F)
+            features = y_time[..., self.skip_features :]  # (B, H, F)
             y = y + self.future(features.flatten(1)).view(B, -1, 1, self.outputs)
         last = weights[-1] if need_weights else None  # (B·C, heads, N, N): patches over patches
         if last is not None:

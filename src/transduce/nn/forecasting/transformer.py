@@ -24,8 +24,9 @@ class SeriesTransformer(nn.Module):
     """The paper's encoder–decoder applied to series (as in Wu et al. 2020 and Informer).
 
     Encoder input: a linear embedding of each step's C values, plus sinusoidal positions and
-    a linear embedding of its known features (calendar features, optionally, then ``known``
-    known-future covariates). Decoder input: the last K known steps followed by H zero
+    a linear embedding of its ``time_features`` known features (the columns of x_time and
+    y_time after the first ``skip_features``: the calendar, unless skipped, then known-future
+    covariates). Decoder input: the last K known steps followed by H zero
     placeholders, embedded the same way (the placeholders with their known features), read
     under the causal mask; the last H decoder states are projected to the first ``targets``
     channels' values (the rest are past-observed covariates), the whole horizon at once.
@@ -43,14 +44,14 @@ class SeriesTransformer(nn.Module):
         num_encoder_layers: int,
         num_decoder_layers: int,
         dropout: float,
-        calendar: bool = True,
+        time_features: int = 0,
+        skip_features: int = 0,
         norm: str = "post",
         revin: bool = True,
         max_len: int = 4096,
         activation: str = "relu",
         quantiles: tuple[float, ...] = (),
         targets: int | None = None,
-        known: int = 0,
         revin_center: str = "mean",
         revin_affine: bool = True,
         attention_dropout: float = 0.0,
@@ -59,11 +60,10 @@ class SeriesTransformer(nn.Module):
         super().__init__()
         self.horizon, self.label_length = horizon, label_length
         self.outputs, self.targets = 1 + len(quantiles), targets or channels
-        self.calendar = calendar
+        self.skip_features = skip_features
         self.revin = instance_norm(channels, revin, revin_center, revin_affine)
         self.value_embed = nn.Linear(channels, d_model)
-        features = (4 if calendar else 0) + known
-        self.time_embed = nn.Linear(features, d_model, bias=False) if features else None
+        self.time_embed = nn.Linear(time_features, d_model, bias=False) if time_features else None
         self.positions = PositionalEncoding(d_model, dropout, max_len)
         residual = RESIDUALS[norm]
         final = (lambda: nn.LayerNorm(d_model)) if norm == "pre" else (lambda: None)
@@ -82,14 +82,15 @@ class SeriesTransformer(nn.Module):
         self.project = nn.Linear(d_model, self.targets * self.outputs)
 
     def embed(self, values: Tensor, times: Tensor | None) -> Tensor:
-        """values (B, T, C); times (B, T, 4 + known): calendar features, then covariates."""
+        """values (B, T, C); times (B, T, skip_features + time_features)."""
         h = self.value_embed(values)  # (B, T, D)
         if self.time_embed is not None and times is not None:
-            h = h + self.time_embed(times if self.calendar else times[..., 4:])
+            h = h + self.time_embed(times[..., self.skip_features :])
         return self.positions(h)
 
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
-        """Args: x (B, L, C); x_time (B, L, 4 + known); y_time (B, H, 4 + known). Returns:
+        """Args: x (B, L, C); x_time (B, L, S + F); y_time (B, H, S + F), S = skip_features,
+        F = time_features. Returns:
         (B, H, targets, 1 + Q)
         and, if asked, the last decoder layer's cross-attention weights (B, heads, K + H, L)."""
         stats = None
@@ -102,7 +103,9 @@ class SeriesTransformer(nn.Module):
         )  # (B, K + H, C)
         dec_times = None
         if x_time is not None and y_time is not None:
-            dec_times = torch.cat([x_time[:, x_time.shape[1] - K :], y_time], 1)  # (B, K + H, 4)
+            dec_times = torch.cat(
+                [x_time[:, x_time.shape[1] - K :], y_time], 1
+            )  # (B, K + H, S + F)
         cache = self.decoder.init_cache(memory, None)
         mask = subsequent_mask(K + H, device=x.device)  # (1, K + H, K + H)
         out = self.decoder(self.embed(dec_values, dec_times), cache, mask, need_weights)

@@ -34,7 +34,7 @@ import torch
 from transduce import runs
 from transduce.data.calendar import infer_frequency, next_dates
 from transduce.data.panel import Panel, read_panel, step_texts, write_panel
-from transduce.data.windows import Scaler, calendar_features
+from transduce.data.windows import CALENDAR_FEATURES, Scaler, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
 from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
@@ -45,12 +45,13 @@ from transduce.training.train import train_task
 
 
 def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
-    """(T, 4) features of each step, in [-0.5, 0.5]: the calendar of dates, or the phase in
-    the ``season`` and the cycle count mod 7 of integer steps (zeros without a season)."""
+    """(T, CALENDAR_FEATURES) features of each step, in [-0.5, 0.5]: the calendar of dates,
+    or the phase in the ``season`` and the cycle count mod 7 of integer steps (zeros without a
+    season), in the calendar's columns."""
     if dated:
         return calendar_features(steps)
     t = np.asarray(steps, np.int64)
-    features = np.zeros((len(t), 4), np.float32)
+    features = np.zeros((len(t), CALENDAR_FEATURES), np.float32)
     if season > 1:
         features[:, 0] = (t % season) / (season - 1) - 0.5
         features[:, 1] = ((t // season) % 7) / 6 - 0.5

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from torch import nn
 
 from transduce.checks import Problem, at_least, in_range, one_of
+from transduce.data.windows import CALENDAR_FEATURES
 from transduce.nn.builders import TransformerConfig
 
 # ``run`` below is the whole run's ForecastConfig, which nests this one (not imported here:
@@ -46,6 +47,14 @@ class ModelConfig:
     def problems(self, run: ForecastConfig) -> list[Problem]:
         """(key, what is wrong) for values this model cannot be built or trained with."""
         return []
+
+    def time_features(self, known: int) -> dict:
+        """How many columns of x_time and y_time the model reads and how many it skips: the
+        calendar's (data.windows.CALENDAR_FEATURES) first, read where the model has
+        ``calendar`` on, then the ``known`` covariates."""
+        if getattr(self, "calendar", False):
+            return {"time_features": CALENDAR_FEATURES + known, "skip_features": 0}
+        return {"time_features": known, "skip_features": CALENDAR_FEATURES}
 
     def attention(self) -> str | None:
         """The layout of the attention these settings give (``ATTENTION``), or None where

@@ -66,10 +66,13 @@ class PatchConfig(NeuralConfig):
             num_layers=self.layers.num_encoder_layers,
             head_dropout=self.head_dropout,
             quantiles=self.quantiles,
-            future_features=(
-                (4 if self.calendar else 0) + known if known or self.patch_calendar else 0
+            # the horizon's calendar and known covariates are read only with known covariates
+            # or patch_calendar
+            **(
+                self.time_features(known)
+                if known or self.patch_calendar
+                else {"time_features": 0, "skip_features": 0}
             ),
-            calendar=self.calendar,
             residual_attention=self.residual_attention,
             **self.layer_args(),
         )
