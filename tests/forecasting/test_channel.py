@@ -387,3 +387,23 @@ def test_a_router_that_takes_every_expert_has_no_noise_to_learn():
     assert (weights > 0).all() and router.noise is None
     router.balance_loss.backward()  # every parameter it has is used (DDP needs that)
     assert all(p.grad is not None for p in router.parameters())
+
+
+def test_an_ensembles_auxiliary_loss_is_its_members_and_none_without_a_router(tmp_path):
+    from tests.helpers.forecasting import skewed_task
+    from transduce.tasks.forecasting.config import build_forecaster
+
+    task = skewed_task(tmp_path, "mae")
+    routed = ["model=channel", "experts=3", "top_k=1", "quantiles=", "members=2"]
+    model = build_forecaster(apply_overrides(task.cfg, routed), 1).train()
+    x, _, x_time, y_time = (torch.stack(t) for t in zip(*(task.windows[i] for i in range(8))))
+    model(x, x_time, y_time)
+    members = [m.gate.balance_loss for m in model.members]
+    assert all(b > 0 for b in members)
+    torch.testing.assert_close(model.auxiliary_loss(), members[0] + members[1])
+    model.eval()
+    model(x, x_time, y_time)
+    assert model.auxiliary_loss() is None  # no balance to keep when forecasting
+    gated = build_forecaster(apply_overrides(task.cfg, ["model=channel", "quantiles="]), 1)
+    gated(x, x_time, y_time)
+    assert gated.auxiliary_loss() is None  # a softmax gate, no router

@@ -141,6 +141,12 @@ class ChannelForecaster(nn.Module):
             weights = self.gate(series).softmax(-1)  # (B, C, E)
         return (weights.unsqueeze(-1) * per_expert).sum(2)  # (B, C, D)
 
+    def auxiliary_loss(self) -> Tensor | None:
+        """What training adds to the forecast's error, as a mean to be weighed like it: the
+        router's balance loss of the last forward in training mode (None without a router,
+        or in eval mode)."""
+        return getattr(self.gate, "balance_loss", None)
+
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         B, raw = x.shape[0], x
         stats = None

@@ -24,6 +24,16 @@ class Ensemble(nn.Module):
         super().__init__()
         self.members = nn.ModuleList(members)
 
+    def auxiliary_loss(self):
+        """The sum of the members' auxiliary losses (None where none has one): the task
+        divides the whole loss by the members after."""
+        found = [
+            loss
+            for member in self.members
+            if (loss := getattr(member, "auxiliary_loss", lambda: None)()) is not None
+        ]
+        return sum(found) if found else None
+
     def forward(self, x, x_time=None, y_time=None, need_weights=False):
         outputs = [member(x, x_time, y_time, need_weights) for member in self.members]
         forecasts = torch.stack([y for y, _ in outputs])  # (M, B, H, C, 1 + Q)

@@ -71,12 +71,11 @@ class ForecastTask:
         loss = error.abs().sum() if self.cfg.point_loss == "mae" else (error**2).sum()
         if self.cfg.quantiles:
             loss = loss + pinball(forecast[..., 1:], target, self.cfg.quantiles)
-        # a router's balance loss (channel, top_k > 0) is a mean: weighed as the error's
-        balance = [
-            m.balance_loss for m in model.modules() if getattr(m, "balance_loss", None) is not None
-        ]
-        if balance:
-            loss = loss + sum(balance) * y.numel()
+        # what the model adds (the channel router's balance loss) is a mean: weighed as the
+        # error's, summed over values
+        auxiliary = model.auxiliary_loss() if hasattr(model, "auxiliary_loss") else None
+        if auxiliary is not None:
+            loss = loss + auxiliary * y.numel()
         return loss / members, y.numel()  # the members' mean loss, comparable with one
 
     def validate(self, model) -> dict:
