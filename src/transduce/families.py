@@ -117,17 +117,21 @@ def resolve(reference: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-# The families transduce comes with.
+# The families transduce comes with. The demo's number words and translation are two kinds
+# of run (another command trains each) opened, described and served by the same code.
+TRANSLATOR = dict(
+    load="transduce.api.translation:load_translator",
+    describe="transduce.api.describe:describe_translator",
+    serve="transduce.serve.translation:add_routes",
+    endpoints=("/translate", "/attention", "/explain", "/explain/head"),
+    unit="sentences",
+)
 register(
     Family(
-        name="numbers",  # the demo: a translation model of number words, served the same way
+        name="numbers",  # the demo
         kinds=("numbers",),
         trained_by={"numbers": "transduce demo"},
-        load="transduce.api.translation:load_translator",
-        describe="transduce.api.describe:describe_translator",
-        serve="transduce.serve.translation:add_routes",
-        endpoints=("/translate", "/attention", "/explain", "/explain/head"),
-        unit="sentences",
+        **TRANSLATOR,
         commands=(
             Command(
                 "demo",
@@ -143,11 +147,7 @@ register(
         name="translation",
         kinds=("translation",),
         trained_by={"translation": "transduce train"},
-        load="transduce.api.translation:load_translator",
-        describe="transduce.api.describe:describe_translator",
-        serve="transduce.serve.translation:add_routes",
-        endpoints=("/translate", "/attention", "/explain", "/explain/head"),
-        unit="sentences",
+        **TRANSLATOR,
         commands=(
             Command(
                 "train",
