@@ -406,3 +406,37 @@ def test_serve_known_for_a_global_run_without_covariates_is_refused(global_run):
     run, _ = global_run
     with pytest.raises(UserError, match="reads no known covariates"):
         transduce.load(run).read_known("k.csv")
+
+
+def test_one_forecaster_class_opens_a_global_run_with_a_series_selector(global_run, tmp_path):
+    from transduce.api.forecaster import Forecaster
+    from transduce.api.panel import GlobalForecaster
+
+    run, csv = global_run
+    model = Forecaster(run)
+    assert type(model) is GlobalForecaster and isinstance(transduce.load(run), Forecaster)
+    rows = model.predict(series="S1")
+    assert len(rows) == 24 and rows[0]["unique_id"] == "S1" and rows[0]["ds"] == "201"
+    assert set(rows[0]) == {"unique_id", "ds", "y", "y_q0.5", "y_q0.9"}
+    assert {r["unique_id"] for r in model.predict()} == {"S0", "S1", "S2"}
+    assert model.plot(series="S0") == run / "forecast_S0.png"
+    with pytest.raises(UserError, match="name one with --series ID"):
+        model.plot()
+    with pytest.raises(UserError, match="give --csv TEST.csv"):
+        model.test()
+    with pytest.raises(UserError, match="a global run's attention is not drawn yet"):
+        model.attention()
+
+
+def test_a_run_of_one_csv_refuses_a_series_selector(forecast_run):
+    from transduce.api.forecaster import Forecaster
+
+    run, _ = forecast_run
+    model = Forecaster(run)
+    assert type(model) is Forecaster
+    with pytest.raises(UserError, match="series= is for a global run"):
+        model.predict(series="load")
+    with pytest.raises(UserError, match="known= is for a global run"):
+        model.plot(known="k.csv")
+    with pytest.raises(UserError, match="a test table is for a global run"):
+        model.test("t.csv")

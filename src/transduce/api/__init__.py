@@ -3,5 +3,6 @@ forecaster); :class:`Forecaster` fits a forecasting run from a CSV and forecasts
 
 from transduce.api.forecaster import Forecaster, backtest
 from transduce.api.loading import load
+from transduce.api.panel import GlobalForecaster  # registers the class of global runs
 
-__all__ = ["Forecaster", "backtest", "load"]
+__all__ = ["Forecaster", "GlobalForecaster", "backtest", "load"]

@@ -28,6 +28,7 @@ from transduce.evaluation.quantiles import column_name
 from transduce.io import write_text
 from transduce.tasks.forecasting.backtesting import run_backtest
 from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.panel import is_global
 from transduce.tasks.forecasting.rundir import check_finite, evaluate_run, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
@@ -50,9 +51,21 @@ class Forecaster:
             ``forecast blend`` wrote.
     """
 
+    # The class of each layout's runs: "long" is GlobalForecaster (api/panel.py registers it;
+    # it subclasses this one, which cannot import it without a cycle).
+    LAYOUTS: dict[str, type] = {}
+
+    def __new__(cls, path: str | Path, *args, **kwargs):
+        """A Forecaster of the class the run's layout needs: ``Forecaster(RUN)`` opens any
+        forecasting run, one series set or many series."""
+        if cls is Forecaster:
+            run_dir = _run_dir(path)
+            if is_global(run_dir):
+                cls = Forecaster.LAYOUTS["long"]
+        return super().__new__(cls)
+
     def __init__(self, path: str | Path) -> None:
-        path = Path(path)
-        run_dir = path.parent.parent if path.is_file() else path
+        run_dir = _run_dir(path)
         self.run_dir = run_dir
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
         self.known = len(self.cfg.known_list())
@@ -90,15 +103,21 @@ class Forecaster:
             train_forecaster(settings_for(data, run_dir, config, settings), run_dir)
         return cls(run_dir)
 
-    def predict(self, data=None) -> list[dict]:
+    def predict(self, data=None, series: str | None = None, known=None) -> list[dict]:
         """The rows after the last of ``data`` (a CSV path or a DataFrame; by default the
-        CSV the run was trained on), as :meth:`forecast` gives them."""
+        CSV the run was trained on), as :meth:`forecast` gives them. ``series`` and ``known``
+        are for a global run (:class:`~transduce.api.panel.GlobalForecaster`)."""
+        _one_series_set(series=series, known=known)
         series, name = self._history(data)
         return self.forecast_series(series, name)
 
-    def plot(self, data=None, path: str | Path | None = None) -> Path:
+    def plot(
+        self, data=None, path: str | Path | None = None, series: str | None = None, known=None
+    ) -> Path:
         """A PNG of the forecast after ``data``'s last row (by default the run's own CSV),
-        after its history; ``path`` by default RUN/forecast_future.png."""
+        after its history; ``path`` by default RUN/forecast_future.png. ``series`` and
+        ``known`` are for a global run."""
+        _one_series_set(series=series, known=known)
         path = runs.forecast_plot(self.run_dir, "future") if path is None else path
         series, name = self._history(data)
         dates, values = self.predict_arrays(series, name)
@@ -119,11 +138,16 @@ class Forecaster:
         )
         return Path(path)
 
-    def test(self) -> dict:
+    def test(self, data=None) -> dict:
         """The test split's scores, as ``forecast test`` prints them (and writes them to
         RUN/test_results.json): ``mse``, ``mae`` and ``windows`` on the normalised scale and,
         for a probabilistic run, ``rho_risk`` and ``coverage``. It reads the CSV the run was
-        trained on."""
+        trained on; ``data`` (a table of each series' next steps) is for a global run."""
+        if data is not None:
+            raise UserError(
+                f"{self.run_dir}: a run of one CSV is scored on its own test split; a test "
+                "table is for a global run (layout=long)"
+            )
         return evaluate_run(self.run_dir)
 
     def _history(self, data):
@@ -251,6 +275,19 @@ class Forecaster:
         return rows
 
 
+def _run_dir(path: str | Path) -> Path:
+    """The run directory of ``path``: itself, or the run of a checkpoint file in it."""
+    path = Path(path)
+    return path.parent.parent if path.is_file() else path
+
+
+def _one_series_set(**given) -> None:
+    """A UserError naming the first of ``given`` that is set: it is for a global run."""
+    for name, value in given.items():
+        if value is not None:
+            raise UserError(f"{name}= is for a global run (layout=long); this run has one CSV")
+
+
 def _name(data) -> str:
     """What an error calls ``data``: the file's path, or "<DataFrame>"."""
     return "<DataFrame>" if hasattr(data, "to_csv") else str(data)
@@ -347,12 +384,15 @@ def backtest(
         return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
 
 
-def predict_csv(run_dir: str | Path | Forecaster, csv_path: str | Path | None = None) -> str:
+def predict_csv(
+    run_dir: str | Path | Forecaster, csv_path: str | Path | None = None, **selected
+) -> str:
     """The forecast of the ``horizon`` rows after the file's last row (by default the CSV
     the run was trained on), as CSV text with the file's date column and the run's columns,
-    in the original units."""
+    in the original units; a global run's as a long table (``selected``: its ``series``
+    and ``known``, as :meth:`Forecaster.predict` takes them)."""
     model = run_dir if isinstance(run_dir, Forecaster) else Forecaster(run_dir)
-    rows = model.predict(csv_path)
+    rows = model.predict(csv_path, **selected)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerows([list(rows[0]), *([row[k] for k in row] for row in rows)])

@@ -5,13 +5,11 @@ blend of runs."""
 from __future__ import annotations
 
 from transduce.api.forecaster import Forecaster
-from transduce.api.panel import GlobalForecaster
 from transduce.errors import UserError
-from transduce.tasks.forecasting.panel import is_global
 
 
 def load_forecaster(path, device: str, precision: str, verbose: bool):
-    """A :class:`Forecaster`, or a :class:`GlobalForecaster` for a global run. A forecaster
+    """A :class:`Forecaster` (a :class:`GlobalForecaster` for a global run). A forecaster
     runs on the CPU in float32, so another ``device`` or ``precision`` is refused, as the
     command line refuses a setting it would ignore."""
     if isinstance(path, (list, tuple)):
@@ -32,4 +30,4 @@ def load_forecaster(path, device: str, precision: str, verbose: bool):
             f"{path}: a forecaster runs on the CPU in float32 (its models are "
             f"small); leave out {' and '.join(ignored)}"
         )
-    return GlobalForecaster(path) if is_global(path) else Forecaster(path)
+    return Forecaster(path)  # a GlobalForecaster for a global run

@@ -15,7 +15,6 @@ from transduce import runs
 from transduce.api.forecaster import Forecaster, predict_csv
 from transduce.cli.args import add_run_arguments, config_and_overrides, positive_int
 from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
-from transduce.data.panel import read_panel
 from transduce.errors import UserError
 from transduce.io import check_output_file, write_text
 from transduce.tasks.forecasting.backtesting import run_backtest as backtest
@@ -23,10 +22,7 @@ from transduce.tasks.forecasting.blend import blend_runs
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import ForecastConfig
 from transduce.tasks.forecasting.panel import (
-    forecast_panel,
     is_global,
-    panel_rows,
-    test_panel,
     train_panel,
 )
 from transduce.tasks.forecasting.rundir import calibrate_run, evaluate_run, load_run
@@ -313,12 +309,7 @@ def run_backtest(args: argparse.Namespace) -> int:
 def run_test(args: argparse.Namespace) -> int:
     if is_global(args.run_dir):
         _refuse_for_global(args, drop_last=("--drop-last", []))
-        if not args.csv:
-            raise UserError(
-                "a global run is scored against a long table of each series' next "
-                "horizon: give --csv TEST.csv (unique_id, ds, y)"
-            )
-        _say_m4(test_panel(args.run_dir, args.csv))
+        _say_m4(Forecaster(args.run_dir).test(args.csv))
         return 0
     if args.csv:
         raise UserError(
@@ -377,21 +368,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def run_predict(args: argparse.Namespace) -> int:
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
-    if is_global(args.run_dir):
-        _check_known(args)
-        text = panel_rows(
-            forecast_panel(
-                args.run_dir, args.csv or _trained_on(args.run_dir), args.series, args.known
-            )
-        )
-    else:
-        if args.series or args.known:
-            raise UserError(
-                f"{'--series' if args.series else '--known'} is for a global run (layout=long)"
-            )
-        model = Forecaster(args.run_dir)
+    model = Forecaster(args.run_dir)  # a GlobalForecaster for a global run
+    if not is_global(args.run_dir):
         _say_history(args, model)
-        text = predict_csv(model, args.csv)
+    text = predict_csv(model, args.csv, series=args.series, known=args.known)
     if args.output:
         write_text(args.output, text)
     else:
@@ -402,8 +382,9 @@ def run_predict(args: argparse.Namespace) -> int:
 def run_plot(args: argparse.Namespace) -> int:
     if is_global(args.run_dir):
         _refuse_for_global(args, window=("--window", None), future=("--future", False))
-        _check_known(args)
-        return _plot_series(args)
+        model = Forecaster(args.run_dir)
+        print(f"wrote {model.plot(args.csv, args.output, series=args.series, known=args.known)}")
+        return 0
     args.window = args.window or 0
     if args.known:
         raise UserError("--known is for a global run (layout=long)")
@@ -480,47 +461,6 @@ def _refuse_for_global(args: argparse.Namespace, **options: tuple[str, object]) 
                 f"{option} is for a run of one CSV; a global run (layout=long) "
                 "forecasts each series after its last row: name one with --series ID"
             )
-
-
-def _check_known(args: argparse.Namespace) -> None:
-    if args.known and not runs.read_config(args.run_dir, ForecastConfig).known_list():
-        raise UserError(
-            f"--known: {args.run_dir} reads no known covariates (it was trained without "
-            "known=...); leave --known out"
-        )
-
-
-def _trained_on(run_dir) -> str:
-    return runs.read_config(run_dir, ForecastConfig).csv
-
-
-def _plot_series(args: argparse.Namespace) -> int:
-    if not args.series:
-        raise UserError("a global run holds many series: name one with --series ID")
-    cfg = runs.read_config(args.run_dir, ForecastConfig)
-    history = read_panel(args.csv or cfg.csv, known=tuple(cfg.known_list()))
-    found = forecast_panel(args.run_dir, history, [args.series], args.known)
-    values = history.values[history.index(args.series)]
-    forecast = found["forecast"][args.series]  # (H, 1 + Q)
-    H = len(forecast)
-    shown = min(len(values), 4 * H)
-    levels = found["quantiles"]
-    out = Path(args.output or runs.series_plot(args.run_dir, args.series))
-    check_output_file(out, "--output")
-    steps = history.steps[history.index(args.series)][-shown:] + found["steps"][args.series]
-    plot_forecast(
-        values[-shown:, None],
-        None,
-        forecast[:, None, 0],
-        [args.series],
-        out,
-        f"{args.series}: the {H} steps after its last row",
-        forecast[:, None, 1:] if levels else None,
-        tuple(levels),
-        steps if history.dated else None,
-    )
-    print(f"wrote {out}")
-    return 0
 
 
 def _plot_future(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
         async def forecast_series(body: SeriesRequest):
             """A global run's forecast of one series (by its unique_id): its recent history and
             its next horizon, with the quantiles."""
-            return await tools.in_worker(model.forecast, body.series)
+            return await tools.in_worker(model.forecast_one, body.series)
 
         return
 
