@@ -34,10 +34,14 @@ def _flat(record: dict) -> dict:
         everyone.update({k: v for k, v in dataclasses.asdict(member()).items() if k != "name"})
     own = {k: v for k, v in record["model"].items() if k != "name"}
     return {
-        **{k: v for k, v in record.items() if k != "model"},
+        **{k: v for k, v in record.items() if k not in ("model", "layout")},
         **everyone,
         **own,
         "model": record["model"]["name"],
+        # the layout was a word then, its settings beside it
+        "layout": record["layout"]["name"],
+        "season": 0,
+        "scaling": "mean",
     }
 
 
@@ -61,3 +65,26 @@ def test_a_checkpoint_in_the_earlier_flat_layout_loads_and_forecasts_the_same(
     then, now = Forecaster(old), Forecaster(run)
     assert then.cfg == now.cfg
     assert then.predict() == now.predict()
+
+
+def test_a_layouts_settings_exist_only_under_it_and_old_flat_files_still_read(tmp_path):
+    """layout is a tagged union like model: season and scaling are the long layout's, so
+    a wide run refuses them by construction; a run's config.yaml from before the union
+    (layout: long beside its settings) still reads."""
+    from transduce import runs
+    from transduce.errors import UserError
+    from transduce.tasks.forecasting.config import ForecastConfig
+
+    long = ForecastConfig.of(csv="t.csv", layout="long", season=24, scaling="log")
+    assert (long.layout.name, long.layout.season, long.layout.scaling) == ("long", 24, "log")
+    for setting in ({"scaling": "log"}, {"season": 24}):
+        with pytest.raises(UserError, match="is a setting of the long layout, not wide"):
+            ForecastConfig.of(csv="t.csv", **setting)
+    with pytest.raises(UserError, match="scaling must be one of mean, log, not 'exp'"):
+        ForecastConfig.of(csv="t.csv", layout="long", scaling="exp").validate("run.yaml")
+    with pytest.raises(UserError, match="columns is for the wide layout"):
+        ForecastConfig.of(csv="t.csv", layout="long", columns="y").validate("run.yaml")
+    (tmp_path / "config.yaml").write_text(
+        "csv: t.csv\nlayout: long\nseason: 24\nscaling: log\nmodel: patch\n"
+    )
+    assert runs.read_config(tmp_path, ForecastConfig).layout == long.layout

@@ -144,7 +144,7 @@ def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_valu
         check_scaling(panel, cfg, csv)
     with pytest.raises(UserError, match="trained with scaling=log: give a history of pos"):
         forecast_panel(run, panel)
-    with pytest.raises(UserError, match="scaling is for the long layout"):
+    with pytest.raises(UserError, match="scaling is a setting of the long layout, not wide"):
         ForecastConfig.of(csv=str(csv), scaling="log").validate("settings")
 
 

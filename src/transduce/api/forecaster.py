@@ -338,7 +338,7 @@ def settings_for(data, run_dir: str | Path, config: str | Path | None, settings:
     csv_path = run_dir / SERIES if frame else Path(data)
     cfg = load_config(ForecastConfig, config, chosen=settings)
     cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings", strict=True)
-    if cfg.layout == "long":  # the one-CSV pipeline would read the table as channels
+    if cfg.layout.name == "long":  # the one-CSV pipeline would read the table as channels
         raise UserError(
             "layout=long: Forecaster.fit and backtest take a run of one CSV; train a global "
             "run with `transduce forecast train csv=TABLE layout=long ... --run-dir RUN`, "

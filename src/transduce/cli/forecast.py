@@ -278,11 +278,11 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 def run_train(args: argparse.Namespace) -> int:
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
-    if cfg.layout == "long":
+    if cfg.layout.name == "long":
         metrics = train_panel(cfg, args.run_dir)
         scaled = (
             "log y less its input's mean log y"
-            if cfg.scaling == "log"
+            if cfg.layout.scaling == "log"
             else "scaled by its input's mean absolute value"
         )
         print(f"best validation mae {metrics['best_val_mae']:.4f} (each window {scaled})")

@@ -11,14 +11,13 @@ from torch import nn
 
 from transduce.checks import Origin, at_least, one_of, raise_problems
 from transduce.config import apply_mapping
+from transduce.tasks.forecasting.layouts import LAYOUTS, LayoutConfig, WideLayout
 from transduce.tasks.forecasting.models import MODELS, ModelConfig
 from transduce.tasks.forecasting.models.patch import PatchConfig
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
 from transduce.training.engine_config import EngineConfig
 
 POINT_LOSSES = ("mse", "mae")
-LAYOUTS = ("wide", "long")
-SCALINGS = ("mean", "log")
 MAX_LENGTH = 100_000  # time steps of an input window or a horizon
 
 
@@ -48,9 +47,7 @@ class ForecastConfig:
     inputs: str = ""
     known: str = ""
     split: str = "auto"
-    layout: str = "wide"
-    season: int = 0
-    scaling: str = "mean"
+    layout: LayoutConfig = field(default_factory=WideLayout, metadata={"union": LAYOUTS})
     input_length: int = 336
     horizon: int = 96
     model: ModelConfig = field(default_factory=PatchConfig, metadata={"union": MODELS})
@@ -83,13 +80,6 @@ class ForecastConfig:
         "layout": "wide (one CSV of aligned columns: one model for them) or long (a table of "
         "unique_id, ds, y holding many series of any lengths: one global model "
         "trained on windows of them all, validated on each series' last horizon)",
-        "season": "steps of the series' seasonal cycle (24 for hourly): with integer steps "
-        "(no dates) the models read the phase in that cycle as a feature (0: none)",
-        "scaling": "long layout: how each window is put on a common scale. mean: divided by "
-        "the mean |y| of its input steps (DeepAR); log: log y less the mean log y of "
-        "its input steps, the forecast exp'd back, so errors count relative to the "
-        "level as sMAPE and MASE on positive series do (quantiles carry over, exp "
-        "being monotone); log needs every y > 0",
         "split": "train/validation/test borders: auto (ETT's for ETTh*/ETTm* files, else "
         "70/10/20), ett_hour, ett_minute, ratio, or rows:A,B,C (train rows [0, A), "
         "validation [A, B), test [B, C): e.g. a backtest before the test split)",
@@ -125,29 +115,7 @@ class ForecastConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         """(key, what is wrong) for values no run can use."""
-        found = one_of(self, "point_loss", POINT_LOSSES) + one_of(self, "layout", LAYOUTS)
-        found += one_of(self, "scaling", SCALINGS)
-        found += at_least(self, 0, "season")
-        if self.layout == "long":
-            for key in ("columns", "inputs"):
-                if getattr(self, key):
-                    found.append(
-                        (
-                            key,
-                            f"{key} is for the wide layout; a long table's series "
-                            f"are its unique_ids (leave {key} out; its known-"
-                            "future covariate columns go in known)",
-                        )
-                    )
-        if self.layout != "long" and self.scaling != "mean":
-            found.append(
-                (
-                    "scaling",
-                    "scaling is for the long layout (a wide run scales each "
-                    "column by its training mean and deviation); leave it out "
-                    "or set layout=long",
-                )
-            )
+        found = one_of(self, "point_loss", POINT_LOSSES) + self.layout.problems(self)
         if not self.csv:
             found.append(("csv", "csv is not set; give csv=PATH/TO/FILE.csv"))
         found += at_least(self, 1, "input_length", "horizon", "batch_size")

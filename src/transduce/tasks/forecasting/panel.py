@@ -61,7 +61,7 @@ def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
 def features(panel: Panel, s: int, cfg: ForecastConfig, known: Scaler | None) -> np.ndarray:
     """(T, 4 + K) features of series ``s``'s steps: :func:`step_features`, then its
     ``known`` covariates z-scored by ``known`` (their training mean and deviation)."""
-    steps = step_features(panel.steps[s], panel.dated, cfg.season)
+    steps = step_features(panel.steps[s], panel.dated, cfg.layout.season)
     names = cfg.known_list()
     if not names:
         return steps
@@ -106,7 +106,7 @@ class PanelWindows:
         values, feats = self.panel.values[s], self.features[s]
         idx = np.clip(np.arange(start, start + L + H), 0, len(values) - 1)
         v, f = values[idx], feats[idx]
-        if self.cfg.scaling == "log":
+        if self.cfg.layout.scaling == "log":
             logged = np.log(v)
             level = float(logged[:L].mean())
             return logged - level, f, level
@@ -117,7 +117,7 @@ class PanelWindows:
     def restore(self, values: np.ndarray, scales: np.ndarray) -> np.ndarray:
         """``values`` on the windows' common scale back in their series' units: ``scales``
         are what :meth:`batch` gave, shaped to broadcast against ``values``."""
-        if self.cfg.scaling == "log":
+        if self.cfg.layout.scaling == "log":
             return np.exp(values + scales)
         return values * scales
 
@@ -145,7 +145,7 @@ def check_scaling(
     panel: Panel, cfg: ForecastConfig, source, remedy: str = "train with scaling=mean"
 ) -> None:
     """Raise a UserError where ``scaling=log`` meets a value that is not positive."""
-    if cfg.scaling != "log":
+    if cfg.layout.scaling != "log":
         return
     for name, values in zip(panel.ids, panel.values):
         if len(values) and values.min() <= 0:
@@ -267,7 +267,7 @@ def is_global(run_dir: str | Path) -> bool:
     if not path.is_file():
         return False
     try:
-        return runs.read_config(run_dir, ForecastConfig).layout == "long"
+        return runs.read_config(run_dir, ForecastConfig).layout.name == "long"
     except UserError:
         return False
 
@@ -285,9 +285,9 @@ def forecast_panel(
     A run that reads ``known`` covariates takes their values at those steps from ``future``
     (a long table, ``y`` optional)."""
     cfg, model, scaler, _, _ = load_checkpoint_model(run_dir)
-    if cfg.layout != "long":
+    if cfg.layout.name != "long":
         raise UserError(
-            f"{run_dir}: not a global run (layout: {cfg.layout}); predict it with "
+            f"{run_dir}: not a global run (layout: {cfg.layout.name}); predict it with "
             "forecast predict --csv"
         )
     names = tuple(cfg.known_list())
@@ -319,7 +319,7 @@ def forecast_panel(
             s = chosen[i]
             later = next_steps(panel.steps[s], panel.dated, H)
             steps[panel.ids[s]] = later
-            feats = step_features(later, panel.dated, cfg.season)
+            feats = step_features(later, panel.dated, cfg.layout.season)
             if names:
                 feats = np.concatenate(
                     [feats, known.transform(known_ahead(future, panel.ids[s], later, names))], 1
@@ -420,7 +420,7 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
     check_steps(test, truth, found["steps"], H)
     truths = {i: v[:H] for i, v in zip(truth.ids, truth.values)}
     histories = {i: past.values[past.index(i)] for i in truth.ids}
-    season = max(cfg.season, 1)
+    season = max(cfg.layout.season, 1)
     result = {
         "model": cfg.model.name,
         "series": len(truths),
