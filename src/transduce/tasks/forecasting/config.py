@@ -43,8 +43,6 @@ class ForecastConfig:
 
     csv: str = ""
     date_column: str = "date"
-    columns: str = ""
-    inputs: str = ""
     known: str = ""
     split: str = "auto"
     layout: LayoutConfig = field(default_factory=WideLayout, metadata={"union": LAYOUTS})
@@ -70,10 +68,6 @@ class ForecastConfig:
     HELP = {
         "csv": "the series: a CSV file with a date column",
         "date_column": "name of the date column",
-        "columns": "comma-separated columns to forecast, each also an input (empty: every "
-        "numeric column not in inputs or known)",
-        "inputs": "transformer and channel: comma-separated past-observed covariates, read "
-        "but not forecast",
         "known": "transformer, patch and logsparse: comma-separated known-future covariates "
         "(e.g. a planned price), read over the input and the horizon; predict needs "
         "their future rows (in a long table: its covariate columns)",
@@ -151,7 +145,7 @@ class ForecastConfig:
                     "a column is named twice among columns, inputs and known",
                 )
             )
-        if self.inputs and not self.model.READS_INPUTS:
+        if self.input_list() and not self.model.READS_INPUTS:
             found.append(
                 (
                     "inputs",
@@ -176,10 +170,12 @@ class ForecastConfig:
         raise_problems(self.problems(), origin)
 
     def column_list(self) -> list[str]:
-        return _names(self.columns)
+        """The CSV's columns to forecast (a wide layout's ``columns``; none for a long one)."""
+        return _names(getattr(self.layout, "columns", ""))
 
     def input_list(self) -> list[str]:
-        return _names(self.inputs)
+        """The CSV's past-observed covariates (a wide layout's ``inputs``)."""
+        return _names(getattr(self.layout, "inputs", ""))
 
     def known_list(self) -> list[str]:
         return _names(self.known)

@@ -1,7 +1,9 @@
 """How a forecasting run's data is laid out, a tagged union chosen by ``layout:`` as
-``model:`` chooses a model: ``wide`` (one CSV of aligned columns) or ``long`` (a table of
-``unique_id, ds, y`` holding many series). A layout's own settings exist only under it, so
-``scaling=log`` on a wide run is refused by construction, as another model's setting is."""
+``model:`` chooses a model: ``wide`` (one CSV of aligned columns: which to forecast,
+``columns``, and which only to read, ``inputs``) or ``long`` (a table of ``unique_id, ds,
+y`` holding many series: ``season``, ``scaling``). A layout's own settings exist only under
+it, so ``scaling=log`` on a wide run, or ``columns=`` on a long one, is refused by
+construction, as another model's setting is."""
 
 from __future__ import annotations
 
@@ -37,6 +39,14 @@ class WideLayout(LayoutConfig):
     by its training rows' mean and deviation (the long-horizon protocol)."""
 
     NAME: ClassVar[str] = "wide"
+    columns: str = ""
+    inputs: str = ""
+    HELP: ClassVar[dict[str, str]] = {
+        "columns": "comma-separated columns to forecast, each also an input (empty: every "
+        "numeric column not in inputs or known)",
+        "inputs": "transformer and channel: comma-separated past-observed covariates, read "
+        "but not forecast",
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,18 +66,7 @@ class LongLayout(LayoutConfig):
     }
 
     def problems(self, run: Any) -> list[Problem]:
-        found = one_of(self, "scaling", SCALINGS) + at_least(self, 0, "season")
-        for key in ("columns", "inputs"):  # settings of the run's CSV, read by the wide layout
-            if getattr(run, key):
-                found.append(
-                    (
-                        key,
-                        f"{key} is for the wide layout; a long table's series are its "
-                        f"unique_ids (leave {key} out; its known-future covariate columns "
-                        "go in known)",
-                    )
-                )
-        return found
+        return one_of(self, "scaling", SCALINGS) + at_least(self, 0, "season")
 
 
 LAYOUTS: dict[str, type[LayoutConfig]] = {"wide": WideLayout, "long": LongLayout}

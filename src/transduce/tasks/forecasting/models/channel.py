@@ -57,7 +57,7 @@ class ChannelConfig(NeuralConfig):
         found = super().problems(run) + one_of(self, "expert_init", EXPERT_INITS)
         found += at_least(self, 1, "experts")
         found += in_range(self, "top_k", 0, self.experts, high_included=True)
-        if run.inputs and not self.mix_channels:
+        if run.input_list() and not self.mix_channels:
             found.append(
                 (
                     "mix_channels",
