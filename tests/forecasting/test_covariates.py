@@ -111,7 +111,11 @@ def test_one_target_from_several_inputs_and_the_future_rows_of_known(tmp_path, c
 @pytest.mark.parametrize(
     "items, message",
     [
-        (["model=patch", "inputs=a"], "past-observed covariates (inputs) are for the transformer"),
+        (
+            ["model=patch", "inputs=a"],
+            "past-observed covariates (inputs) are for the models that mix channels "
+            "(transformer, channel), not patch",
+        ),
         (
             ["model=linear", "known=k"],
             "known-future covariates are for the transformer, patch and logsparse",

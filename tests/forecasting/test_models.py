@@ -455,3 +455,12 @@ def test_a_model_without_the_calendar_skips_its_columns_of_the_time_features(nam
         other, _ = model(x, known_changed[:, :24], known_changed[:, 24:])
     torch.testing.assert_close(same, y)
     assert not torch.allclose(other, y)
+
+
+def test_which_models_mix_channels_is_said_by_their_configs():
+    """As NeuralForecast marks its multivariate models: past-observed covariates need one."""
+    from transduce.tasks.forecasting.models import MODELS
+
+    mixing = {name for name, model in MODELS.items() if model().mixes_channels()}
+    assert mixing == {"transformer", "channel"}
+    assert not MODELS["channel"](mix_channels=False).mixes_channels()

@@ -145,16 +145,8 @@ class ForecastConfig:
                     "a column is named twice among columns, inputs and known",
                 )
             )
-        if self.input_list() and not self.model.READS_INPUTS:
-            found.append(
-                (
-                    "inputs",
-                    f"past-observed covariates (inputs) are for the "
-                    f"transformer and channel models, not {name} (the "
-                    "others read each channel on its own); set "
-                    "model=transformer or model=channel",
-                )
-            )
+        if self.input_list() and not self.model.mixes_channels():
+            found.append(_unmixed(self.model))
         if self.known and not self.model.READS_KNOWN:
             found.append(
                 (
@@ -179,6 +171,24 @@ class ForecastConfig:
 
     def known_list(self) -> list[str]:
         return _names(self.known)
+
+
+def _unmixed(model: ModelConfig) -> tuple[str, str]:
+    """The problem of past-observed covariates given to a model that reads each channel on
+    its own: they reach a forecast only through the other channels."""
+    if model.MIXES_CHANNELS:  # a setting of it keeps the channels apart (mix_channels)
+        return (
+            "mix_channels",
+            "past-observed covariates (inputs) reach the forecast only through the other "
+            "channels; set mix_channels=true or inputs= (none)",
+        )
+    mixing = [name for name, config in MODELS.items() if config.MIXES_CHANNELS]
+    return (
+        "inputs",
+        f"past-observed covariates (inputs) are for the models that mix channels "
+        f"({', '.join(mixing)}), not {model.name}, which reads each channel on its own; "
+        f"set model={' or model='.join(mixing)}",
+    )
 
 
 def _names(text: str) -> list[str]:

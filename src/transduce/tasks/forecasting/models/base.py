@@ -28,15 +28,18 @@ ForecastConfig = Any
 class ModelConfig:
     """A forecasting model's own settings. Subclasses set ``NAME`` (the tag ``model:``
     names), declare their settings as fields with a line of ``HELP`` each, add their rules
-    to :meth:`problems` and build the module in :meth:`build`. ``READS_INPUTS`` /
-    ``READS_KNOWN``: whether the model reads past-observed / known-future covariates.
+    to :meth:`problems` and build the module in :meth:`build`. ``MIXES_CHANNELS``: whether a
+    channel's forecast reads the other channels (a multivariate model, as NeuralForecast
+    marks them), which past-observed covariates (``inputs``) need, since they reach the
+    forecast only through the other channels; see :meth:`mixes_channels`. ``READS_KNOWN``:
+    whether the model reads known-future covariates.
     ``ATTENTION``: how its last layer's attention is laid out, where it has one to show
     ("steps": forecast steps over input steps; "patches": each channel's patches over each
     other; "channels": channels over channels); see :meth:`attention`."""
 
     NAME: ClassVar[str] = ""
     HELP: ClassVar[dict[str, str]] = {}
-    READS_INPUTS: ClassVar[bool] = False
+    MIXES_CHANNELS: ClassVar[bool] = False
     READS_KNOWN: ClassVar[bool] = False
     ATTENTION: ClassVar[str | None] = None
     name: str = field(default="", init=False)  # the tag, written with the settings
@@ -55,6 +58,10 @@ class ModelConfig:
         if getattr(self, "calendar", False):
             return {"time_features": CALENDAR_FEATURES + known, "skip_features": 0}
         return {"time_features": known, "skip_features": CALENDAR_FEATURES}
+
+    def mixes_channels(self) -> bool:
+        """Whether, with these settings, a channel's forecast reads the other channels."""
+        return self.MIXES_CHANNELS
 
     def attention(self) -> str | None:
         """The layout of the attention these settings give (``ATTENTION``), or None where

@@ -21,7 +21,7 @@ from transduce.tasks.forecasting.models.base import (
 class ChannelConfig(NeuralConfig):
     NAME: ClassVar[str] = "channel"
     ATTENTION: ClassVar[str | None] = "channels"
-    READS_INPUTS: ClassVar[bool] = True
+    MIXES_CHANNELS: ClassVar[bool] = True
 
     head_dropout: float = 0.0
     trend_kernel: int = 0
@@ -49,6 +49,10 @@ class ChannelConfig(NeuralConfig):
         "a learned distance (DUET's channel clustering); false: all of them",
     }
 
+    def mixes_channels(self) -> bool:
+        # channels attend to each other only with mix_channels
+        return self.mix_channels
+
     def attention(self) -> str | None:
         # channels that attend only to themselves have nothing to show
         return self.ATTENTION if self.mix_channels else None
@@ -57,15 +61,6 @@ class ChannelConfig(NeuralConfig):
         found = super().problems(run) + one_of(self, "expert_init", EXPERT_INITS)
         found += at_least(self, 1, "experts")
         found += in_range(self, "top_k", 0, self.experts, high_included=True)
-        if run.input_list() and not self.mix_channels:
-            found.append(
-                (
-                    "mix_channels",
-                    "past-observed covariates (inputs) reach the "
-                    "forecast only through channel attention; set "
-                    "mix_channels=true or inputs= (none)",
-                )
-            )
         if self.learned_mask and not self.mix_channels:
             found.append(
                 (

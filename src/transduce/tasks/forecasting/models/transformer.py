@@ -13,7 +13,7 @@ from transduce.tasks.forecasting.models.base import NeuralConfig
 class SeriesTransformerConfig(NeuralConfig):
     NAME: ClassVar[str] = "transformer"
     ATTENTION: ClassVar[str | None] = "steps"
-    READS_INPUTS: ClassVar[bool] = True
+    MIXES_CHANNELS: ClassVar[bool] = True  # every step's channels share one embedding
     READS_KNOWN: ClassVar[bool] = True
     DECODER: ClassVar[bool] = True
 
