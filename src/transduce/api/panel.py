@@ -66,9 +66,8 @@ class GlobalForecaster(Forecaster):
     def predict(self, data=None, series: str | list[str] | None = None, known=None) -> list[dict]:
         """Every series' next ``horizon`` steps after ``data`` (a long table's path; by
         default the table it trained on), or only those of ``series`` (an id or a list of
-        them): rows of ``unique_id``,
-        ``ds``, ``y`` and a ``y_q…`` per quantile. ``known``: the known covariates' next
-        values (a long table), for a run that reads them."""
+        them): rows of ``unique_id``, ``ds``, ``y`` and a ``y_q…`` per quantile. ``known``:
+        the known covariates' next values (a long table), for a run that reads them."""
         found = self._found(data, series, known)
         rows = []
         for sid, steps in found["steps"].items():
@@ -83,14 +82,14 @@ class GlobalForecaster(Forecaster):
         the table it trained on) and its forecast; ``path`` by default RUN/forecast_ID.png."""
         if not series:
             raise UserError("a global run holds many series: name one with --series ID (series=)")
+        path = Path(path or runs.series_plot(self.run_dir, series))
+        check_output_file(path, "--output")  # before the forecast, not after
         history = read_panel(data, known=tuple(self.cfg.known_list())) if data else self.history
         found = self._found(history, series, known)
         values = history.values[history.index(series)]
         forecast = found["forecast"][series]  # (H, 1 + Q)
         H, levels = len(forecast), found["quantiles"]
         shown = min(len(values), 4 * H)
-        path = Path(path or runs.series_plot(self.run_dir, series))
-        check_output_file(path, "--output")
         steps = history.steps[history.index(series)][-shown:] + found["steps"][series]
         plot_forecast(
             values[-shown:, None],
