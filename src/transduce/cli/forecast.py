@@ -369,7 +369,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
     model = Forecaster(args.run_dir)  # a GlobalForecaster for a global run
-    if not is_global(args.run_dir):
+    if model.cfg.layout.name == "wide":  # a global run's history is the table it names
         _say_history(args, model)
     text = predict_csv(model, args.csv, series=args.series, known=args.known)
     if args.output:

@@ -95,7 +95,7 @@ def read_panel(
         if seen and step <= seen[-1]:
             raise UserError(
                 f"{path}:{line}: series {sid!r} has ds {ds} after "
-                f"{_shown(seen[-1])}; give each series' rows in increasing ds, once each"
+                f"{step_texts([seen[-1]])[0]}; give each series' rows in increasing ds, once each"
             )
         seen.append(step)
         lines.setdefault(sid, []).append(line)
@@ -211,10 +211,6 @@ def _check_spacing(path, sid: str, steps: list, lines: list[int], dated: bool) -
                 f"{path}:{lines[k]}: series {sid!r} steps from {steps[k - 1]} to {steps[k]}, "
                 f"where it stepped by {gap}; give every step (fill the gap)"
             )
-
-
-def _shown(step) -> str:
-    return format_dates([step])[0] if isinstance(step, datetime) else str(step)
 
 
 def write_panel(

@@ -33,7 +33,7 @@ import torch
 
 from transduce import runs
 from transduce.data.calendar import infer_frequency, next_dates
-from transduce.data.panel import Panel, read_panel, step_texts, write_panel
+from transduce.data.panel import Panel, read_panel, step_texts
 from transduce.data.windows import CALENDAR_FEATURES, Scaler, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
@@ -349,19 +349,15 @@ def check_steps(source, truth: Panel, forecast_steps: dict, horizon: int) -> Non
         wanted = forecast_steps[series][:horizon]
         if list(steps[:horizon]) != list(wanted):
             first = next(k for k, (a, b) in enumerate(zip(steps, wanted)) if a != b)
+            given, due = step_texts([steps[first], wanted[first]])
             raise UserError(
-                f"{source}: series {series} starts at ds {_shown(steps[first])} where its forecast "
-                f"is for {_shown(wanted[first])}; give each series' next {horizon} steps after "
-                "its history"
+                f"{source}: series {series} starts at ds {given} where its forecast is for "
+                f"{due}; give each series' next {horizon} steps after its history"
             )
 
 
 def _dated(steps: dict) -> bool:
     return not isinstance(next(iter(steps.values()))[0], (int, np.integer))
-
-
-def _shown(step) -> str:
-    return step_texts([step])[0]
 
 
 def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...]) -> np.ndarray:
@@ -381,24 +377,6 @@ def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...])
             f"steps, {later[0]} to {later[-1]}, with {', '.join(names)}"
         )
     return np.stack([future.known[c][s][at : at + H] for c in names], 1)
-
-
-def panel_rows(found: dict) -> str:
-    """:func:`forecast_panel`'s forecasts as a long table: unique_id, ds, y (the point
-    forecast) and a column per quantile (``y_q0.5``, …)."""
-    ids = list(found["forecast"])
-    levels = found["quantiles"]
-    columns = {
-        f"y_q{level:g}": [found["forecast"][i][:, 1 + k] for i in ids]
-        for k, level in enumerate(levels)
-    }
-    return write_panel(
-        None,
-        ids,
-        [found["steps"][i] for i in ids],
-        [found["forecast"][i][:, 0] for i in ids],
-        columns,
-    )
 
 
 def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None = None) -> dict:
