@@ -148,14 +148,3 @@ def test_backtest_a_dataframe_from_python(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "bt" / "series.csv"), frame)
     assert json.loads((tmp_path / "bt" / "backtest.json").read_text()) == result
     assert all(math.isfinite(f["mse"]) and f["rho_risk"] for f in result["folds"])
-
-
-def test_fit_and_backtest_refuse_a_long_table_in_one_line(tmp_path):
-    from transduce import backtest
-
-    table = tmp_path / "long.csv"
-    table.write_text("unique_id,ds,y\n" + "".join(f"A,{t},{t % 5}\n" for t in range(1, 200)))
-    for call in (Forecaster.fit, backtest):
-        with pytest.raises(UserError, match="^layout=long: Forecaster.fit and backtest take a run"):
-            call(table, tmp_path / "run", layout="long", horizon=12, input_length=24)
-        assert not (tmp_path / "run").exists()

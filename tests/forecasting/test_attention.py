@@ -30,7 +30,9 @@ def test_the_transformer_attends_from_each_forecast_step_to_dated_inputs(sine, t
     np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-3)
     # the model's own weights for that window
     series, _ = model._history(sine)
-    _, x, x_time, y_time, _ = model._window(series, "sine")
+    ahead = model._window(series, "sine")
+    x, _, x_time, _, _ = ahead.ends.batch([0])
+    y_time = torch.from_numpy(ahead.features)
     with torch.no_grad():
         _, own = model.model(x, x_time, y_time, need_weights=True)
     np.testing.assert_allclose(weights, own[0].numpy(), atol=1e-4)

@@ -7,7 +7,7 @@ import pytest
 from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
-from transduce.tasks.forecasting.backtesting import fold_borders
+from transduce.tasks.forecasting.folds import fold_borders
 
 # a sine of 600 hourly rows split 70/10/20: train [0, 420), validation [420, 480), test [480, 600)
 TINY = ["input_length=48", "horizon=12", "model=linear", "lr=0.01", "max_epochs=2", "threads=1"]

@@ -10,10 +10,11 @@ import pytest
 import transduce
 from tests.helpers.forecasting import PANEL_SETTINGS as TINY
 from tests.helpers.forecasting import table
+from transduce.api import Forecaster, GlobalForecaster
 from transduce.cli.main import main
 from transduce.data.panel import read_panel, write_panel
 from transduce.errors import UserError
-from transduce.tasks.forecasting.panel import forecast_panel, is_global
+from transduce.tasks.forecasting.panel import forecast_panel
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +41,8 @@ def global_run(tmp_path_factory):
 
 def test_a_global_run_forecasts_every_series_and_follows_its_scale(global_run, tmp_path):
     run, csv = global_run
-    assert is_global(run)
-    found = forecast_panel(run, csv)
+    assert isinstance(Forecaster(run), GlobalForecaster)
+    found = forecast_panel(Forecaster(run), csv)
     assert list(found["forecast"]) == ["S0", "S1", "S2"]
     assert found["steps"]["S0"] == list(range(151, 175))
     assert found["forecast"]["S1"].shape == (24, 3)  # point, q0.5, q0.9
@@ -49,7 +50,7 @@ def test_a_global_run_forecasts_every_series_and_follows_its_scale(global_run, t
     # each window is scaled by its own input: a series ten times larger, forecast ten times
     panel = read_panel(csv)
     panel.values = [v * 10 for v in panel.values]
-    again = forecast_panel(run, panel)
+    again = forecast_panel(Forecaster(run), panel)
     np.testing.assert_allclose(again["forecast"]["S2"], 10 * found["forecast"]["S2"], rtol=1e-4)
 
 
@@ -101,21 +102,27 @@ def test_serve_shows_a_series_of_a_global_run(global_run):
 
 
 def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_values(tmp_path):
+    from transduce.data.windows import Windows
     from transduce.tasks.forecasting.config import ForecastConfig
-    from transduce.tasks.forecasting.panel import PanelWindows, check_scaling, training_starts
+    from transduce.tasks.forecasting.panel import check_scaling, training_starts
 
     csv = table(tmp_path / "train.csv")
     panel = read_panel(csv)
     cfg = ForecastConfig.of(csv=str(csv), layout="long", scaling="log", input_length=72, horizon=24)
-    windows = PanelWindows(panel, cfg, training_starts(panel, 72, 24)[:50])
+    windows = Windows(
+        values=[v[:, None] for v in panel.values],
+        times=[np.zeros((len(v), 4), np.float32) for v in panel.values],
+        input_length=72,
+        horizon=24,
+        starts=training_starts(panel, 72, 24)[:50],
+        scaling=cfg.layout.scaling,
+    )
     x, y, _, _, levels = windows.batch(range(50))
     assert np.allclose(x[..., 0].mean(1).numpy(), 0, atol=1e-5)  # log less the input's mean
     truth = np.stack(
         [panel.values[s][np.clip(np.arange(st + 72, st + 96), 0, None)] for s, st in windows.starts]
     )
-    np.testing.assert_allclose(
-        windows.restore(y[..., 0].numpy(), levels[:, None]), truth, rtol=1e-5
-    )
+    np.testing.assert_allclose(windows.restore(y[..., 0].numpy(), levels), truth, rtol=1e-5)
     run = tmp_path / "run"
     assert (
         main(
@@ -134,16 +141,18 @@ def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_valu
         )
         == 0
     )
-    found = forecast_panel(run, csv)
+    found = forecast_panel(Forecaster(run), csv)
     panel.values = [v * 10 for v in panel.values]
     np.testing.assert_allclose(
-        forecast_panel(run, panel)["forecast"]["S2"], 10 * found["forecast"]["S2"], rtol=1e-4
+        forecast_panel(Forecaster(run), panel)["forecast"]["S2"],
+        10 * found["forecast"]["S2"],
+        rtol=1e-4,
     )
     panel.values[1][5] = 0.0
     with pytest.raises(UserError, match="series S1 has a value 0 <= 0, and scaling=log"):
         check_scaling(panel, cfg, csv)
     with pytest.raises(UserError, match="trained with scaling=log: give a history of pos"):
-        forecast_panel(run, panel)
+        forecast_panel(Forecaster(run), panel)
     with pytest.raises(UserError, match="scaling is a setting of the long layout, not wide"):
         ForecastConfig.of(csv=str(csv), scaling="log").validate("settings")
 
@@ -194,7 +203,7 @@ def test_a_global_run_reads_known_future_covariates(tmp_path, capsys, outcome):
     )
     capsys.readouterr()
     future = promo_table(tmp_path / "future.csv", future=24)
-    found = forecast_panel(run, csv, future=future)
+    found = forecast_panel(Forecaster(run), csv, future=future)
     ahead = read_panel(future, known=("promo",), target=False)
     gaps = []
     for s in range(3):  # the forecast follows the flag it was given for each step
@@ -320,9 +329,9 @@ def test_values_near_float32s_limit_are_forecast_as_the_same_values_scaled_down(
     (check_finite, tested through the one-series path in test_faults.py)."""
     run, csv = global_run
     panel = read_panel(csv)
-    found = forecast_panel(run, panel)
+    found = forecast_panel(Forecaster(run), panel)
     panel.values = [v * 3e36 for v in panel.values]  # up to 2.6e38, within float32
-    huge = forecast_panel(run, panel)
+    huge = forecast_panel(Forecaster(run), panel)
     np.testing.assert_allclose(huge["forecast"]["S0"], 3e36 * found["forecast"]["S0"], rtol=1e-4)
 
 
@@ -424,7 +433,7 @@ def test_one_forecaster_class_opens_a_global_run_with_a_series_selector(global_r
         model.plot()
     with pytest.raises(UserError, match="give --csv TEST.csv"):
         model.test()
-    with pytest.raises(UserError, match="a global run's attention is not drawn yet"):
+    with pytest.raises(UserError, match="name one with series=ID"):
         model.attention()
 
 

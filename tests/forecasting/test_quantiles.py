@@ -46,24 +46,25 @@ def test_intervals_and_coverage():
 
 def test_evaluate_counts_coverage_over_every_window_whatever_the_batches():
     """Coverage summed batch by batch (the last batch smaller) equals one count over all."""
+    from transduce.data.windows import Windows
     from transduce.tasks.forecasting.evaluation import evaluate
+
+    y = np.array(
+        [[0.0, 3.0, 0.2], [0.0, 0.0, 0.0], [5.0, 5.0, 5.0], [0.1, -0.1, 0.9], [4.0, 4.0, 0.0]],
+        np.float32,
+    ).reshape(5, 3, 1)
 
     class Data:  # five windows of H 3, C 1, in batches of 2, 2 and 1; the scaler is the identity
         target_scaler = type("S", (), {"mean": np.zeros(1), "std": np.ones(1)})()
-        y = torch.tensor(
-            [[0.0, 3.0, 0.2], [0.0, 0.0, 0.0], [5.0, 5.0, 5.0], [0.1, -0.1, 0.9], [4.0, 4.0, 0.0]]
-        ).view(5, 3, 1)
-        windows = {"test": [(None, y[0])]}
-
-        def loader(self, split, batch_size):
-            for start in range(0, 5, batch_size):
-                y = self.y[start : start + batch_size]
-                yield (
-                    torch.zeros(len(y), 4, 1),
-                    y,
-                    torch.zeros(len(y), 4, 0),
-                    torch.zeros(len(y), 3, 0),
-                )
+        windows = {  # a series each: four input steps of 0, then the truth
+            "test": Windows(
+                values=[np.concatenate([np.zeros((4, 1), np.float32), v]) for v in y],
+                times=[np.zeros((7, 0), np.float32)] * 5,
+                input_length=4,
+                horizon=3,
+                starts=[(s, 0) for s in range(5)],
+            )
+        }
 
     class Band(torch.nn.Module):  # point 0, band [-1, 1]
         def __init__(self):

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transduce.data.calendar import format_dates
 from transduce.errors import UserError
+from transduce.tasks.forecasting.evaluation import Ahead
 from transduce.tasks.forecasting.models import MODELS
 from transduce.tasks.forecasting.rundir import check_finite, is_blend
 
 
 @torch.no_grad()
-def attention_of(forecaster, series, name: str = "<rows>") -> dict:
-    """The last layer's attention of ``forecaster`` when it forecasts after
-    ``series`` (see ``Forecaster.attention``)."""
+def attention_of(forecaster, ahead: Ahead, name: str = "<rows>") -> dict:
+    """The last layer's attention of ``forecaster`` when it forecasts after the one window
+    of ``ahead`` (see ``Forecaster.attention``), its steps labelled by their text."""
     cfg, label = forecaster.cfg, forecaster.cfg.model.name
     layout = cfg.model.attention()
     if is_blend(forecaster.run_dir):
@@ -29,22 +29,21 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
             f"attention to show; the {', '.join(having)} models have (channel with "
             "mix_channels=true)"
         )
-    dates, x, x_time, y_time, history = forecaster._window(series, name)
+    x, _, x_time, _, _ = ahead.ends.batch([0])
+    y_time = torch.from_numpy(np.asarray(ahead.features, np.float32))
     forecast, weights = forecaster.model(x, x_time, y_time, need_weights=True)
-    check_finite(forecast.numpy(), series.values[history], name)  # else the weights are NaN
+    check_finite(forecast.numpy(), ahead.read, name)  # else the weights are NaN
     if weights is None:
         raise UserError(
             f"this {label} model keeps no attention weights (residual "
             "attention); retrain without residual_attention to see them"
         )
-    inputs = [series.dates[i] for i in range(history.start, history.stop)]
-    text = list(format_dates(inputs + list(dates), series.date_text))
-    given, ahead = text[: len(inputs)], text[len(inputs) :]
+    given = ahead.given
     out = {
         "model": label,
-        "date_column": cfg.date_column,
+        "date_column": forecaster.date_column,
         "input_dates": given,
-        "forecast_dates": ahead,
+        "forecast_dates": ahead.later,
     }
     if layout == "steps":
         known = cfg.model.label_length
@@ -52,7 +51,7 @@ def attention_of(forecaster, series, name: str = "<rows>") -> dict:
         return {
             **out,
             "layout": "steps",
-            "rows": given[len(given) - known :] + ahead,
+            "rows": given[len(given) - known :] + ahead.later,
             "known_rows": known,
             "columns": given,
             "weights": np.round(w.float().numpy(), 5).tolist(),

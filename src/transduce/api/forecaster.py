@@ -4,12 +4,9 @@ from __future__ import annotations
 
 # size: the Forecaster's public methods (fit, predict, plot, test, forecast, attention, read)
 # and the helpers that turn a DataFrame or CSV into the rows it reads
-import contextlib
 import csv
 import io
 import os
-import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,23 +14,27 @@ import torch
 
 from transduce import runs
 from transduce.api.forecast_attention import attention_of
-from transduce.config import apply_mapping
-from transduce.config_files import load_config
+from transduce.api.forecast_frames import (
+    _frame_kept_only_if_used,
+    _frame_text,
+    _in_frame,
+    _name,
+    settings_for,
+)
+from transduce.api.forecast_info import wide_info
+from transduce.api.forecast_views import plot_window, split_lines
 from transduce.data.calendar import format_dates, infer_frequency, next_dates
 from transduce.data.text import decode_utf8
 from transduce.data.timeseries import parse_series
-from transduce.data.windows import calendar_features
+from transduce.data.windows import Windows, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation.quantiles import column_name
-from transduce.io import write_text
-from transduce.tasks.forecasting.backtesting import run_backtest
+from transduce.io import check_output_file
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.panel import is_global
+from transduce.tasks.forecasting.evaluation import Ahead, forecast_ends
 from transduce.tasks.forecasting.rundir import check_finite, evaluate_run, load_model
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.viz.forecast import plot_forecast
-
-SERIES = "series.csv"  # a DataFrame given to fit or backtest, as the run reads it
 
 
 class Forecaster:
@@ -51,23 +52,23 @@ class Forecaster:
             ``forecast blend`` wrote.
     """
 
-    # The class of each layout's runs: "long" is GlobalForecaster (api/panel.py registers it;
-    # it subclasses this one, which cannot import it without a cycle).
+    # The class that reads each layout's data, by the name its config.yaml gives: "long" is
+    # GlobalForecaster (api/panel.py registers it; it subclasses this one, which cannot
+    # import it without a cycle). Every method is called alike on both.
     LAYOUTS: dict[str, type] = {}
 
     def __new__(cls, path: str | Path, *args, **kwargs):
         """A Forecaster of the class the run's layout needs: ``Forecaster(RUN)`` opens any
         forecasting run, one series set or many series."""
         if cls is Forecaster:
-            run_dir = _run_dir(path)
-            if is_global(run_dir):
-                cls = Forecaster.LAYOUTS["long"]
+            cls = Forecaster.LAYOUTS.get(_layout_of(_run_dir(path)), Forecaster)
         return super().__new__(cls)
 
     def __init__(self, path: str | Path) -> None:
         run_dir = _run_dir(path)
         self.run_dir = run_dir
         self.cfg, self.model, self.scaler, self.columns = load_model(run_dir)
+        self.date_column = self.cfg.date_column
         self.known = len(self.cfg.known_list())
         self.inputs = len(self.columns) - self.known  # forecast columns, then past covariates
         self.targets = list(self.columns[: self.inputs - len(self.cfg.input_list())])
@@ -138,17 +139,50 @@ class Forecaster:
         )
         return Path(path)
 
-    def test(self, data=None) -> dict:
+    def test(self, data=None, drop_last: tuple[int, ...] = ()) -> dict:
         """The test split's scores, as ``forecast test`` prints them (and writes them to
         RUN/test_results.json): ``mse``, ``mae`` and ``windows`` on the normalised scale and,
-        for a probabilistic run, ``rho_risk`` and ``coverage``. It reads the CSV the run was
-        trained on; ``data`` (a table of each series' next steps) is for a global run."""
+        for a probabilistic run, ``rho_risk`` and ``coverage`` (and with ``drop_last``, see
+        :func:`~transduce.tasks.forecasting.evaluation.evaluate`). It reads the CSV the run
+        was trained on; ``data`` (a table of each series' next steps) is for a global run."""
         if data is not None:
             raise UserError(
                 f"{self.run_dir}: a run of one CSV is scored on its own test split; a test "
                 "table is for a global run (layout=long)"
             )
-        return evaluate_run(self.run_dir)
+        return evaluate_run(self.run_dir, tuple(drop_last))
+
+    def report(self, result: dict) -> list[str]:
+        """:meth:`test`'s scores as the lines ``forecast test`` prints."""
+        return split_lines(result)
+
+    def figures(
+        self, data=None, output=None, window=None, future=False, series=None, known=None
+    ) -> list[Path]:
+        """``forecast plot``: test window ``window`` (default 0) with its attention where
+        the model has one, or with ``future`` the forecast after ``data``'s last row (by
+        default the run's own CSV); returns the PNGs written."""
+        _one_series_set(series=series, known=known)
+        if data and not future:
+            raise UserError(
+                "--csv goes with --future: give both to plot the forecast after a "
+                "file's last row (a test window is plotted from the run's own CSV)"
+            )
+        if not future:
+            return plot_window(self.run_dir, window or 0, output)
+        output = output or runs.forecast_plot(self.run_dir, "future")
+        check_output_file(output, "--output")
+        return [self.plot(data, output)]
+
+    def read_known(self, path) -> None:
+        raise UserError(
+            f"{path}: --known is for a global forecasting run (layout=long); "
+            f"{self.run_dir} reads one CSV, whose last rows give the known covariates"
+        )
+
+    def info(self) -> dict:
+        """What the server's /info says of the run (see :mod:`transduce.api.describe`)."""
+        return wide_info(self)
 
     def _history(self, data):
         """(the series, what errors call it) of ``data`` for :meth:`predict` and
@@ -199,12 +233,10 @@ class Forecaster:
         """The ``horizon`` dates after ``series`` (by its calendar, or the rows that give the
         known covariates' future) and the forecast there, (H, C, 1 + Q) in the original units
         of the forecast columns: the point forecast, then each quantile."""
-        dates, x, x_time, y_time, history = self._window(series, name)
-        forecast, _ = self.model(x, x_time, y_time)  # (1, H, C, 1 + Q)
-        outputs = forecast[0].double().numpy()  # (H, C, 1 + Q)
+        ahead = self._window(series, name)
         target = self.scaler.head(len(self.targets))
-        found = target.inverse(outputs.transpose(2, 0, 1)).transpose(1, 2, 0)
-        return dates, check_finite(found, series.values[history], name)
+        found = forecast_ends(self.model, ahead.ends, ahead.features, target)[0]
+        return ahead.steps[0], check_finite(found, ahead.read, name)
 
     @torch.no_grad()
     def attention(self, data=None) -> dict:
@@ -221,11 +253,11 @@ class Forecaster:
 
     def attention_of(self, series, name: str = "<rows>") -> dict:
         """:meth:`attention` of rows already read by :meth:`read`."""
-        return attention_of(self, series, name)
+        return attention_of(self, self._window(series, name), name)
 
-    def _window(self, series, name: str):
-        """(the forecast's dates, the model's inputs x, x_time, y_time, the rows it reads)
-        for the ``horizon`` after ``series``'s last observed row."""
+    def _window(self, series, name: str) -> Ahead:
+        """The window the forecast after ``series``'s last observed row reads, and what it
+        is for (see :class:`~transduce.tasks.forecasting.evaluation.Ahead`)."""
         cfg, H = self.cfg, self.cfg.horizon
         scaled = self.scaler.transform(series.values)  # (N, all columns)
         n = _observed(series)
@@ -242,21 +274,29 @@ class Forecaster:
                 f"reads the last {cfg.input_length}, so it needs at least that many"
             )
         history = slice(n - cfg.input_length, n)
-        x = torch.from_numpy(scaled[history, : self.inputs]).unsqueeze(0)  # (1, L, C)
         if self.known:
             dates = series.dates[n : n + H]
         else:
             dates = next_dates(series.dates, H, infer_frequency(series.dates, name, series.lines))
         known = scaled[:, self.inputs :]  # (N, known)
         future_known = known[n : n + H] if self.known else np.zeros((H, 0), np.float32)
-        x_time = np.concatenate([calendar_features(series.dates[history]), known[history]], 1)
-        y_time = np.concatenate([calendar_features(dates), future_known], 1)
-        return (
-            dates,
-            x,
-            torch.from_numpy(x_time).unsqueeze(0),
-            torch.from_numpy(y_time).unsqueeze(0),
-            history,
+        times = np.concatenate([calendar_features(series.dates), known], 1)
+        text = list(format_dates(list(series.dates[history]) + list(dates), series.date_text))
+        return Ahead(
+            ends=Windows(
+                values=scaled,
+                times=times,
+                input_length=cfg.input_length,
+                horizon=0,
+                starts=[(0, n - cfg.input_length)],
+                inputs=self.inputs,
+                targets=len(self.targets),
+            ),
+            features=np.concatenate([calendar_features(dates), future_known], 1)[None],
+            steps=[list(dates)],
+            given=text[: cfg.input_length],
+            later=text[cfg.input_length :],
+            read=series.values[history],
         )
 
     def forecast_series(self, series, name: str = "<rows>") -> list[dict]:
@@ -281,38 +321,22 @@ def _run_dir(path: str | Path) -> Path:
     return path.parent.parent if path.is_file() else path
 
 
+def _layout_of(run_dir: Path) -> str:
+    """The layout a run's config.yaml names ("wide" where it has none: a blend folder, or
+    a run too damaged to say, which loading then reports)."""
+    if not (run_dir / runs.CONFIG).is_file():
+        return "wide"
+    try:
+        return runs.read_config(run_dir, ForecastConfig).layout.name
+    except UserError:
+        return "wide"
+
+
 def _one_series_set(**given) -> None:
     """A UserError naming the first of ``given`` that is set: it is for a global run."""
     for name, value in given.items():
         if value is not None:
             raise UserError(f"{name}= is for a global run (layout=long); this run has one CSV")
-
-
-def _name(data) -> str:
-    """What an error calls ``data``: the file's path, or "<DataFrame>"."""
-    return "<DataFrame>" if hasattr(data, "to_csv") else str(data)
-
-
-def _in_frame(error: UserError, name: str) -> UserError:
-    """An error about a DataFrame's CSV text (``name:LINE: ...``) as one about the frame:
-    ``<DataFrame> row N: ...``, N its position (iloc), the header being line 1."""
-    text = str(error)
-    found = re.match(re.escape(name) + r":(\d+): ", text)
-    if found:
-        return UserError(f"<DataFrame> row {int(found.group(1)) - 2}: {text[found.end() :]}")
-    return UserError(text.replace(name, "<DataFrame>", 1))
-
-
-def _frame_text(frame, date_column: str = "date") -> str:
-    """CSV text of a pandas DataFrame. Its index is written when named (the date), or as
-    ``date_column`` when it holds dates (an unnamed DatetimeIndex, as ``pd.date_range``
-    makes); a plain index of row numbers is left out."""
-    index = frame.index
-    if getattr(index, "name", None) is not None:
-        return frame.to_csv(index=True)
-    if getattr(getattr(index, "dtype", None), "kind", "") == "M":
-        return frame.to_csv(index=True, index_label=date_column)
-    return frame.to_csv(index=False)
 
 
 def _unit(dates: list) -> str:
@@ -327,61 +351,6 @@ def _unit(dates: list) -> str:
 def _observed(series) -> int:
     """Rows with every value: those before the blank tail of known-future rows."""
     return len(series.dates) - int(np.isnan(series.values).any(1).sum())
-
-
-def settings_for(data, run_dir: str | Path, config: str | Path | None, settings: dict):
-    """The config of :meth:`Forecaster.fit` and :func:`backtest`: ``config``'s settings (or
-    the defaults), then ``settings``, reading ``data`` (a CSV path, or a DataFrame, saved as
-    RUN_DIR/series.csv)."""
-    run_dir = Path(run_dir)
-    frame = hasattr(data, "to_csv")
-    csv_path = run_dir / SERIES if frame else Path(data)
-    cfg = load_config(ForecastConfig, config, chosen=settings)
-    cfg = apply_mapping(cfg, {**settings, "csv": str(csv_path.resolve())}, "settings", strict=True)
-    if cfg.layout.name == "long":  # the one-CSV pipeline would read the table as channels
-        raise UserError(
-            "layout=long: Forecaster.fit and backtest take a run of one CSV; train a global "
-            "run with `transduce forecast train csv=TABLE layout=long ... --run-dir RUN`, "
-            "then transduce.load(RUN)"
-        )
-    if frame:  # once the settings are known good
-        text = _frame_text(data, cfg.date_column)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        write_text(csv_path, text)
-    return cfg
-
-
-@contextlib.contextmanager
-def _frame_kept_only_if_used(data, run_dir: str | Path):
-    """A DataFrame is saved as RUN_DIR/series.csv before training reads it; if the start
-    fails (bad values, a file too short), that file and a folder made for it go again, as a
-    failed start from a CSV path leaves nothing behind."""
-    run_dir = Path(run_dir)
-    fresh = hasattr(data, "to_csv") and not run_dir.exists()
-    try:
-        yield
-    except BaseException as error:
-        if fresh and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {SERIES}:
-            shutil.rmtree(run_dir)
-            if isinstance(error, UserError):  # name what the user gave, not a file now gone
-                raise _in_frame(error, str((run_dir / SERIES).resolve())) from None
-        raise
-
-
-def backtest(
-    data,
-    run_dir: str | Path,
-    config: str | Path | None = None,
-    folds: int = 3,
-    step: int | None = None,
-    **settings,
-) -> dict:
-    """Score a config on ``folds`` stretches of ``data`` before its test split, as
-    ``forecast backtest`` does (see :mod:`transduce.tasks.forecasting.backtesting`); returns what
-    it writes to RUN_DIR/backtest.json. ``config`` and ``settings`` as for
-    :meth:`Forecaster.fit`; calling it again on the same ``run_dir`` resumes the folds."""
-    with _frame_kept_only_if_used(data, run_dir):
-        return run_backtest(settings_for(data, run_dir, config, settings), run_dir, folds, step)
 
 
 def predict_csv(

@@ -8,12 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from transduce import runs
-from transduce.api.forecaster import Forecaster
-from transduce.data.panel import read_panel, step_texts
+from transduce.api.forecast_attention import attention_of
+from transduce.api.forecast_info import global_info
+from transduce.api.forecast_views import m4_lines
+from transduce.api.forecaster import Forecaster, _run_dir
+from transduce.data.panel import Panel, read_panel, step_texts
 from transduce.errors import UserError
 from transduce.io import check_output_file
-from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.panel import forecast_panel, test_panel
+from transduce.tasks.forecasting.panel import (
+    ends_of,
+    forecast_panel,
+    future_of,
+    held_out,
+    test_panel,
+)
+from transduce.tasks.forecasting.rundir import load_model
 from transduce.viz.forecast import plot_forecast
 
 
@@ -36,10 +45,12 @@ class GlobalForecaster(Forecaster):
         history: str | Path | None = None,
         known: str | Path | None = None,
     ) -> None:
-        self.run_dir = Path(path)
-        self.cfg = runs.read_config(path, ForecastConfig)
-        names = tuple(self.cfg.known_list())
-        self.history = read_panel(history or self.cfg.csv, known=names)
+        self.run_dir = _run_dir(path)
+        self.cfg, self.model, self.scaler, self.columns = load_model(self.run_dir)
+        self.date_column = "ds"
+        self.inputs = 1 + len(self.cfg.input_list())  # y, then the past-observed covariates
+        self.targets = ["y"]
+        self.history = self._table(history)
         self.known = None
         if known:
             self.read_known(known)
@@ -84,7 +95,7 @@ class GlobalForecaster(Forecaster):
             raise UserError("a global run holds many series: name one with --series ID (series=)")
         path = Path(path or runs.series_plot(self.run_dir, series))
         check_output_file(path, "--output")  # before the forecast, not after
-        history = read_panel(data, known=tuple(self.cfg.known_list())) if data else self.history
+        history = self._table(data) if data else self.history
         found = self._found(history, series, known)
         values = history.values[history.index(series)]
         forecast = found["forecast"][series]  # (H, 1 + Q)
@@ -104,22 +115,56 @@ class GlobalForecaster(Forecaster):
         )
         return path
 
-    def test(self, data=None) -> dict:
+    def test(self, data=None, drop_last: tuple[int, ...] = ()) -> dict:
         """The M4 scores (sMAPE, MASE, OWA against Naive2, the ρ-risks) of its forecasts
         after the table it trained on against ``data``, a long table of each series' next
-        horizon; written to RUN/test_results.json."""
-        if data is None:
+        horizon (by default, for a run trained with ``holdout``, the steps it left out);
+        written to RUN/test_results.json."""
+        if drop_last:
             raise UserError(
-                "a global run is scored against a long table of each series' next "
-                "horizon: give --csv TEST.csv (unique_id, ds, y)"
+                "--drop-last is for a run of one CSV's test windows; a global run is scored "
+                "on each series' next horizon"
             )
-        return test_panel(self.run_dir, data)
+        return test_panel(self, data)
 
-    def attention(self, data=None) -> dict:
-        raise UserError(
-            f"{self.run_dir}: a global run's attention is not drawn yet; the attention of a "
-            "run of one CSV is (Forecaster.attention, transduce explain)"
-        )
+    def report(self, result: dict) -> list[str]:
+        """:meth:`test`'s scores as the lines ``forecast test`` prints."""
+        return m4_lines(result)
+
+    def figures(
+        self, data=None, output=None, window=None, future=False, series=None, known=None
+    ) -> list[Path]:
+        """``forecast plot`` of a global run: ``series``'s history and forecast (see
+        :meth:`plot`)."""
+        for option, given in (("--window", window is not None), ("--future", future)):
+            if given:
+                raise UserError(
+                    f"{option} is for a run of one CSV; a global run (layout=long) "
+                    "forecasts each series after its last row: name one with --series ID"
+                )
+        return [self.plot(data, output, series=series, known=known)]
+
+    def info(self) -> dict:
+        """What the server's /info says of the run (see :mod:`transduce.api.describe`)."""
+        return global_info(self)
+
+    def attention(self, data=None, series: str | None = None) -> dict:
+        """What the model attends to when it forecasts ``series``'s next horizon after
+        ``data`` (a long table; by default the one it trained on), laid out as
+        :meth:`Forecaster.attention` lays out a run of one CSV's, on the series' steps."""
+        if not series:
+            raise UserError("a global run holds many series: name one with series=ID")
+        history = self._table(data) if data is not None else self.history
+        ahead = ends_of(self, history, [history.index(series)], future_of(self, self.known))
+        return attention_of(self, ahead, f"series {series}")
+
+    def _table(self, data) -> Panel:
+        """The long table ``data`` (a path; by default the one the run trained on, less the
+        steps it held out), with the run's covariates."""
+        names = tuple(self.cfg.input_list() + self.cfg.known_list())
+        if data is None:
+            return held_out(read_panel(self.cfg.csv, known=names), self.cfg.layout.holdout)
+        return data if isinstance(data, Panel) else read_panel(data, known=names)
 
     def _found(self, data, series: str | None, known) -> dict:
         history = self.history if data is None else data
@@ -127,7 +172,7 @@ class GlobalForecaster(Forecaster):
         if known is not None and not self.cfg.known_list():
             self.read_known(known)  # refuses it, naming the run
         ids = [series] if isinstance(series, str) else series
-        return forecast_panel(self.run_dir, history, ids or None, future)
+        return forecast_panel(self, history, ids or None, future)
 
     @staticmethod
     def _values(row, found: dict) -> dict:
@@ -141,7 +186,7 @@ class GlobalForecaster(Forecaster):
         """``{"history": [{ds, y}], "forecast": [{ds, y, y_q…}], "date_column": "ds"}`` of
         one series: its last ``shown`` observed steps (default 4 × horizon) and its next
         horizon."""
-        found = forecast_panel(self.run_dir, self.history, [series_id], self.known)
+        found = forecast_panel(self, self.history, [series_id], self.known)
         s = self.history.index(series_id)
         shown = shown or 4 * self.cfg.horizon
         steps, values = self.history.steps[s][-shown:], self.history.values[s][-shown:]

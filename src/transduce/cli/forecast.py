@@ -9,25 +9,17 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 from transduce import runs
 from transduce.api.forecaster import Forecaster, predict_csv
 from transduce.cli.args import add_run_arguments, config_and_overrides, positive_int
 from transduce.cli.settings_help import SettingsHelpFormatter, settings_epilog
-from transduce.errors import UserError
 from transduce.io import check_output_file, write_text
 from transduce.tasks.forecasting.backtesting import run_backtest as backtest
 from transduce.tasks.forecasting.blend import blend_runs
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.panel import (
-    is_global,
-    train_panel,
-)
-from transduce.tasks.forecasting.rundir import calibrate_run, evaluate_run, load_run
+from transduce.tasks.forecasting.rundir import calibrate_run
 from transduce.tasks.forecasting.task import train_forecaster
-from transduce.viz.forecast import plot_channel_attention, plot_cross_attention, plot_forecast
 
 
 def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
@@ -278,17 +270,9 @@ def _add_plot(sub: argparse._SubParsersAction) -> None:
 def run_train(args: argparse.Namespace) -> int:
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
-    if cfg.layout.name == "long":
-        metrics = train_panel(cfg, args.run_dir)
-        scaled = (
-            "log y less its input's mean log y"
-            if cfg.layout.scaling == "log"
-            else "scaled by its input's mean absolute value"
-        )
-        print(f"best validation mae {metrics['best_val_mae']:.4f} (each window {scaled})")
-        return 0
     metrics = train_forecaster(cfg, args.run_dir)
-    print(f"best validation mse {metrics['best_val_mse']:.4f}")
+    measure = cfg.layout.METRIC.removeprefix("val_")
+    print(f"best validation {measure} {metrics['best']:.4f}{cfg.layout.scale_note()}")
     return 0
 
 
@@ -296,43 +280,21 @@ def run_backtest(args: argparse.Namespace) -> int:
     cfg, source = config_and_overrides(ForecastConfig, args.items, args.run_dir)
     cfg.validate(source)
     result = backtest(cfg, args.run_dir, args.folds, args.step, report=print, jobs=args.jobs)
-    mean = result["mean"]
-    print(
-        f"backtest mean over {len(result['folds'])} folds: test mse {mean['mse']:.4f} "
-        f"mae {mean['mae']:.4f}"
+    scores = " ".join(
+        f"{m} {'n/a' if v is None else f'{v:.4f}'}"
+        for m, v in result["mean"].items()
+        if m != "rho_risk"
     )
+    print(f"backtest mean over {len(result['folds'])} folds: test {scores}")
     folder = Path(args.run_dir)
     print(f"wrote {folder / runs.BACKTEST} and {folder / runs.BACKTEST_PLOT}")
     return 0
 
 
 def run_test(args: argparse.Namespace) -> int:
-    if is_global(args.run_dir):
-        _refuse_for_global(args, drop_last=("--drop-last", []))
-        _say_m4(Forecaster(args.run_dir).test(args.csv))
-        return 0
-    if args.csv:
-        raise UserError(
-            "--csv is for a global run (layout=long); a run of one CSV is scored "
-            "on its own test split"
-        )
-    result = evaluate_run(args.run_dir, tuple(args.drop_last))
-    print(
-        f"test mse {result['mse']:.4f} mae {result['mae']:.4f} "
-        f"({result['windows']} windows, horizon {result['horizon']})"
-    )
-    if result.get("rho_risk"):
-        risks = " ".join(f"R{rho} {r:.4f}" for rho, r in result["rho_risk"].items())
-        covered = " ".join(f"{band} {100 * c:.1f}%" for band, c in result["coverage"].items())
-        print(
-            f"  quantiles{' (calibrated on validation)' if result['calibrated'] else ''}: "
-            f"{risks}; coverage {covered}"
-        )
-    for batch, scores in result.get("drop_last", {}).items():
-        print(
-            f"  first {scores['windows']} windows (drop_last, batch {batch}): "
-            f"mse {scores['mse']:.4f} mae {scores['mae']:.4f}"
-        )
+    model = Forecaster(args.run_dir)
+    for line in model.report(model.test(args.csv, tuple(args.drop_last))):
+        print(line)
     return 0
 
 
@@ -368,10 +330,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def run_predict(args: argparse.Namespace) -> int:
     if args.output:  # before the model is loaded and run
         check_output_file(args.output, "--output")
-    model = Forecaster(args.run_dir)  # a GlobalForecaster for a global run
-    if model.cfg.layout.name == "wide":  # a global run's history is the table it names
-        _say_history(args, model)
+    model = Forecaster(args.run_dir)
     text = predict_csv(model, args.csv, series=args.series, known=args.known)
+    _say_history(args, model)
     if args.output:
         write_text(args.output, text)
     else:
@@ -380,117 +341,15 @@ def run_predict(args: argparse.Namespace) -> int:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    if is_global(args.run_dir):
-        _refuse_for_global(args, window=("--window", None), future=("--future", False))
-        model = Forecaster(args.run_dir)
-        print(f"wrote {model.plot(args.csv, args.output, series=args.series, known=args.known)}")
-        return 0
-    args.window = args.window or 0
-    if args.known:
-        raise UserError("--known is for a global run (layout=long)")
-    if args.csv and not args.future:
-        raise UserError(
-            "--csv goes with --future: give both to plot the forecast after a "
-            "file's last row (a test window is plotted from the run's own CSV)"
-        )
-    if args.future:
-        return _plot_future(args)
-    cfg, model, data = load_run(args.run_dir)
-    windows = data.windows["test"]
-    if not 0 <= args.window < len(windows):
-        raise UserError(f"--window must be between 0 and {len(windows) - 1}")
-    x, y, x_time, y_time = (t.unsqueeze(0) for t in windows[args.window])
-    # the layouts with a figure (a patch model's maps are shown by explain and the API)
-    layout = cfg.model.attention()
-    attends = layout in ("steps", "channels")
-    with torch.no_grad():
-        forecast, weights = model(x, x_time, y_time, need_weights=attends)
-    inverse = data.target_scaler.inverse
-    out = Path(args.output or runs.forecast_plot(args.run_dir, args.window))
-    title = (
-        f"{Path(cfg.csv).name} · {getattr(model, 'label', cfg.model.name)} · test window "
-        f"{args.window}"
-    )
-    first = data.windows["test"].start + args.window
-    dates = data.series.dates[first : first + cfg.input_length + cfg.horizon]
-    outputs = forecast[0].numpy()  # (H, C, 1 + Q)
-    bands = inverse(outputs[..., 1:].transpose(2, 0, 1)).transpose(1, 2, 0)  # (H, C, Q)
-    history = x[0, :, : data.targets or None].numpy()  # the forecast columns' history
-    plot_forecast(
-        inverse(history),
-        inverse(y[0].numpy()),
-        inverse(outputs[..., 0]),
-        data.target_columns,
-        out,
-        title,
-        bands if cfg.quantiles else None,
-        cfg.quantiles,
-        dates,
-    )
-    print(f"wrote {out}")
-    if weights is not None:
-        heatmap = out.with_name(out.stem + "_attention.png")
-        if layout == "channels":
-            plot_channel_attention(
-                weights[0].mean(0).numpy(),
-                list(data.series.columns),
-                heatmap,
-                title,
-                heads=weights.shape[1],
-                targets=data.targets or None,
-            )
-        else:
-            plot_cross_attention(
-                weights[0].mean(0).numpy(),
-                cfg.model.label_length,
-                heatmap,
-                title,
-                heads=weights.shape[1],
-                dates=dates,
-            )
-        print(f"wrote {heatmap}")
-    return 0
-
-
-def _refuse_for_global(args: argparse.Namespace, **options: tuple[str, object]) -> None:
-    """A one-line error naming the first of ``options`` (attribute: (option, its default))
-    given for a global run, which has no use for it (it would be ignored)."""
-    for attribute, (option, default) in options.items():
-        if getattr(args, attribute) != default:
-            raise UserError(
-                f"{option} is for a run of one CSV; a global run (layout=long) "
-                "forecasts each series after its last row: name one with --series ID"
-            )
-
-
-def _plot_future(args: argparse.Namespace) -> int:
-    out = Path(args.output or runs.forecast_plot(args.run_dir, "future"))
-    check_output_file(out, "--output")
     model = Forecaster(args.run_dir)
-    _say_history(args, model)
-    print(f"wrote {model.plot(args.csv, out)}")
-    return 0
-
-
-def _say_m4(result: dict) -> None:
-    """A global run's M4 scores; "n/a" where one is undefined (see evaluation.m4.score)."""
-
-    def shown(value, digits: int = 3) -> str:
-        return "n/a" if value is None else f"{value:.{digits}f}"
-
-    print(
-        f"{result['series']} series, horizon {result['horizon']}: sMAPE "
-        f"{shown(result['smape'])} MASE {shown(result['mase'])} OWA {shown(result['owa'])} "
-        f"(Naive2: sMAPE {shown(result['naive2_smape'])} MASE "
-        f"{shown(result['naive2_mase'])}; seasonality {result['season']})"
+    written = model.figures(
+        args.csv, args.output, args.window, args.future, series=args.series, known=args.known
     )
-    if result["mase_series"] < result["series"]:
-        print(
-            f"  MASE over {result['mase_series']} of {result['series']} series: the others' "
-            "histories repeat exactly (constant), so no error can be scaled by them"
-        )
-    if result["rho_risk"]:
-        print("  " + " ".join(f"R{rho} {shown(r, 4)}" for rho, r in result["rho_risk"].items()))
+    if args.future:
+        _say_history(args, model)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
 
 
 def _say_history(args: argparse.Namespace, model) -> None:

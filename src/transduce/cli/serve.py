@@ -10,7 +10,6 @@ import uvicorn
 
 from transduce.api.describe import describe
 from transduce.api.loading import load
-from transduce.api.panel import GlobalForecaster
 from transduce.cli.args import positive_float, positive_int
 from transduce.errors import UserError
 from transduce.serve.app import create_app
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)  # before the model loads: a taken port fails fast
     model = load(args.model, args.device)
     if args.known:
-        if not isinstance(model, GlobalForecaster):
+        if not hasattr(model, "read_known"):  # a translator
             raise UserError(
                 f"--known is for a global forecasting run (layout=long); {args.model} is not one"
             )

@@ -184,28 +184,29 @@ def plot_backtest(
     values: np.ndarray,
     column: str,
     folds: list[tuple[int, int, int, float]],
-    protocol: tuple[int, int, int],
+    protocol: tuple[int, int, int] | None,
     path: str | os.PathLike,
     title: str = "",
     columns: int = 1,
+    measure: str = "mse",
 ) -> None:
     """Where a backtest's folds lie: the series over the whole file, and under it one bar
     per split layout (the protocol's, then each fold's): train, validation and test rows
     on the same date axis, each fold labelled with its test MSE.
 
-    Args: dates (N,) and values (N,) of the series (one column, original units); folds:
-        (A, B, C, test MSE) per fold, train [0, A), validation [A, B), test [B, C);
-        protocol: the protocol's (A, B, C), whose test split no fold reads; columns: how
-        many columns the folds forecast (the MSE is over all of them, ``values`` the first).
-    """
+    Args: dates (N,) and values (N,) of the series (one column, original units; integer
+        steps where it has no dates); folds: (A, B, C, test ``measure``) per fold, train
+        [0, A), validation [A, B), test [B, C); protocol: the protocol's (A, B, C), whose
+        test split no fold reads (none for a long table); columns: how many columns the
+        folds forecast (scored over all of them, ``values`` the first)."""
     from matplotlib.dates import date2num
     from matplotlib.patches import Patch
 
-    x = date2num(dates)
+    dated = len(dates) and not isinstance(dates[0], (int, np.integer))
+    x = date2num(dates) if dated else np.asarray(dates, np.float64)
     step = x[1] - x[0] if len(x) > 1 else 1.0
-    rows = [("protocol", *protocol, None)] + [
-        (f"fold {k}", a, b, c, mse) for k, (a, b, c, mse) in enumerate(folds, 1)
-    ]
+    rows = [("protocol", *protocol, None)] if protocol else []
+    rows += [(f"fold {k}", a, b, c, score) for k, (a, b, c, score) in enumerate(folds, 1)]
     fig, (top, bars) = plt.subplots(
         2,
         1,
@@ -219,18 +220,20 @@ def plot_backtest(
         top.set_title(
             f"column {column}, the first of the {columns} forecast", fontsize=8, loc="left"
         )
-    for i, (_, a, b, c, mse) in enumerate(rows):
+    for i, (name, a, b, c, mse) in enumerate(rows):
         y = len(rows) - 1 - i  # the protocol on top
+        unread = name == "protocol"
         spans = [(0, a, "train"), (a, b, "validation"), (b, c, "test")]
         for start, end, split in spans:
             bars.broken_barh(
                 [(x[start], x[end - 1] - x[start] + step)],
                 (y - 0.35, 0.7),
                 color=SPLIT_COLOURS[split],
-                hatch="//" if mse is None and split == "test" else None,
-                alpha=0.45 if mse is None and split == "test" else 1.0,
+                hatch="//" if unread and split == "test" else None,
+                alpha=0.45 if unread and split == "test" else 1.0,
             )
-        label = "test split: not read" if mse is None else f"test mse {mse:.3f}"
+        label = f"test {measure} " + ("n/a" if mse is None else f"{mse:.3f}")
+        label = "test split: not read" if unread else label
         bars.text(x[c - 1] + step, y, f" {label}", va="center", fontsize=7)
     bars.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=8)
     bars.set_ylim(-0.6, len(rows) - 0.4)
@@ -245,7 +248,8 @@ def plot_backtest(
         frameon=False,
     )
     fig.subplots_adjust(top=1 - 0.4 / fig.get_figheight())
-    fig.autofmt_xdate()
+    if dated:
+        fig.autofmt_xdate()
     if title:
         fig.suptitle(title, fontsize=10, y=1 + 0.25 / fig.get_figheight())
     _save(fig, path)

@@ -1,11 +1,8 @@
-"""`transduce forecast backtest`: one config scored on several stretches of a series that
-end before its test split (rolling origins), so that a choice between configs can rest on
-more than one validation split.
-
-Fold k (k = 1..K) is the protocol's split moved ``step`` rows earlier k - 1 times: the same
-numbers of validation and test rows, every row before them for training, the scaler fitted
-on those training rows. Fold 1's test split ends where the protocol's test split begins, so
-no fold reads a row of it.
+"""`transduce forecast backtest`: one config scored on several stretches of its data
+(rolling origins), so that a choice between configs can rest on more than one validation
+split. The layout says how the data is cut (:mod:`~transduce.tasks.forecasting.folds`): a
+wide CSV's folds end before its test split, a long table's at its series' ends; each fold
+is a run of its own, trained and scored as any run is.
 """
 
 from __future__ import annotations
@@ -20,81 +17,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from transduce import runs
-from transduce.data.calendar import format_dates
-from transduce.data.windows import split_borders
 from transduce.errors import UserError
+from transduce.families import resolve
 from transduce.logs import progress
 from transduce.tasks.forecasting.config import ForecastConfig
-from transduce.tasks.forecasting.data import load_forecast_data, split_scheme, windowed_borders
-from transduce.tasks.forecasting.rundir import evaluate_run
+from transduce.tasks.forecasting.data import load_forecast_data
 from transduce.tasks.forecasting.task import train_forecaster
 from transduce.training.signals import Handlers, Interrupted
 from transduce.viz.forecast import plot_backtest
 
 log = logging.getLogger("transduce.backtest")
-
-
-def fold_borders(
-    n_rows: int, scheme: str, folds: int, step: int | None = None
-) -> list[tuple[int, int, int]]:
-    """The (A, B, C) row borders of each fold's ``split=rows:A,B,C``, latest first.
-
-    Args:
-        scheme: the protocol's split (see :func:`~transduce.data.timeseries.split_borders`).
-        step: rows between one fold's borders and the next's (default: the length of the
-            protocol's validation split).
-
-    Raises:
-        UserError: ``folds`` or ``step`` below 1, or so many folds that the earliest would
-            train on no row.
-    """
-    if folds < 1:
-        raise UserError(f"--folds must be at least 1, not {folds}")
-    if step is not None and step < 1:
-        raise UserError(f"--step must be at least 1 row, not {step}")
-    borders = split_borders(n_rows, 0, scheme)
-    val_start, test_start = borders["val"]
-    test_rows = borders["test"][1] - test_start
-    step = step or test_start - val_start
-    first_train_end = val_start - test_rows  # fold 1's: its splits end test_rows earlier
-    if first_train_end < 1:
-        raise UserError(
-            f"split={scheme} on {n_rows} rows: fold 1's test split ({test_rows} "
-            f"rows) ends where the protocol's begins, which leaves it no row to "
-            "train on; backtest a longer series"
-        )
-    fit = (first_train_end - 1) // step + 1
-    if folds > fit:
-        raise UserError(
-            f"--folds {folds} with --step {step}: fold {fit + 1} would have no "
-            f"row to train on; at most {fit} fold{'s' * (fit > 1)} fit "
-            "(lower --folds or --step)"
-        )
-    return [
-        (first_train_end - k * step, test_start - test_rows - k * step, test_start - k * step)
-        for k in range(folds)
-    ]
-
-
-def fold_configs(
-    cfg: ForecastConfig, n_rows: int, folds: int, step: int | None = None
-) -> list[tuple[tuple[int, int, int], ForecastConfig]]:
-    """Each fold's (A, B, C) borders and ``cfg`` with its ``split=rows:A,B,C``, for a
-    series of ``n_rows`` rows; every fold is checked (enough rows for a window in each
-    split) before any is trained."""
-    scheme = split_scheme(cfg)
-    out = []
-    for k, (a, b, c) in enumerate(fold_borders(n_rows, scheme, folds, step), 1):
-        fold = dataclasses.replace(cfg, split=f"rows:{a},{b},{c}")
-        try:
-            windowed_borders(fold, n_rows)
-        except UserError as e:
-            raise UserError(
-                f"fold {k} (split={fold.split}): {e}; lower --folds or --step, "
-                "or shorten input_length/horizon"
-            ) from None
-        out.append(((a, b, c), fold))
-    return out
 
 
 def run_backtest(
@@ -133,40 +65,38 @@ def run_backtest(
         )
     cfg.validate("forecast config")
     data = load_forecast_data(cfg)  # a bad file fails here, as in train
-    dates = data.series.dates
-    configs = fold_configs(cfg, len(dates), folds, step)  # all checked before one trains
-    val_mses = _train_folds([fold for _, fold in configs], run_dir, jobs, report)
+    plan = resolve(cfg.layout.BACKTEST)(cfg, data)
+    folds_ = plan.plan(folds, step)  # all checked before one trains
+    best = _train_folds([fold.cfg for fold in folds_], run_dir, jobs, report)
+    metric = cfg.layout.METRIC
     records = []
-    for k, ((_, b, c), fold) in enumerate(configs, 1):
+    for k, (fold, val) in enumerate(zip(folds_, best), 1):
         fold_dir = runs.fold_dir(run_dir, k)
-        test = evaluate_run(fold_dir)
-        first, last = format_dates([dates[b], dates[c - 1]], data.series.date_text)
+        test = plan.score(fold_dir)
+        first, last = plan.dates(fold)
         record = {
             "fold": k,
-            "split": fold.split,
+            "split": fold.setting,
             "run_dir": str(fold_dir),
             "test_dates": [first, last],
-            "val_mse": val_mses[k - 1],
-            "mse": test["mse"],
-            "mae": test["mae"],
-            "windows": test["windows"],
+            metric: val,
+            **{m: test[m] for m in plan.measures},
         }
-        for key in ("rho_risk", "coverage"):
+        for key in ("windows", "series", "rho_risk", "coverage"):
             if test.get(key):
                 record[key] = test[key]
         records.append(record)
+        scores = " ".join(f"{m} {_shown(test[m])}" for m in plan.measures)
         report(
-            f"fold {k}: test rows {b}-{c - 1} ({first} to {last}), {test['windows']} "
-            f"windows: validation mse {val_mses[k - 1]:.4f}, test mse {test['mse']:.4f} "
-            f"mae {test['mae']:.4f}"
+            f"fold {k}: {fold.label} ({first} to {last}), {plan.size(test)}: validation "
+            f"{metric.removeprefix('val_')} {val:.4f}, test {scores}"
         )
-    mean = {key: sum(r[key] for r in records) / len(records) for key in ("mse", "mae")}
+    mean = {m: _mean([r[m] for r in records]) for m in plan.measures}
     if records[0].get("rho_risk"):
         mean["rho_risk"] = {
-            rho: sum(r["rho_risk"][rho] for r in records) / len(records)
-            for rho in records[0]["rho_risk"]
+            rho: _mean([r["rho_risk"][rho] for r in records]) for rho in records[0]["rho_risk"]
         }
-    ends = [c for (_, _, c), _ in configs]
+    ends = [fold.borders[2] for fold in folds_]
     result = {
         "csv": cfg.csv,
         "model": cfg.model.name,
@@ -176,29 +106,42 @@ def run_backtest(
         "folds": records,
         "mean": mean,
     }
+    steps, values, name, protocol = plan.series()
+    measure = plan.measures[0]
     plot_backtest(
-        dates,
-        data.series.values[:, 0],
-        data.target_columns[0],
-        [(*borders, r["mse"]) for (borders, _), r in zip(configs, records)],
-        tuple(data.borders[s][1] for s in ("train", "val", "test")),
+        steps,
+        values,
+        name,
+        [(*fold.borders, r[measure]) for fold, r in zip(folds_, records)],
+        protocol,
         run_dir / runs.BACKTEST_PLOT,
         f"{Path(cfg.csv).name} · {cfg.model.name} · horizon "
         f"{cfg.horizon} · backtest over {len(records)} folds",
         len(data.target_columns),
+        measure,
     )
     runs.write_json(run_dir, runs.BACKTEST, result)
     return result
 
 
+def _mean(values: list) -> float | None:
+    """The mean of the values defined (a fold's MASE is none where no series can scale it)."""
+    found = [v for v in values if v is not None]
+    return sum(found) / len(found) if found else None
+
+
+def _shown(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
 def _train_folds(configs: list[ForecastConfig], run_dir: Path, jobs: int, report) -> list[float]:
     """Train (or resume) each fold in RUN_DIR/fold_K, ``jobs`` at a time; returns each
-    one's best validation MSE."""
+    one's best validation measure (the layout's METRIC)."""
     if jobs == 1 or len(configs) == 1:
         out = []
         for k, fold in enumerate(configs, 1):
             report(f"fold {k}/{len(configs)}: split={fold.split}")
-            out.append(train_forecaster(fold, runs.fold_dir(run_dir, k))["best_val_mse"])
+            out.append(train_forecaster(fold, runs.fold_dir(run_dir, k))["best"])
         return out
 
     jobs = min(jobs, len(configs))
@@ -294,4 +237,4 @@ def _train_fold(fold: ForecastConfig, fold_dir: Path, log: Path) -> float:
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(out),
     ):
-        return train_forecaster(fold, fold_dir)["best_val_mse"]
+        return train_forecaster(fold, fold_dir)["best"]

@@ -1,11 +1,16 @@
-"""A run's series: read, split by the protocol, scaled on train rows, cut into windows."""
+"""A run's data, whatever its layout: the series read (a wide CSV by this module, a long
+table by :mod:`~transduce.tasks.forecasting.panel`), scaled, and cut into the
+:class:`~transduce.data.windows.Windows` that training, validation, testing, calibration and
+blends read. Only the reading differs between layouts; the layout config names its reader."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import torch
 from torch.utils.data import DataLoader
 
 from transduce.data.calendar import infer_frequency
@@ -19,36 +24,55 @@ from transduce.data.windows import (
     window_count,
 )
 from transduce.errors import UserError
+from transduce.families import resolve
 from transduce.tasks.forecasting.config import ForecastConfig
 
 
 @dataclass(frozen=True)
 class ForecastData:
-    """Everything a run needs from its CSV.
+    """Everything a run needs from its data.
 
     Attributes:
-        series: the selected columns, in original units.
-        scaler: z-scores fitted on the train rows.
-        borders: split → (start, end) rows, validation/test reaching back input_length rows.
-        windows: split → :class:`Windows` over the scaled values.
-        fingerprint: of the training rows (dates, columns, values), so that a resumed run
-            can tell that ``csv`` now points at other data.
+        series: what was read: a wide CSV's :class:`Series` (the selected columns, in
+            original units), or a long table's :class:`~transduce.data.panel.Panel`.
+        scaler: per column (forecast ones, then inputs, then known) the z-score the windows
+            carry: fitted on a wide CSV's train rows; for a long table's ``y`` the identity
+            (its windows are scaled one by one), for its covariates every row's.
+        borders: split → (start, end) rows of a wide CSV, validation/test reaching back
+            input_length rows (none for a long table: each series' last horizon validates).
+        windows: split → :class:`Windows` (train, val, and test where the data has one).
+        fingerprint: of the training data, so that a resumed run can tell that ``csv`` now
+            points at other data.
+        columns: the model's channels: forecast columns, inputs, known covariates.
     """
 
-    series: Series
+    series: Series | Any
     scaler: Scaler
     borders: dict[str, tuple[int, int]]
     windows: dict[str, Windows]
-    fingerprint: str = ""
-    targets: int = 0  # the first columns of series are forecast, then inputs, then known
+    fingerprint: str | dict = ""
+    targets: int = 0  # the first columns are forecast, then inputs, then known
+    columns: list[str] = field(default_factory=list)
+
+    @property
+    def channels(self) -> list[str]:
+        return self.columns or self.series.columns
 
     @property
     def target_columns(self) -> list[str]:
-        return self.series.columns[: self.targets or len(self.series.columns)]
+        return self.channels[: self.targets or len(self.channels)]
 
     @property
     def target_scaler(self) -> Scaler:
-        return self.scaler.head(self.targets or len(self.series.columns))
+        return self.scaler.head(self.targets or len(self.channels))
+
+    def scaler_state(self) -> dict:
+        """The scaler as a checkpoint keeps it."""
+        return {
+            "mean": torch.from_numpy(np.asarray(self.scaler.mean, np.float64)),
+            "std": torch.from_numpy(np.asarray(self.scaler.std, np.float64)),
+            "columns": list(self.channels),
+        }
 
     def loader(self, split: str, batch_size: int, shuffle: bool = False, generator=None):
         return DataLoader(
@@ -96,7 +120,12 @@ def windowed_borders(cfg: ForecastConfig, n: int) -> dict[str, tuple[int, int]]:
 
 
 def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
-    """Read ``cfg.csv`` and apply the protocol.
+    """Read ``cfg.csv`` by its layout's reader (``cfg.layout.READER``) into windows."""
+    return resolve(cfg.layout.READER)(cfg)
+
+
+def read_wide(cfg: ForecastConfig) -> ForecastData:
+    """Read the wide CSV ``cfg.csv`` and apply the long-horizon protocol.
 
     Raises:
         UserError: bad CSV content (see :func:`read_series`), an unknown column, no column
@@ -143,4 +172,6 @@ def load_forecast_data(cfg: ForecastConfig) -> ForecastData:
     digest = hashlib.sha256("\x1f".join(series.columns).encode())
     digest.update(np.ascontiguousarray(series.values[rows], dtype=np.float64).tobytes())
     digest.update("\n".join(map(str, series.dates[rows])).encode())
-    return ForecastData(series, scaler, borders, windows, digest.hexdigest()[:16], len(targets))
+    return ForecastData(
+        series, scaler, borders, windows, digest.hexdigest()[:16], len(targets), series.columns
+    )

@@ -23,7 +23,13 @@ class LayoutConfig:
 
     NAME: ClassVar[str] = ""
     HELP: ClassVar[dict[str, str]] = {}
+    # What differs between layouts is how the data is read (READER: "module:function" of a
+    # config to its ForecastData) and the validation measure that chooses the checkpoint.
+    READER: ClassVar[str] = ""
+    METRIC: ClassVar[str] = "val_mse"
+    BACKTEST: ClassVar[str] = ""  # "module:class" that cuts the data into folds
     name: str = field(default="", init=False)  # the tag, written with the settings
+    inputs: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", self.NAME)
@@ -32,6 +38,10 @@ class LayoutConfig:
         """(key, what is wrong) for values no run of this layout can use."""
         return []
 
+    def scale_note(self) -> str:
+        """What the validation measure's scale is, where it is not the data's z-scores."""
+        return ""
+
 
 @dataclass(frozen=True, kw_only=True)
 class WideLayout(LayoutConfig):
@@ -39,8 +49,9 @@ class WideLayout(LayoutConfig):
     by its training rows' mean and deviation (the long-horizon protocol)."""
 
     NAME: ClassVar[str] = "wide"
+    READER: ClassVar[str] = "transduce.tasks.forecasting.data:read_wide"
+    BACKTEST: ClassVar[str] = "transduce.tasks.forecasting.folds:RowFolds"
     columns: str = ""
-    inputs: str = ""
     HELP: ClassVar[dict[str, str]] = {
         "columns": "comma-separated columns to forecast, each also an input (empty: every "
         "numeric column not in inputs or known)",
@@ -54,9 +65,19 @@ class LongLayout(LayoutConfig):
     """A table of many series of any lengths and starts, one global model for them all."""
 
     NAME: ClassVar[str] = "long"
+    READER: ClassVar[str] = "transduce.tasks.forecasting.panel:read_long"
+    BACKTEST: ClassVar[str] = "transduce.tasks.forecasting.folds:HoldoutFolds"
+    # the windows are on scales of their own, so MSE would let the series of noisy windows
+    # choose; MAE weighs them alike
+    METRIC: ClassVar[str] = "val_mae"
     season: int = 0
     scaling: str = "mean"
+    holdout: int = 0
     HELP: ClassVar[dict[str, str]] = {
+        "inputs": "channel with mix_channels: comma-separated past-observed covariate "
+        "columns of the table, read but not forecast",
+        "holdout": "steps left out at the end of every series (a backtest fold's test "
+        "steps and those after them); forecast test scores the first horizon of them",
         "season": "steps of the series' seasonal cycle (24 for hourly): with integer steps "
         "(no dates) the models read the phase in that cycle as a feature (0: none)",
         "scaling": "how each window is put on a common scale. mean: divided by the mean |y| "
@@ -65,8 +86,22 @@ class LongLayout(LayoutConfig):
         "on positive series do (quantiles carry over, exp being monotone)",
     }
 
+    def scale_note(self) -> str:
+        if self.scaling == "log":
+            return " (each window log y less its input's mean log y)"
+        return " (each window scaled by its input's mean absolute value)"
+
     def problems(self, run: Any) -> list[Problem]:
-        return one_of(self, "scaling", SCALINGS) + at_least(self, 0, "season")
+        found = one_of(self, "scaling", SCALINGS) + at_least(self, 0, "season", "holdout")
+        if 0 < self.holdout < run.horizon:
+            found.append(
+                (
+                    "holdout",
+                    f"holdout={self.holdout} leaves out fewer steps than the horizon "
+                    f"({run.horizon}) a test scores; give 0 or at least {run.horizon}",
+                )
+            )
+        return found
 
 
 LAYOUTS: dict[str, type[LayoutConfig]] = {"wide": WideLayout, "long": LongLayout}

@@ -1,5 +1,7 @@
-"""Many series, one model: a global forecaster trained on windows of every series of a long
-table (``layout=long``; see :mod:`transduce.data.panel`).
+"""Many series, one model: the reader of a long table (``layout=long``; see
+:mod:`transduce.data.panel`) into the windows every run trains on, and what a table of
+series needs beyond them: the steps after each series' end, and the M4 scores of a test
+table.
 
 - **Windows.** Every (input, horizon) window of every series, the last ``horizon`` steps of
   each series held out: they validate. A series shorter than a window is padded on the left
@@ -21,12 +23,9 @@ table (``layout=long``; see :mod:`transduce.data.panel`).
 
 from __future__ import annotations
 
-# size: a global run end to end (its windows and their scaling, the task that trains on them,
-# and forecasting and scoring through the same windows), so that the scaling and the known
-# covariates are put on and taken off in one place
-import dataclasses
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -34,14 +33,13 @@ import torch
 from transduce import runs
 from transduce.data.calendar import infer_frequency, next_dates
 from transduce.data.panel import Panel, read_panel, step_texts
-from transduce.data.windows import CALENDAR_FEATURES, Scaler, calendar_features
+from transduce.data.windows import CALENDAR_FEATURES, Scaler, Windows, calendar_features
 from transduce.errors import UserError
 from transduce.evaluation import m4
-from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
-from transduce.tasks.forecasting.rundir import check_finite, load_checkpoint_model
-from transduce.tasks.forecasting.task import ForecastTask
-from transduce.training.distributed import Session
-from transduce.training.train import train_task
+from transduce.tasks.forecasting.config import ForecastConfig
+from transduce.tasks.forecasting.data import ForecastData
+from transduce.tasks.forecasting.evaluation import Ahead, forecast_ends
+from transduce.tasks.forecasting.rundir import check_finite, load_model
 
 
 def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
@@ -58,25 +56,6 @@ def step_features(steps: list, dated: bool, season: int) -> np.ndarray:
     return features
 
 
-def features(panel: Panel, s: int, cfg: ForecastConfig, known: Scaler | None) -> np.ndarray:
-    """(T, 4 + K) features of series ``s``'s steps: :func:`step_features`, then its
-    ``known`` covariates z-scored by ``known`` (their training mean and deviation)."""
-    steps = step_features(panel.steps[s], panel.dated, cfg.layout.season)
-    names = cfg.known_list()
-    if not names:
-        return steps
-    columns = np.stack([panel.known[c][s] for c in names], 1)
-    return np.concatenate([steps, known.transform(columns)], 1)
-
-
-def known_scaler(panel: Panel, cfg: ForecastConfig) -> Scaler | None:
-    """The known covariates' mean and deviation over every row of ``panel``."""
-    names = cfg.known_list()
-    if not names:
-        return None
-    return Scaler.fit(np.stack([np.concatenate(panel.known[c]) for c in names], 1))
-
-
 def next_steps(steps: list, dated: bool, horizon: int) -> list:
     """The ``horizon`` steps after a series' last: by its calendar for dates (month ends
     stay month ends), by its even spacing for integer steps (read_panel checked both)."""
@@ -86,59 +65,6 @@ def next_steps(steps: list, dated: bool, horizon: int) -> list:
         return next_dates(steps, horizon, infer_frequency(steps))
     gap = steps[-1] - steps[-2] if len(steps) > 1 else 1
     return [steps[-1] + gap * (k + 1) for k in range(horizon)]
-
-
-class PanelWindows:
-    """Windows of a panel, scaled per window: ``self[i]`` is (x (L, 1), y (H, 1), x_time
-    (L, 4), y_time (H, 4)) as tensors; :meth:`restore` puts forecasts back in units."""
-
-    def __init__(self, panel: Panel, cfg: ForecastConfig, starts, known: Scaler | None = None):
-        self.panel, self.cfg, self.starts = panel, cfg, starts
-        self.known = known
-        self.features = [features(panel, s, cfg, known) for s in range(len(panel.ids))]
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def window(self, i: int):
-        s, start = (int(n) for n in self.starts[i])
-        L, H = self.cfg.input_length, self.cfg.horizon
-        values, feats = self.panel.values[s], self.features[s]
-        idx = np.clip(np.arange(start, start + L + H), 0, len(values) - 1)
-        v, f = values[idx], feats[idx]
-        if self.cfg.layout.scaling == "log":
-            logged = np.log(v)
-            level = float(logged[:L].mean())
-            return logged - level, f, level
-        # summed in float64: values near float32's limit overflowed a float32 sum to inf
-        scale = float(np.abs(v[:L]).mean(dtype=np.float64)) or 1.0
-        return v / scale, f, scale
-
-    def restore(self, values: np.ndarray, scales: np.ndarray) -> np.ndarray:
-        """``values`` on the windows' common scale back in their series' units: ``scales``
-        are what :meth:`batch` gave, shaped to broadcast against ``values``."""
-        if self.cfg.layout.scaling == "log":
-            return np.exp(values + scales)
-        return values * scales
-
-    def batch(self, indices) -> tuple:
-        """(x, y, x_time, y_time) of the windows ``indices``, stacked, and (B,) each one's
-        scale (what it was divided by, or for ``scaling=log`` the mean log subtracted)."""
-        cut = [self.window(int(i)) for i in indices]
-        L = self.cfg.input_length
-        v = torch.from_numpy(np.stack([c[0] for c in cut]))[..., None]  # (B, L + H, 1)
-        f = torch.from_numpy(np.stack([c[1] for c in cut]))  # (B, L + H, 4)
-        return v[:, :L], v[:, L:], f[:, :L], f[:, L:], np.array([c[2] for c in cut])
-
-    def __getitem__(self, i: int):
-        v, f, _ = self.window(i)
-        L = self.cfg.input_length
-        return (
-            torch.from_numpy(v[:L, None].copy()),
-            torch.from_numpy(v[L:, None].copy()),
-            torch.from_numpy(f[:L].copy()),
-            torch.from_numpy(f[L:].copy()),
-        )
 
 
 def check_scaling(
@@ -171,110 +97,142 @@ def validation_starts(panel: Panel, L: int, H: int) -> list[tuple[int, int]]:
     return [(s, len(v) - H - L) for s, v in enumerate(panel.values)]
 
 
-class PanelTask(ForecastTask):
-    """:class:`ForecastTask`'s loss and optimiser over the windows of every series; the
-    best checkpoint is the one of lowest validation MAE on the scaled values."""
-
-    kind, metric, higher_is_better, unit = "forecast", "val_mae", False, "values"
-
-    def __init__(self, cfg: ForecastConfig, panel: Panel, session: Session) -> None:
-        self.cfg, self.panel, self.session = cfg, panel, session
-        L, H = cfg.input_length, cfg.horizon
-        short = [i for i, v in zip(panel.ids, panel.values) if len(v) < H + 2]
-        if short:
-            raise UserError(
-                f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
-                f"horizon + 2 = {H + 2} steps; a global run validates on each "
-                "series' last horizon"
-            )
-        check_scaling(panel, cfg, cfg.csv)
-        self.known = known_scaler(panel, cfg)
-        starts = training_starts(panel, L, H)
-        if not len(starts):
-            longest = max(len(v) for v in panel.values)
-            raise UserError(
-                f"{cfg.csv}: no series is long enough to train on: a training window needs "
-                f"2 × horizon + 1 = {2 * H + 1} steps (its own horizon, then the last horizon, "
-                f"held out to validate), and the longest series has {longest}; give longer "
-                "series or a shorter horizon"
-            )
-        self.windows = PanelWindows(panel, cfg, starts, self.known)
-        self.valid = PanelWindows(panel, cfg, validation_starts(panel, L, H), self.known)
-
-    def build_model(self):
-        return build_forecaster(self.cfg, 1 + len(self.cfg.known_list()))
-
-    @torch.no_grad()
-    def validate(self, model) -> dict:
-        model.eval()
-        device = next(model.parameters()).device
-        errors, smape = [], []
-        for chunk in np.array_split(np.arange(len(self.valid)), max(1, len(self.valid) // 256)):
-            x, y, xt, yt, scales = self.valid.batch(chunk)
-            forecast, _ = model(x.to(device), xt.to(device), yt.to(device))
-            point = forecast[..., 0, 0].float().cpu().numpy()  # (B, H)
-            truth = y[..., 0].numpy()
-            errors.append(point - truth)
-            smape.append(
-                m4.smape_terms(
-                    self.valid.restore(point, scales[:, None]),
-                    self.valid.restore(truth, scales[:, None]),
-                )
-            )
-        error = np.concatenate(errors)
-        return {
-            "val_mae": round(float(np.abs(error).mean()), 6),
-            "val_mse": round(float((error**2).mean()), 6),
-            "val_smape": round(float(np.concatenate(smape).mean()), 4),
-        }
-
-    def _scaler(self) -> dict:
-        """The checkpoint's scaler: y is scaled per window (mean 0, std 1 here), the known
-        covariates by their training mean and deviation."""
-        names = self.cfg.known_list()
-        mean = [0.0, *(self.known.mean if names else ())]
-        std = [1.0, *(self.known.std if names else ())]
-        return {
-            "mean": torch.tensor(mean, dtype=torch.float64),
-            "std": torch.tensor(std, dtype=torch.float64),
-            "columns": ["y", *names],
-        }
-
-    def record(self) -> dict:
-        return {
-            "model_config": dataclasses.asdict(self.cfg),
-            "data": self.panel.fingerprint(),
-            "extra": {
-                "scaler": self._scaler(),
-                "panel": {"series": len(self.panel.ids), "dated": self.panel.dated},
-            },
-        }
-
-
-def train_panel(cfg: ForecastConfig, run_dir: str | Path) -> dict:
-    """Train (or resume) a global run on the long table ``cfg.csv``."""
-    cfg.validate("forecast config")
-    panel = read_panel(cfg.csv, known=tuple(cfg.known_list()))  # bad input fails here
-    engine, metrics = train_task(
-        lambda session, log: PanelTask(cfg, panel, session), cfg, run_dir, EXTENDABLE
+def read_long(cfg: ForecastConfig) -> ForecastData:
+    """The long table ``cfg.csv`` as a run's data: every window of every series (left-padded
+    ones included), each series' last ``horizon`` steps held out to validate (after
+    ``holdout`` steps left out at its end), the windows scaled one by one (``scaling``),
+    the covariates z-scored over every row."""
+    names = tuple(cfg.input_list()) + tuple(cfg.known_list())
+    panel = held_out(read_panel(cfg.csv, known=names), cfg.layout.holdout)
+    L, H = cfg.input_length, cfg.horizon
+    short = [i for i, v in zip(panel.ids, panel.values) if len(v) < H + 2]
+    if short:
+        raise UserError(
+            f"{cfg.csv}: series {', '.join(short[:3])} hold fewer than "
+            f"horizon + 2 = {H + 2} steps{_after_holdout(cfg)}; a global run validates on "
+            "each series' last horizon"
+        )
+    check_scaling(panel, cfg, cfg.csv)
+    starts = training_starts(panel, L, H)
+    if not len(starts):
+        longest = max(len(v) for v in panel.values)
+        raise UserError(
+            f"{cfg.csv}: no series is long enough to train on: a training window needs "
+            f"2 × horizon + 1 = {2 * H + 1} steps (its own horizon, then the last horizon, "
+            f"held out to validate), and the longest series has {longest}"
+            f"{_after_holdout(cfg)}; give longer series or a shorter horizon"
+        )
+    covariates = covariate_scaler(panel, names)
+    values, times = series_arrays(panel, cfg, covariates)
+    cut = dict(values=values, times=times, input_length=L, horizon=H)
+    cut.update(inputs=1 + len(cfg.input_list()), targets=1, scaling=cfg.layout.scaling)
+    windows = {
+        "train": Windows(**cut, starts=starts),
+        "val": Windows(**cut, starts=validation_starts(panel, L, H)),
+    }
+    return ForecastData(
+        panel, panel_scaler(covariates), {}, windows, panel.fingerprint(), 1, ["y", *names]
     )
-    return {**metrics, "best_val_mae": engine.best}
 
 
-def is_global(run_dir: str | Path) -> bool:
-    """Whether ``run_dir`` holds a global run (``layout: long``)."""
-    path = Path(run_dir) / runs.CONFIG
-    if not path.is_file():
-        return False
-    try:
-        return runs.read_config(run_dir, ForecastConfig).layout.name == "long"
-    except UserError:
-        return False
+def panel_scaler(covariates: Scaler | None) -> Scaler:
+    """A long table's scaler: the identity for ``y`` (scaled window by window), then the
+    covariates' z-scores."""
+    mean, std = (covariates.mean, covariates.std) if covariates else ((), ())
+    return Scaler(np.array([0.0, *mean]), np.array([1.0, *std]))
+
+
+def _after_holdout(cfg: ForecastConfig) -> str:
+    return f" once holdout={cfg.layout.holdout} are left out" if cfg.layout.holdout else ""
+
+
+def held_out(panel: Panel, holdout: int) -> Panel:
+    """``panel`` without each series' last ``holdout`` steps."""
+    if not holdout:
+        return panel
+    cut = slice(0, -holdout)
+    return Panel(
+        list(panel.ids),
+        [steps[cut] for steps in panel.steps],
+        [values[cut] for values in panel.values],
+        panel.dated,
+        {c: [v[cut] for v in columns] for c, columns in panel.known.items()},
+    )
+
+
+def series_arrays(
+    panel: Panel, cfg: ForecastConfig, covariates: Scaler | None, rows: list[int] | None = None
+):
+    """Per series (every one, or those of ``rows``), its (T, 1 + inputs) values (``y``,
+    then the past-observed covariates, z-scored) and (T, CALENDAR_FEATURES + known)
+    features."""
+    inputs, known = cfg.input_list(), cfg.known_list()
+    values, times = [], []
+    for s in range(len(panel.ids)) if rows is None else rows:
+        y = panel.values[s][:, None]
+        steps = step_features(panel.steps[s], panel.dated, cfg.layout.season)
+        if not (inputs or known):
+            values.append(y)
+            times.append(steps)
+            continue
+        raw = np.stack([panel.known[c][s] for c in inputs + known], 1)
+        scaled = covariates.transform(raw)
+        values.append(np.concatenate([y, scaled[:, : len(inputs)]], 1))
+        times.append(np.concatenate([steps, scaled[:, len(inputs) :]], 1))
+    return values, times
+
+
+def covariate_scaler(panel: Panel, names: tuple[str, ...]) -> Scaler | None:
+    """The covariates' mean and deviation over every row of ``panel``."""
+    if not names:
+        return None
+    return Scaler.fit(np.stack([np.concatenate(panel.known[c]) for c in names], 1))
+
+
+def ends_of(run, panel: Panel, rows: list[int], future: Panel | None) -> Ahead:
+    """The windows a forecast after the series ``rows`` of ``panel`` reads (each its last
+    input steps), the next horizon steps' features, and those steps. ``run``: a loaded
+    Forecaster; ``future``: the known covariates' values at those steps, if it reads them."""
+    cfg, scaler = run.cfg, run.scaler
+    inputs, known = cfg.input_list(), cfg.known_list()
+    covariates = Scaler(scaler.mean[1:], scaler.std[1:]) if inputs or known else None
+    L, H = cfg.input_length, cfg.horizon
+    values, times = series_arrays(panel, cfg, covariates, rows)
+    ends = Windows(
+        values=values,
+        times=times,
+        input_length=L,
+        horizon=0,
+        starts=[(k, len(panel.values[s]) - L) for k, s in enumerate(rows)],
+        inputs=1 + len(inputs),
+        targets=1,
+        scaling=cfg.layout.scaling,
+    )
+    ahead, steps = [], []
+    for s in rows:
+        later = next_steps(panel.steps[s], panel.dated, H)
+        steps.append(later)
+        feats = step_features(later, panel.dated, cfg.layout.season)
+        if known:
+            given = known_ahead(future, panel.ids[s], later, tuple(known))
+            feats = np.concatenate([feats, covariates.tail(len(known)).transform(given)], 1)
+        ahead.append(feats)
+    first = panel.steps[rows[0]]
+    shown = [first[max(0, min(k, len(first) - 1))] for k in range(len(first) - L, len(first))]
+    text = step_texts(shown + steps[0])
+    return Ahead(
+        ends=ends,
+        features=np.stack(ahead),
+        steps=steps,
+        given=text[:L],
+        later=text[L:],
+        read=np.concatenate([panel.values[s][-L:] for s in rows]),
+    )
 
 
 @torch.no_grad()
 def forecast_panel(
-    run_dir: str | Path,
+    run,
     history: Panel | str | Path,
     ids: list[str] | None = None,
     future: Panel | str | Path | None = None,
@@ -283,56 +241,46 @@ def forecast_panel(
     or its path; by default every series, else those of ``ids``): ``{"steps": {id: [...]},
     "forecast": {id: (H, 1 + Q) array}, "quantiles": levels}`` in the series' own units.
     A run that reads ``known`` covariates takes their values at those steps from ``future``
-    (a long table, ``y`` optional)."""
-    cfg, model, scaler, _, _ = load_checkpoint_model(run_dir)
-    if cfg.layout.name != "long":
-        raise UserError(
-            f"{run_dir}: not a global run (layout: {cfg.layout.name}); predict it with "
-            "forecast predict --csv"
-        )
-    names = tuple(cfg.known_list())
+    (a long table, ``y`` optional). ``run``: a loaded Forecaster (its run_dir, cfg, model
+    and scaler)."""
+    cfg = run.cfg
+    names = tuple(cfg.input_list() + cfg.known_list())
     panel = history if isinstance(history, Panel) else read_panel(history, known=names)
     chosen = [panel.index(i) for i in ids] if ids else list(range(len(panel.ids)))
     check_scaling(
         panel,
         cfg,
         "the history" if isinstance(history, Panel) else history,
-        f"{run_dir} was trained with scaling=log: give a history of positive values",
+        f"{run.run_dir} was trained with scaling=log: give a history of positive values",
     )
-    known = Scaler(scaler.mean[1:], scaler.std[1:]) if names else None
-    if names and future is None:
-        raise UserError(
-            f"{run_dir} reads the known covariates {', '.join(names)}: give their "
-            f"values at each series' next {cfg.horizon} steps (forecast predict "
-            "or serve --known FILE)"
-        )
-    if names and not isinstance(future, Panel):
-        future = read_panel(future, known=names, target=False)
-    L, H = cfg.input_length, cfg.horizon
-    windows = PanelWindows(panel, cfg, [(s, len(panel.values[s]) - L) for s in chosen], known)
     steps, out = {}, {}
     for part in np.array_split(np.arange(len(chosen)), max(1, math.ceil(len(chosen) / 256))):
-        rows = [int(i) for i in part]
-        x, _, xt, _, scales = windows.batch(rows)
-        ahead = []
-        for i in rows:
-            s = chosen[i]
-            later = next_steps(panel.steps[s], panel.dated, H)
-            steps[panel.ids[s]] = later
-            feats = step_features(later, panel.dated, cfg.layout.season)
-            if names:
-                feats = np.concatenate(
-                    [feats, known.transform(known_ahead(future, panel.ids[s], later, names))], 1
-                )
-            ahead.append(torch.from_numpy(feats))
-        forecast, _ = model(x, xt, torch.stack(ahead))  # (B, H, 1, 1 + Q)
-        values = forecast[:, :, 0].double().numpy()  # (B, H, 1 + Q)
-        for i, v, scale in zip(rows, values, scales):
-            series = panel.ids[chosen[i]]
+        rows = [chosen[int(i)] for i in part]
+        ahead = ends_of(run, panel, rows, future_of(run, future))
+        found = forecast_ends(run.model, ahead.ends, ahead.features, run.scaler.head(1))
+        for s, later, v in zip(rows, ahead.steps, found):  # v (H, 1, 1 + Q)
+            series = panel.ids[s]
+            steps[series] = later
             out[series] = check_finite(
-                windows.restore(v, scale), panel.values[chosen[i]][-L:], f"series {series}"
+                v[:, 0], panel.values[s][-cfg.input_length :], f"series {series}"
             )
     return {"steps": steps, "forecast": out, "quantiles": list(cfg.quantiles), "dated": panel.dated}
+
+
+def future_of(run, future: Panel | str | Path | None) -> Panel | None:
+    """The table of the known covariates' next values a run that reads them needs."""
+    known = run.cfg.known_list()
+    if not known:
+        return None
+    if future is None:
+        raise UserError(
+            f"{run.run_dir} reads the known covariates {', '.join(known)}: give their "
+            f"values at each series' next {run.cfg.horizon} steps (forecast predict "
+            "or serve --known FILE)"
+        )
+    if isinstance(future, Panel):
+        return future
+    return read_panel(future, known=tuple(known), target=False)
 
 
 def check_steps(source, truth: Panel, forecast_steps: dict, horizon: int) -> None:
@@ -379,17 +327,27 @@ def known_ahead(future: Panel, series: str, later: list, names: tuple[str, ...])
     return np.stack([future.known[c][s][at : at + H] for c in names], 1)
 
 
-def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None = None) -> dict:
+def test_panel(run, test: str | Path | None = None, history: str | Path | None = None) -> dict:
     """The M4 scores of a global run's forecasts after ``history`` (by default the table it
-    trained on) against the long table ``test`` (each series' next horizon): sMAPE, MASE
-    and OWA against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of
-    each quantile; written to RUN/test_results.json."""
-    cfg = runs.read_config(run_dir, ForecastConfig)  # forecast_panel loads the model
-    names = tuple(cfg.known_list())
-    past = read_panel(history or cfg.csv, known=names)
-    truth = read_panel(test, known=names)
-    found = forecast_panel(run_dir, past, truth.ids, truth)
-    H = cfg.horizon
+    trained on) against the long table ``test`` (each series' next horizon; by default, for
+    a run with ``holdout``, the first horizon of the steps it left out): sMAPE, MASE and OWA
+    against Naive2 (seasonality: the run's ``season``, else 1), and the ρ-risk of each
+    quantile; written to RUN/test_results.json. ``run``: a loaded Forecaster."""
+    cfg, H = run.cfg, run.cfg.horizon
+    names = tuple(cfg.input_list() + cfg.known_list())
+    if test is None:
+        if not cfg.layout.holdout:
+            raise UserError(
+                "a global run is scored against a long table of each series' next "
+                "horizon: give --csv TEST.csv (unique_id, ds, y), or train with holdout=N "
+                "to score the steps it leaves out"
+            )
+        whole = read_panel(history or cfg.csv, known=names)
+        past, truth, test = held_out(whole, cfg.layout.holdout), _held(whole, cfg), cfg.csv
+    else:
+        past = held_out(read_panel(history or cfg.csv, known=names), cfg.layout.holdout)
+        truth = read_panel(test, known=names)
+    found = forecast_panel(run, past, truth.ids, truth)
     short = [i for i, v in zip(truth.ids, truth.values) if len(v) < H]
     if short:
         raise UserError(
@@ -412,5 +370,28 @@ def test_panel(run_dir: str | Path, test: str | Path, history: str | Path | None
         )
         for k, level in enumerate(found["quantiles"])
     }
-    runs.write_json(run_dir, runs.TEST_RESULTS, result)
+    runs.write_json(run.run_dir, runs.TEST_RESULTS, result)
     return result
+
+
+def _held(panel: Panel, cfg: ForecastConfig) -> Panel:
+    """The first ``horizon`` of the ``holdout`` steps left out at each series' end."""
+
+    def pick(seq):
+        return seq[-cfg.layout.holdout :][: cfg.horizon]
+
+    return Panel(
+        list(panel.ids),
+        [pick(steps) for steps in panel.steps],
+        [pick(values) for values in panel.values],
+        panel.dated,
+        {c: [pick(v) for v in columns] for c, columns in panel.known.items()},
+    )
+
+
+def test_run(run_dir: str | Path) -> dict:
+    """:func:`test_panel` of a run trained with ``holdout`` (a backtest's fold) on the
+    steps it left out."""
+    cfg, model, scaler, columns = load_model(run_dir)
+    loaded = SimpleNamespace(run_dir=Path(run_dir), cfg=cfg, model=model, scaler=scaler)
+    return test_panel(loaded)

@@ -1,4 +1,5 @@
-"""`transduce forecast train`: a forecaster on a series' windows, as a task of the engine."""
+"""`transduce forecast train`: a forecaster on the windows of a run's data (a wide CSV or a
+long table of series: one task for both), as a task of the engine."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from transduce.nn.forecasting.quantiles import pinball
 from transduce.tasks.forecasting.calibration import describe
 from transduce.tasks.forecasting.config import EXTENDABLE, ForecastConfig, build_forecaster
 from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
-from transduce.tasks.forecasting.evaluation import evaluate, scaler_state
+from transduce.tasks.forecasting.evaluation import evaluate
 from transduce.tasks.forecasting.rundir import calibrate_run
 from transduce.training.distributed import Session
 from transduce.training.train import train_task
@@ -27,16 +28,18 @@ class ForecastTask:
     absolute (``mae``) error of the point forecast (plus the pinball loss of the quantiles,
     if any, and a top-k router's balance loss; for an ensemble, the mean of the members'
     losses, each on its own forecast), AdamW (its rate decayed per epoch if ``lr_decay``
-    < 1), validation MSE/MAE on the validation windows (lowest MSE is best)."""
+    < 1), validation MSE/MAE (and, for windows scaled one by one, sMAPE) on the validation
+    windows; the layout says which measure chooses the checkpoint (``METRIC``)."""
 
-    kind, metric, higher_is_better, unit = "forecast", "val_mse", False, "values"
+    kind, higher_is_better, unit = "forecast", False, "values"
 
     def __init__(self, cfg: ForecastConfig, data: ForecastData, session: Session) -> None:
         self.cfg, self.data, self.session = cfg, data, session
         self.windows = data.windows["train"]
+        self.metric = cfg.layout.METRIC
 
     def build_model(self):
-        return build_forecaster(self.cfg, len(self.data.series.columns))
+        return build_forecaster(self.cfg, len(self.data.channels))
 
     def build_optimizer(self, model):
         trainable = [p for p in model.parameters() if p.requires_grad]
@@ -80,13 +83,16 @@ class ForecastTask:
 
     def validate(self, model) -> dict:
         scores = evaluate(model, self.data, "val")
-        return {"val_mse": round(scores["mse"], 6), "val_mae": round(scores["mae"], 6)}
+        found = {"val_mse": round(scores["mse"], 6), "val_mae": round(scores["mae"], 6)}
+        if "smape" in scores:
+            found["val_smape"] = round(scores["smape"], 4)
+        return found
 
     def record(self) -> dict:
         return {
             "model_config": dataclasses.asdict(self.cfg),
             "data": self.data.fingerprint,
-            "extra": {"scaler": scaler_state(self.data)},
+            "extra": {"scaler": self.data.scaler_state()},
         }
 
 
@@ -113,7 +119,9 @@ def one_update_warning(cfg: ForecastConfig, windows: int) -> str:
 
 
 def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
-    """Train (or resume) a run; returns its last validation metrics and the best MSE."""
+    """Train (or resume) a run of either layout; returns its last validation metrics and
+    the best value of the measure that chose it (``best_val_mse``, or ``best_val_mae`` for
+    a long table), also under ``best``."""
     cfg.validate("forecast config")
     data = load_forecast_data(cfg)  # bad input fails here, before anything is written
 
@@ -126,4 +134,4 @@ def train_forecaster(cfg: ForecastConfig, run_dir: str | Path) -> dict:
     engine, metrics = train_task(make_task, cfg, run_dir, EXTENDABLE)
     if intervals(list(cfg.quantiles)) and cfg.calibrate and engine.session.is_main:
         logging.getLogger("transduce.train").info(describe(calibrate_run(run_dir, data)))
-    return {**metrics, "best_val_mse": engine.best}
+    return {**metrics, f"best_{cfg.layout.METRIC}": engine.best, "best": engine.best}
