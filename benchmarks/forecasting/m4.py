@@ -40,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from transduce.api import Forecaster  # noqa: E402
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.data.panel import Panel, read_panel  # noqa: E402
 from transduce.evaluation import m4  # noqa: E402
@@ -196,7 +197,7 @@ def train(recipe: str, csv: Path, runs: Path, minutes: float) -> tuple[Path, flo
 
 
 def model_scores(run: Path, history: Panel, truths: dict, histories: dict) -> dict:
-    found = forecast_panel(run, history, list(truths))
+    found = forecast_panel(Forecaster(run), history, list(truths))
     point = {i: f[:, 0] for i, f in found["forecast"].items()}
     median = {i: f[:, 1] for i, f in found["forecast"].items()}
     upper = {i: f[:, 2] for i, f in found["forecast"].items()}
