@@ -51,13 +51,13 @@ def cases(data: Path, work: Path, steps: int) -> dict[str, dict]:
         "M4 Hourly patch_log_m3 (the chosen recipe)": {
             "prepare": ["data", "m4", "--from", str(data / "m4"), "--dest", str(m4)],
             "train": [
-                f"csv={m4 / 'm4_Hourly_train.csv'}",
+                f"csv={m4 / 'm4_hourly_train.csv'}",
                 *common(),
                 *RECIPES["patch_log_m3"][1],
                 *M4_SIZES,
                 *budget,
             ],
-            "test": ["--csv", str(m4 / "m4_Hourly_test.csv")],
+            "test": ["--csv", str(m4 / "m4_hourly_test.csv")],
             "predict": ["--series", "H1"],
         },
     }

@@ -325,3 +325,49 @@ def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):
             api["weights"][1][0][0], abs=1e-4
         )
         shot(browser, "forecast_attention", "#series")
+
+
+def test_a_global_run_shows_the_attention_of_a_series_named(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    from tests.helpers.forecasting import table
+    from transduce.api import Forecaster
+
+    csv = table(tmp_path / "train.csv")
+    model = Forecaster.fit(
+        csv,
+        tmp_path / "run",
+        layout="long",
+        model="patch",
+        patch_len=12,
+        stride=12,
+        input_length=48,
+        horizon=12,
+        d_model=16,
+        d_ff=32,
+        num_heads=2,
+        max_epochs=1,
+        threads=1,
+    )
+    api = model.attention(series="S2")
+    with serve(tmp_path / "run", "--threads", "1") as url:
+        browser.get(url + "explain")
+        wait(browser, lambda b: b.find_element(By.ID, "explain-series").get_attribute("value"))
+        assert not browser.find_element(By.ID, "rows").is_displayed()  # no rows to paste
+        assert browser.find_element(By.ID, "explain-series").get_attribute("value") == "S0"
+        box = browser.find_element(By.ID, "explain-series")
+        box.clear()
+        box.send_keys("S2")
+        browser.find_element(By.ID, "attend").click()
+        wait(browser, lambda b: css(b, "#series-map rect.series-cell"))
+        cells = css(browser, "#series-map rect.series-cell")
+        assert len(cells) == len(api["rows"]) * len(api["columns"])
+        mean = np.array(api["weights"][0]).mean(0)  # channel y: the mean of its heads
+        for cell in cells[::5]:
+            i, j = int(cell.get_attribute("data-row")), int(cell.get_attribute("data-col"))
+            assert float(cell.get_attribute("data-weight")) == pytest.approx(mean[i, j], abs=1e-4)
+        box.clear()
+        box.send_keys("nope")
+        browser.find_element(By.ID, "attend").click()
+        wait(browser, lambda b: "no series 'nope'" in b.find_element(By.ID, "series-error").text)
+        shot(browser, "global_attention", "#series")

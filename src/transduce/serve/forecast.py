@@ -1,9 +1,12 @@
 """The forecast family's endpoints: ``POST /forecast`` and ``POST /explain/forecast`` for a
-run of one series set (or a blend), ``POST /forecast/series`` for a global run.
-:func:`add_routes` is the ``serve`` of their entry in :mod:`transduce.families`."""
+run of one series set (or a blend), where a request gives the rows; ``POST
+/forecast/series`` and ``POST /explain/forecast/series`` for a global run, where it names
+one of the run's series. :func:`add_routes` is the ``serve`` of their entry in
+:mod:`transduce.families`."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import numpy as np
@@ -27,17 +30,27 @@ class ForecastRequest(BaseModel):
 
 
 def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
-    """The endpoints of a forecaster (what :func:`transduce.load` gave) on ``app``."""
-    if info["kind"] == "global":
+    """The endpoints of a forecaster (what :func:`transduce.load` gave) on ``app``: those
+    of the requests its kind takes (rows, or a series by id)."""
+    ROUTES[info["kind"]](app, model, tools)
 
-        @app.post("/forecast/series")
-        async def forecast_series(body: SeriesRequest):
-            """A global run's forecast of one series (by its unique_id): its recent history and
-            its next horizon, with the quantiles."""
-            return await tools.in_worker(model.forecast_one, body.series)
 
-        return
+def series_routes(app: FastAPI, model, tools: Tools) -> None:
+    @app.post("/forecast/series")
+    async def forecast_series(body: SeriesRequest):
+        """A global run's forecast of one series (by its unique_id): its recent history and
+        its next horizon, with the quantiles."""
+        return await tools.in_worker(model.forecast_one, body.series)
 
+    @app.post("/explain/forecast/series")
+    async def explain_series(body: SeriesRequest):
+        """What the model attends to when it forecasts one series (by its unique_id) after
+        its last step, laid out as ``/explain/forecast`` lays out rows' (see
+        ``GlobalForecaster.attention``)."""
+        return await tools.in_worker(partial(model.attention, series=body.series))
+
+
+def rows_routes(app: FastAPI, model, tools: Tools) -> None:
     @app.post("/explain/forecast")
     async def explain_forecast(body: ForecastRequest):
         """What the model attends to when it forecasts after the given CSV rows: the last
@@ -56,6 +69,10 @@ def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
             "forecast": rows,
             "history": _history(series, model.cfg),
         }
+
+
+# The endpoints by what a forecaster's /info calls its kind (the requests it takes).
+ROUTES = {"global": series_routes, "forecast": rows_routes}
 
 
 def _history(series, cfg) -> list[dict]:

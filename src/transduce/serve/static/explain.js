@@ -444,7 +444,9 @@
   var series = null;
   function attendSeries() {
     $("series-error").textContent = "";
-    post("explain/forecast", {csv: $("rows").value}).then(function (d) {
+    var global = !$("series-pick").hidden;  // a global run: one of its series, by id
+    (global ? post("explain/forecast/series", {series: $("explain-series").value})
+            : post("explain/forecast", {csv: $("rows").value})).then(function (d) {
       series = d;
       var heads = d.layout === "patches" ? d.weights[0].length : d.weights.length;
       fillSelect($("series-head"), heads + 1, function (i) {
@@ -566,10 +568,13 @@
       : "the explainer shows one translation or demo model; this server has " +
         info.description + " (its page is at /)";
     $("ask").hidden = !can;
-    if (info.kind === "forecast") {
+    if (info.kind === "forecast" || info.kind === "global") {
       $("model").textContent = info.description;
       $("series").hidden = false;
-      $("rows").value = info.example || "";
+      var global = info.kind === "global";
+      $("rows").hidden = global;
+      $("series-pick").hidden = !global;
+      $(global ? "explain-series" : "rows").value = info.example || "";
       return;
     }
     if (!can) return;
