@@ -259,6 +259,13 @@ def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
         for i in range(14_600)
     ]
     (tmp_path / "PATH" / "ETTh1.csv").write_text("date,OT\n" + "\n".join(rows) + "\n")
+    (tmp_path / "data" / "m4").mkdir(parents=True)  # a long table: three hourly series
+    for part, steps in (("train", range(1, 301)), ("test", range(301, 349))):
+        rows = [
+            f"H{s},{t},{50 + 10 * s + 5 * math.sin(t / 4):.4f}" for s in (1, 2, 3) for t in steps
+        ]
+        text = "unique_id,ds,y\n" + "\n".join(rows) + "\n"
+        (tmp_path / "data" / "m4" / f"m4_hourly_{part}.csv").write_text(text)
     namespaces: dict[str, dict] = {}  # a page's blocks build on each other, as in a notebook
     for (name, _), body in code.items():
         body = body.replace(

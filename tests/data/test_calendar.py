@@ -114,6 +114,10 @@ def test_a_gap_is_an_error_naming_its_row():
         infer_frequency(series, "data.csv")
     with pytest.raises(UserError, match="but the series is monthly"):
         infer_frequency(dates("2021-01-01", "2021-02-01", "2021-04-01", "2021-05-01"))
+    # a stray mid-month date among month starts is the row named, not the one after it
+    stray = dates("2021-01-01", "2021-02-01", "2021-03-15", "2021-04-01", "2021-05-01")
+    with pytest.raises(UserError, match=r"row 3: date 2021-03-15 follows 2021-02-01, .*month st"):
+        infer_frequency(stray, "data.csv")
     with pytest.raises(UserError, match="business days"):  # a holiday on Thursday
         infer_frequency(dates("2021-12-20", "2021-12-21", "2021-12-22", "2021-12-24", "2021-12-27"))
 

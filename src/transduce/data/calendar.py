@@ -122,12 +122,10 @@ def _monthly(dates: Sequence[datetime], where: str, lines) -> Frequency:
             f"{where}: the dates step by {months} months; supported calendar "
             "steps are 1 (monthly), 3 (quarterly) and 12 (yearly) months"
         )
-    if all(d.day == 1 for d in dates):
-        anchor: str | int = "start"
-    elif all(d.day == _last_day(d) for d in dates):
-        anchor = "end"
-    else:
-        anchor = max(d.day for d in dates)
+    # the anchor most dates keep (month starts first, then ends, then the latest day,
+    # which short months clamp), so that a stray date is the one named
+    anchors: list[str | int] = ["start", "end", *sorted({d.day for d in dates}, reverse=True)]
+    anchor = max(anchors, key=lambda a: sum(d.day == _day(d, a) for d in dates))
     name = Frequency(months=months, anchor=anchor).name
     for i, (step, date) in enumerate(zip(steps, dates[1:])):
         if step != months or date.day != _day(date, anchor) or date.time() != dates[0].time():
