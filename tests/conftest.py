@@ -116,3 +116,29 @@ def forecast_run(tmp_path_factory):
         == 0
     )
     return root / "run", csv
+
+
+@pytest.fixture(scope="session")
+def global_run(tmp_path_factory):
+    """A global run (logsparse) of three series of a long table, read-only: (run, table)."""
+    from tests.helpers.forecasting import PANEL_SETTINGS, table
+    from transduce.cli.main import main
+
+    root = tmp_path_factory.mktemp("panel")
+    csv = table(root / "train.csv")
+    assert (
+        main(
+            [
+                "forecast",
+                "train",
+                f"csv={csv}",
+                "model=logsparse",
+                "kernel=3",
+                *PANEL_SETTINGS,
+                "--run-dir",
+                str(root / "run"),
+            ]
+        )
+        == 0
+    )
+    return root / "run", csv

@@ -151,3 +151,14 @@ def skewed_task(tmp_path, point_loss, seed=2021):
     )
     cfg.validate("test")
     return ForecastTask(cfg, load_forecast_data(cfg), Session(0, 1, torch.device("cpu"), "fp32"))
+
+
+def randomised(model):
+    """``model`` with every weight moved by noise (so that no weight is at its neutral
+    start), in eval mode."""
+    import torch
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return model.eval()
