@@ -2,6 +2,7 @@
 reads past-observed covariates, backtests, tests the steps it held out and shows its
 attention through the calls a run of one CSV takes."""
 
+import json
 import math
 
 import numpy as np
@@ -102,3 +103,19 @@ def test_a_global_run_shows_the_attention_of_one_series(tmp_path):
     np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-3)
     with pytest.raises(UserError, match="name one with series=ID"):
         model.attention()
+
+
+def test_a_global_run_calibrates_its_bands_and_a_blend_of_global_runs_is_refused(tmp_path):
+    from transduce.tasks.forecasting.blend import blend_runs
+
+    csv = table(tmp_path / "train.csv")
+    settings = dict(**PATCH, **SMALL, quantiles=(0.1, 0.5, 0.9))
+    model = Forecaster.fit(csv, tmp_path / "a", **settings)  # calibrated once trained
+    record = json.loads((tmp_path / "a" / "calibration.json").read_text())
+    assert record["windows"] == 3 and record["levels"] == [0.1, 0.5, 0.9]  # a window a series
+    rows = model.predict(series="S0")
+    assert all(r["y_q0.1"] <= r["y_q0.5"] <= r["y_q0.9"] for r in rows)
+    Forecaster.fit(csv, tmp_path / "b", **{**settings, "seed": 7})
+    with pytest.raises(UserError, match="scaled one by one .* members=N"):
+        blend_runs([str(tmp_path / "a"), str(tmp_path / "b")], tmp_path / "blend")
+    assert not (tmp_path / "blend").exists()

@@ -72,6 +72,13 @@ def _check_same_data(run_dirs: list[str], loaded: list) -> int:
     """The index of the run with the longest input, once every run is known to forecast
     the same values on the same split as the first; else a UserError naming the run."""
     first_cfg, _, first_data = loaded[0]
+    for run, (_, _, data) in zip(run_dirs, loaded):
+        if data.windows["val"].scaling:
+            raise UserError(
+                f"{run}: its windows are scaled one by one (a table of series), and a blend "
+                "feeds every member the longest member's window; train one run with "
+                "members=N for an ensemble of such runs"
+            )
     for run, (cfg, _, data) in zip(run_dirs[1:], loaded[1:]):
         differs = next(
             (
@@ -79,7 +86,7 @@ def _check_same_data(run_dirs: list[str], loaded: list) -> int:
                 for what, mine, first in (
                     ("another horizon", cfg.horizon, first_cfg.horizon),
                     ("other forecast columns", data.target_columns, first_data.target_columns),
-                    ("other input columns", data.series.columns, first_data.series.columns),
+                    ("other input columns", data.channels, first_data.channels),
                     ("other training rows", data.fingerprint, first_data.fingerprint),
                 )
                 if mine != first
