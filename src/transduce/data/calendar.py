@@ -2,7 +2,9 @@
 
 Frequencies: a fixed step (every 15 minutes, hourly, daily, weekly, ...), business days
 (Monday to Friday), monthly, quarterly and yearly (on month starts, month ends, or one day of
-the month). Steps of a day or more are calendar steps, counted on the wall clock, so a
+the month). The dates after a series are stepped by pandas' offsets; the inference is this
+module's own, so that a gap is an error naming its row (``pandas.infer_freq`` only says
+that there is none). Steps of a day or more are calendar steps, counted on the wall clock, so a
 daily series in a time zone with summer time stays at midnight; shorter steps are absolute
 time. A series whose dates skip a step has a gap, which is an error naming its row: a
 forecast after it would otherwise be dated on a step the series does not have.
@@ -50,6 +52,22 @@ class Frequency:
             )  # type: ignore[arg-type]
             return f"{MONTHLY[self.months][0]} ({where})"
         return _step_name(self.step)
+
+    @property
+    def offset(self):
+        """The pandas offset that steps it: calendar months on their anchor day (``day``
+        past a short month's end is its last), business days, whole days on the wall clock,
+        and shorter steps in absolute time."""
+        import pandas as pd
+
+        if self.months:
+            day = {"start": 1, "end": 31}.get(self.anchor, self.anchor)
+            return pd.DateOffset(months=self.months, day=day)
+        if self.business:
+            return pd.offsets.BDay()
+        if self.step % DAY == timedelta(0):
+            return pd.DateOffset(days=self.step // DAY)
+        return pd.Timedelta(self.step)
 
     @property
     def unit(self) -> str:
@@ -151,30 +169,19 @@ def _gap(dates, lines, where: str, i: int, name: str) -> None:
 
 
 def next_dates(dates: Sequence[datetime], count: int, frequency: Frequency) -> list[datetime]:
-    """The ``count`` dates after the last of ``dates`` at ``frequency`` (a time zone and
-    the time of day are kept)."""
+    """The ``count`` dates after the last of ``dates`` at ``frequency``, stepped by its
+    pandas offset (:attr:`Frequency.offset`; a time zone and the time of day are kept)."""
+    import pandas as pd  # here: the translation commands never need it
+
     last = dates[-1]
-    out: list[datetime] = []
     try:
-        if frequency.months:
-            for k in range(1, count + 1):
-                total = last.year * 12 + last.month - 1 + k * frequency.months
-                first = last.replace(year=total // 12, month=total % 12 + 1, day=1)
-                out.append(first.replace(day=_day(first, frequency.anchor)))
-        elif frequency.business:
-            date = last
-            while len(out) < count:
-                date += DAY
-                if date.weekday() < 5:
-                    out.append(date)
-        else:
-            out = [last + frequency.step * k for k in range(1, count + 1)]
-    except (OverflowError, ValueError):
+        following = pd.date_range(last, periods=count + 1, freq=frequency.offset, unit="us")
+        return [d.to_pydatetime() for d in following[1:]]
+    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
         raise UserError(
             f"the {count} dates after {last} go past the year 9999, the last "
             "date Python can hold; check the file's dates"
         ) from None
-    return out
 
 
 def format_dates(dates: Sequence[datetime], like: str = "") -> list[str]:
