@@ -76,6 +76,10 @@ def test_serve_shows_a_series_of_a_global_run(global_run):
         bad = client.post("/forecast/series", json={"series": "nope"})
         assert bad.status_code in (400, 404, 422) and "no series 'nope'" in bad.json()["error"]
         assert client.post("/translate", json={"sentences": ["x"]}).status_code == 404
+        # a logsparse model keeps no attention to show: a 4xx naming the models that do
+        none = client.post("/explain/forecast/series", json={"series": "S1"})
+        assert none.status_code in (400, 422) and "has no attention" in none.json()["error"]
+        assert client.post("/explain/forecast", json={"csv": "x"}).status_code == 404
 
 
 def test_log_scaling_round_trips_follows_the_level_and_refuses_non_positive_values(tmp_path):
