@@ -1,0 +1,119 @@
+"""The paper's encoder on its own, with a head: a label per sequence (classification) or per
+token (tagging), as BERT uses the encoder. The stack, embeddings and positions are the
+encoder–decoder's own (:mod:`transduce.nn.transformer`), built from the same config.
+
+Legend: B batch, L tokens, D d_model, H heads, K labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor, nn
+
+from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices
+from transduce.nn.layers import EncoderLayer
+from transduce.nn.masks import padding_mask
+from transduce.nn.positional import PositionalEncoding, TokenEmbedding
+from transduce.nn.transformer import Encoder
+
+# How a sequence becomes one vector for its label: the first token's output (a [CLS] token
+# the tokenizer puts first, BERT's choice) or the mean of the real tokens' outputs.
+POOLINGS = ("cls", "mean")
+
+
+@dataclass(frozen=True)
+class EncoderOutput:
+    """``logits`` (B, K) a sequence, or (B, L, K) a token; ``real`` (B, L), True at the
+    tokens that are not padding (a loss or a score reads only those); ``hidden`` (B, L, D),
+    the encoder's output; ``weights``, per layer (B, H, L, L) self-attention (None unless
+    asked)."""
+
+    logits: Tensor
+    real: Tensor
+    hidden: Tensor
+    weights: list[Tensor | None]
+
+
+class EncoderOnly(nn.Module):
+    """Embeddings and positions, the encoder stack, and a linear head over its output.
+
+    Args:
+        encoder, embed, positions: as in :class:`~transduce.nn.transformer.Transformer`.
+        head: D → K.
+        per_token: a label for every token (tagging) rather than for the sequence.
+        pooling: for a sequence label, "cls" or "mean" (see ``POOLINGS``).
+        pad_id: the padding id: never attended to, never pooled, never labelled.
+    """
+
+    def __init__(
+        self,
+        *,
+        encoder: Encoder,
+        embed: TokenEmbedding,
+        positions: PositionalEncoding,
+        head: nn.Linear,
+        per_token: bool,
+        pooling: str = "cls",
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
+        self.encoder, self.embed, self.positions, self.head = encoder, embed, positions, head
+        self.per_token, self.pooling, self.pad_id = per_token, pooling, pad_id
+
+    def forward(self, tokens: Tensor, need_weights: bool = False) -> EncoderOutput:
+        """Args: tokens (B, L) ids, padded with ``pad_id`` on the right."""
+        mask = padding_mask(tokens, self.pad_id)  # (B, 1, L)
+        hidden, weights = self.encoder(self.positions(self.embed(tokens)), mask, need_weights)
+        logits = self.head(hidden if self.per_token else self.pool(hidden, mask))
+        return EncoderOutput(logits, mask[:, 0], hidden, weights)  # (B, L, K) or (B, K)
+
+    def pool(self, hidden: Tensor, mask: Tensor) -> Tensor:
+        """(B, D): the first token's output, or the mean over the real tokens."""
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        real = mask.transpose(1, 2).to(hidden.dtype)  # (B, L, 1)
+        return (hidden * real).sum(1) / real.sum(1).clamp(min=1)
+
+
+def build_encoder_only(
+    config: TransformerConfig, labels: int, per_token: bool, pooling: str = "cls"
+) -> EncoderOnly:
+    """An :class:`EncoderOnly` of ``config``'s encoder sizes (its decoder settings unused)
+    and a head of ``labels`` outputs, initialised as the encoder–decoder is."""
+    problems = config.problems(decoder=False)
+    if problems:
+        raise ValueError(problems[0][1])
+    if config.norm not in RESIDUALS:
+        raise ValueError(f"norm must be one of {', '.join(RESIDUALS)}, not {config.norm!r}")
+    if config.src_vocab_size < 1 or labels < 1:
+        raise ValueError("the vocabulary and the labels need at least one entry each")
+    c = config
+    layers = [
+        EncoderLayer(
+            d_model=c.d_model,
+            num_heads=c.num_heads,
+            d_ff=c.d_ff,
+            dropout=c.dropout,
+            attention_dropout=c.attention_dropout,
+            activation_dropout=c.activation_dropout,
+            residual=RESIDUALS[c.norm],
+            activation=c.activation,
+        )
+        for _ in range(c.num_encoder_layers)
+    ]
+    # pre-norm leaves the last residual sum unnormalised: its stack ends with a LayerNorm
+    encoder = Encoder(layers, nn.LayerNorm(c.d_model) if c.norm == "pre" else None)
+    head = nn.Linear(c.d_model, labels)
+    _init_matrices(encoder, head)
+    return EncoderOnly(
+        encoder=encoder,
+        embed=TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id),
+        positions=PositionalEncoding(c.d_model, c.dropout, c.max_len),
+        head=head,
+        per_token=per_token,
+        pooling=pooling,
+        pad_id=c.pad_id,
+    )
