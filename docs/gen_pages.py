@@ -141,6 +141,7 @@ def _cell(text) -> str:
 def config_page() -> str:
     from transduce.tasks.forecasting.config import ForecastConfig
     from transduce.tasks.numbers.task import DemoConfig
+    from transduce.tasks.text.config import TextConfig
     from transduce.tasks.translation.config import TrainConfig
 
     sections = [
@@ -155,6 +156,12 @@ def config_page() -> str:
             ForecastConfig(),
             "The settings of a forecasting run. `model=` chooses the model; the settings of the "
             "other models are listed with the models that have them.",
+        ),
+        (
+            "Text: `transduce text train`",
+            TextConfig(),
+            "The settings of a classifier or tagger on the encoder alone: `model.*` is the "
+            "Transformer's config (its encoder sizes), `engine.*` the training loop.",
         ),
         ("The demo: `transduce demo`", DemoConfig(), "The settings of the number translator."),
     ]

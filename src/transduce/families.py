@@ -190,7 +190,12 @@ register(
         load="transduce.api.forecasting:load_forecaster",
         describe="transduce.api.describe:describe_forecaster",
         serve="transduce.serve.forecast:add_routes",
-        endpoints=("/forecast", "/explain/forecast", "/forecast/series"),
+        endpoints=(
+            "/forecast",
+            "/explain/forecast",
+            "/forecast/series",
+            "/explain/forecast/series",
+        ),
         unit="rows",
         commands=(
             Command(
@@ -200,5 +205,24 @@ register(
             ),
         ),
         claims="transduce.tasks.forecasting.rundir:is_blend",
+    )
+)
+register(
+    Family(
+        name="text",
+        kinds=("text",),
+        trained_by={"text": "transduce text train"},
+        load="transduce.api.text:load_text_model",
+        describe="transduce.api.text:describe_text",
+        serve="transduce.serve.text:add_routes",
+        endpoints=("/classify", "/tag", "/entities"),
+        unit="texts",
+        commands=(
+            Command(
+                "text",
+                "classify sentences, tag words, extract entities (train, test, predict)",
+                "transduce.cli.text",
+            ),
+        ),
     )
 )

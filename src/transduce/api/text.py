@@ -1,0 +1,153 @@
+"""A trained text run from Python (``transduce.load(RUN)`` gives one): a classifier or a
+tagger on the encoder alone.
+
+::
+
+    model = transduce.load("runs/trec")
+    model.classify("How far is the moon ?")   # {"label": "NUM", "probabilities": {...}}
+    model = transduce.load("runs/upos")
+    model.tag("I saw her duck")               # [("I", "PRON"), ("saw", "VERB"), ...]
+    transduce.load("runs/wnut").entities("I live in New York")  # [{"type", "text", ...}]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transduce import runs
+from transduce.config import apply_mapping
+from transduce.data.labelled import Sentences, Tagged
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.errors import UserError
+from transduce.evaluation.entities import spans
+from transduce.tasks.text.config import TextConfig
+from transduce.tasks.text.data import encode, read
+from transduce.tasks.text.task import build_text_model, predict, scores
+
+
+class TextModel:
+    """A text run's best checkpoint, its tokenizer and its labels.
+
+    Args:
+        path: the run directory.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.run_dir = Path(path)
+        if not self.run_dir.is_dir():
+            raise UserError(f"{path}: no such run directory; give one that text train wrote")
+        checkpoint = runs.checkpoint_dir(self.run_dir) / runs.BEST
+        state = runs.load_checkpoint(checkpoint, "text")
+        try:
+            self.cfg = apply_mapping(TextConfig(), state["model_config"], str(checkpoint))
+            self.labels = list(state["extra"]["labels"])
+        except (KeyError, TypeError) as error:
+            raise UserError(f"{checkpoint}: not a text checkpoint ({error} missing)") from None
+        self.tokenizer = SubwordTokenizer(self.run_dir / runs.TOKENIZER)
+        if state.get("tokenizer") != self.tokenizer.fingerprint:
+            raise UserError(
+                f"{self.run_dir / runs.TOKENIZER}: not the tokenizer {checkpoint} was trained with"
+            )
+        self.model = runs.build_model(
+            checkpoint,
+            state,
+            lambda _: build_text_model(self.cfg, len(self.tokenizer), len(self.labels)),
+        ).eval()
+
+    def __repr__(self) -> str:
+        return f"TextModel({str(self.run_dir)!r}: {self.describe()})"
+
+    def describe(self) -> str:
+        what = {"classify": "classifier", "tag": "tagger", "entities": "entity tagger"}
+        return f"{what[self.cfg.task]} over {len(self.labels)} labels"
+
+    def classify(self, text: str | list[str]) -> dict | list[dict]:
+        """The label of ``text`` (or of each of a list) and every label's probability."""
+        self._for("classify", "classify")
+        texts = [text] if isinstance(text, str) else list(text)
+        found = Sentences(texts, [self.labels[0]] * len(texts), list(range(1, len(texts) + 1)))
+        best, probabilities = predict(self.model, self._encode(found))
+        out = [
+            {
+                "label": self.labels[k],
+                "probabilities": {n: round(p, 6) for n, p in zip(self.labels, row)},
+            }
+            for k, row in zip(best, probabilities)
+        ]
+        return out[0] if isinstance(text, str) else out
+
+    def tag(self, text: str | list[str]) -> list[tuple[str, str]]:
+        """Each word of ``text`` (split at spaces, or given as a list) and its tag."""
+        self._for("tag", "tag", "entities")
+        words = text.split() if isinstance(text, str) else list(text)
+        if not words:
+            return []
+        found = Tagged([words], [[self.labels[0]] * len(words)], [1])
+        tags, _ = predict(self.model, self._encode(found))
+        return list(zip(words, [self.labels[t] for t in tags[0]]))
+
+    def entities(self, text: str | list[str]) -> list[dict]:
+        """The entities of ``text``: ``type``, ``text`` and the ``start`` and ``end`` word
+        (end included), by conlleval's reading of the predicted BIO tags."""
+        self._for("entities", "entities")
+        tagged = self.tag(text)
+        words = [w for w, _ in tagged]
+        return [
+            {"type": kind, "text": " ".join(words[a : b + 1]), "start": a, "end": b}
+            for kind, a, b in spans([t for _, t in tagged])
+        ]
+
+    def test(self, path: str | Path | None = None) -> dict:
+        """The scores on ``path`` (by default the run's ``test`` file): accuracy, and for
+        entities the entity-level precision, recall and F1; written to
+        RUN/test_results.json."""
+        path = path or self.cfg.test
+        if not path:
+            raise UserError(f"{self.run_dir} was trained without test=; give the test file")
+        found = read(self.cfg, str(path))
+        encoded = self._encode(found, str(path))
+        predicted, _ = predict(self.model, encoded)
+        result = {"task": self.cfg.task, "file": str(path)}
+        result.update(scores(self.cfg.task, self.labels, encoded, predicted))
+        runs.write_json(self.run_dir, runs.TEST_RESULTS, result)
+        return result
+
+    def _encode(self, found, source: str = "<text>"):
+        return encode(self.tokenizer, found, self.labels, self.cfg.max_tokens, source)
+
+    def _for(self, method: str, *tasks: str) -> None:
+        if self.cfg.task not in tasks:
+            offered = {"classify": "classify()", "tag": "tag()", "entities": "entities(), tag()"}
+            raise UserError(
+                f"{self.run_dir} is a {self.cfg.task} run: {method}() is for "
+                f"{' or '.join(tasks)} runs; it offers {offered[self.cfg.task]}"
+            )
+
+
+def load_text_model(path, device: str, precision: str, verbose: bool) -> TextModel:
+    """``transduce.load`` of a text run (on the CPU, in float32)."""
+    if isinstance(path, (list, tuple)):
+        raise UserError(f"{', '.join(map(str, path))}: text runs load one at a time")
+    ignored = [
+        f"{k}={v}"
+        for k, v, kept in (
+            ("device", device, ("auto", "cpu")),
+            ("precision", precision, ("auto", "fp32")),
+        )
+        if v not in kept
+    ]
+    if ignored:
+        raise UserError(f"{path}: a text model runs on the CPU in float32; leave out {ignored[0]}")
+    return TextModel(path)
+
+
+def describe_text(path: str, model: TextModel) -> dict:
+    """/info of a text run."""
+    return {
+        "kind": model.cfg.task,
+        "run": Path(model.run_dir).name,
+        "description": model.describe(),
+        "labels": model.labels,
+        "scores": runs.scores(model.run_dir),
+        "example": "How far is the moon from the earth ?",
+    }

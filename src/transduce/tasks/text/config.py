@@ -1,0 +1,102 @@
+"""Every setting of `transduce text train`: the encoder on its own with a head, on labelled
+sentences (``task=classify``) or tagged words (``tag``: a label a word; ``entities``: BIO
+tags scored by entity spans)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from transduce.checks import at_least, in_range, one_of, raise_problems
+from transduce.data.labelled import FORMATS, TAG_FORMATS
+from transduce.nn import TransformerConfig
+from transduce.nn.encoder_only import POOLINGS
+from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
+from transduce.training.engine_config import EngineConfig
+
+TASKS = ("classify", "tag", "entities")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextConfig:
+    """A text run. ``train`` (and ``valid``, ``test`` if given) are files of ``format``:
+    ``tsv`` (label<TAB>text) or ``trec`` for ``classify``, ``conll`` (token<TAB>tag) or
+    ``conllu`` (the word's ``column``: 4 is UPOS) for ``tag`` and ``entities``. Without
+    ``valid``, a ``valid_share`` of the training file, drawn with the seed, validates.
+    Words become SentencePiece subwords (a model of ``vocab_size`` trained on the
+    training texts); a word's tag is read at its first subword. ``model`` is the library's
+    TransformerConfig (its encoder sizes; the decoder's are unused)."""
+
+    task: str = "classify"
+    train: str = ""
+    valid: str = ""
+    test: str = ""
+    format: str = "tsv"
+    column: int = 4
+    replace_invalid: bool = False
+    valid_share: float = 0.1
+    vocab_size: int = 4000
+    lowercase: bool = False
+    max_tokens: int = 128
+    pooling: str = "cls"
+    model: TransformerConfig = TransformerConfig(
+        d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, dropout=0.1, max_len=512
+    )
+    batch_size: int = 32
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    warmup: int = 200
+    label_smoothing: float = 0.0
+    engine: EngineConfig = field(default_factory=lambda: EngineConfig(max_epochs=20, patience=5))
+
+    KIND = "text"  # the kind of model its runs' checkpoints hold
+    PATH_KEYS = ("train", "valid", "test")
+    HELP = {
+        "task": "classify (a label a sentence), tag (a label a word) or entities (BIO tags, "
+        "scored by entity spans)",
+        "train": "the training file",
+        "valid": "the validation file (empty: valid_share of train)",
+        "test": "the test file `text test` scores (it may also be given there)",
+        "format": "tsv (label<TAB>text) or trec for classify; conll (token<TAB>tag) or conllu "
+        "for tag and entities",
+        "column": "conllu: the column that holds the tag (4: UPOS, 5: XPOS)",
+        "replace_invalid": "replace bytes that are not UTF-8 (with a warning naming the lines) "
+        "instead of stopping",
+        "valid_share": "without valid: the share of the training file held out to validate",
+        "vocab_size": "SentencePiece subwords trained on the training texts",
+        "lowercase": "lowercase the text before it is split into subwords",
+        "max_tokens": "subwords a sentence keeps, its label token included (longer ones are cut)",
+        "pooling": "classify: cls (the first token's output) or mean (over the real tokens)",
+        "batch_size": "sentences per batch",
+        "lr": "AdamW's peak learning rate",
+        "weight_decay": "AdamW's weight decay",
+        "warmup": "updates over which the rate rises linearly to lr",
+        "label_smoothing": "label smoothing of the loss",
+    }
+
+    def problems(self) -> list[tuple[str, str]]:
+        found = one_of(self, "task", TASKS) + one_of(self, "pooling", POOLINGS)
+        wanted = FORMATS if self.task == "classify" else TAG_FORMATS
+        found += one_of(self, "format", wanted)
+        if not self.train:
+            found.append(("train", "train is not set; give train=PATH/TO/FILE"))
+        found += at_least(self, 1, "vocab_size", "batch_size", "column")
+        found += at_least(self, 2, "max_tokens") + at_least(self, 0, "warmup")
+        found += in_range(self, "valid_share", 0, 1) + in_range(self, "label_smoothing", 0, 1)
+        if not 0 < self.lr < math.inf:
+            found.append(("lr", f"lr must be a positive number, not {self.lr}"))
+        if self.max_tokens > self.model.max_len:
+            found.append(
+                (
+                    "max_tokens",
+                    f"max_tokens={self.max_tokens} is beyond the positions the model "
+                    f"covers (max_len={self.model.max_len})",
+                )
+            )
+        return found + self.model.problems(decoder=False) + self.engine.problems()
+
+    def validate(self, origin) -> None:
+        raise_problems(self.problems(), origin)
+
+
+EXTENDABLE = (*ENGINE_EXTENDABLE, "train", "valid", "test")

@@ -1,0 +1,162 @@
+"""A text run's data: its files read, its subword tokenizer (trained on the training texts,
+kept in the run), and every sentence as ids with its label or its words' tags.
+
+A sentence is ``[BOS] subwords…`` (BOS is the classifier's [CLS] token). A word is split
+into subwords on its own, and its tag is learned and read at its first subword; the others
+carry no label (``IGNORE``), as BERT's tagger does.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from transduce import runs
+from transduce.data.labelled import Sentences, Tagged, read_sentences, read_tagged
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.errors import UserError
+from transduce.io import atomic_path
+from transduce.tasks.text.config import TextConfig
+
+IGNORE = -100  # the label of a position no loss or score reads (cross_entropy's default)
+
+
+@dataclass
+class Encoded:
+    """Sentences as ids: ``ids`` (each starts with BOS), ``labels`` (an int a sentence, or a
+    list parallel to ids, ``IGNORE`` but at each word's first subword), and ``words`` (per
+    sentence, the words of a tagged one)."""
+
+    ids: list[list[int]]
+    labels: list
+    words: list[list[str]]
+
+
+@dataclass
+class TextData:
+    """A run's tokenizer, its label names, and its train and validation sentences."""
+
+    tokenizer: SubwordTokenizer
+    labels: list[str]
+    train: Encoded
+    valid: Encoded
+
+
+def read(cfg: TextConfig, path: str) -> Sentences | Tagged:
+    if cfg.task == "classify":
+        return read_sentences(path, cfg.format, cfg.replace_invalid)
+    return read_tagged(path, cfg.format, cfg.column)
+
+
+def texts_of(found: Sentences | Tagged) -> list[str]:
+    return found.texts if isinstance(found, Sentences) else [" ".join(w) for w in found.words]
+
+
+def held_out(cfg: TextConfig, found: Sentences | Tagged):
+    """(train, valid) parts of ``found``: a seeded ``valid_share`` of it validates."""
+    n = len(found.lines)
+    order = list(range(n))
+    random.Random(cfg.engine.seed).shuffle(order)
+    cut = max(1, round(cfg.valid_share * n))
+    if n - cut < 1:
+        raise UserError(f"{cfg.train}: {n} sentences leave none to train on once {cut} validate")
+    return _pick(found, sorted(order[cut:])), _pick(found, sorted(order[:cut]))
+
+
+def _pick(found, rows: list[int]):
+    if isinstance(found, Sentences):
+        return Sentences(
+            [found.texts[i] for i in rows],
+            [found.labels[i] for i in rows],
+            [found.lines[i] for i in rows],
+        )
+    return Tagged(
+        [found.words[i] for i in rows],
+        [found.tags[i] for i in rows],
+        [found.lines[i] for i in rows],
+    )
+
+
+def encode(
+    tokenizer: SubwordTokenizer,
+    found: Sentences | Tagged,
+    labels: list[str],
+    max_tokens: int,
+    source: str,
+) -> Encoded:
+    """``found`` as ids and label indices; a label not in ``labels`` is a UserError naming
+    its line (a validation or test file with a class the training file lacks)."""
+    index = {name: k for k, name in enumerate(labels)}
+
+    def label_of(name: str, line: int) -> int:
+        if name not in index:
+            raise UserError(
+                f"{source}:{line}: label {name!r} is not among the training file's "
+                f"({', '.join(labels[:8])}{', …' if len(labels) > 8 else ''})"
+            )
+        return index[name]
+
+    if isinstance(found, Sentences):
+        ids = [[tokenizer.bos_id, *s][:max_tokens] for s in tokenizer.encode(found.texts)]
+        return Encoded(ids, [label_of(n, line) for n, line in zip(found.labels, found.lines)], [])
+    out = Encoded([], [], [])
+    for words, tags, line in zip(found.words, found.tags, found.lines):
+        ids, marks = [tokenizer.bos_id], [IGNORE]
+        for pieces, tag in zip(tokenizer.encode(words), tags):
+            pieces = pieces or [tokenizer.unk_id]  # a word SentencePiece makes nothing of
+            ids += pieces
+            marks += [label_of(tag, line)] + [IGNORE] * (len(pieces) - 1)
+        out.ids.append(ids[:max_tokens])
+        out.labels.append(marks[:max_tokens])
+        out.words.append(words)
+    return out
+
+
+def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
+    """Read the files, train (or reread) the run's tokenizer, and encode every sentence.
+    A new tokenizer is placed in ``run_dir`` only once the data is known good."""
+    run_dir = Path(run_dir)
+    found = read(cfg, cfg.train)
+    if cfg.valid:
+        train, valid, valid_source = found, read(cfg, cfg.valid), cfg.valid
+    else:
+        train, valid = held_out(cfg, found)
+        valid_source = f"{cfg.train} (held out)"
+    names = sorted(set(train.labels if isinstance(train, Sentences) else _tags(train)))
+    path = run_dir / runs.TOKENIZER
+    started = (run_dir / runs.CONFIG).exists() or runs.step_checkpoints(run_dir)
+    with tempfile.TemporaryDirectory(prefix="transduce-spm-") as scratch:
+        if path.exists() and started:
+            tokenizer, new = SubwordTokenizer(path), False
+        else:
+            log.info(
+                f"training a SentencePiece model of {cfg.vocab_size} subwords on "
+                f"{len(train.lines):,} sentences" + (", lowercased" if cfg.lowercase else "")
+            )
+            tokenizer = SubwordTokenizer.train(
+                texts_of(train),
+                Path(scratch) / "spm.model",
+                cfg.vocab_size,
+                "unigram",
+                cfg.lowercase,
+            )
+            new = True
+        data = TextData(
+            tokenizer,
+            names,
+            encode(tokenizer, train, names, cfg.max_tokens, cfg.train),
+            encode(tokenizer, valid, names, cfg.max_tokens, valid_source),
+        )
+        if new:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as out:
+                shutil.copyfile(tokenizer.path, out)
+            data.tokenizer = SubwordTokenizer(path)
+    return data
+
+
+def _tags(found: Tagged) -> list[str]:
+    return [t for tags in found.tags for t in tags]
