@@ -65,10 +65,11 @@ BAG = console_block("--equal")
 BACKTEST = console_block("forecast backtest")
 TOUR = console_block("--output attention.html")
 GLOBAL = console_block("layout=long")  # attention pictures, then the study figures
+TEXT = console_block("transduce text train task=classify")
 COMMANDS = [
     c
     for c in COMMANDS
-    if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL
+    if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL + TEXT
 ]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
 
@@ -266,6 +267,11 @@ def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
         ]
         text = "unique_id,ds,y\n" + "\n".join(rows) + "\n"
         (tmp_path / "data" / "m4" / f"m4_hourly_{part}.csv").write_text(text)
+    write_text_files(tmp_path)  # the text guide's classifier, runs/trec
+    from tests.helpers.text import TEXT_SETTINGS
+
+    trec = ["task=classify", "train=TREC.train", "format=trec", *TEXT_SETTINGS]
+    assert main(["text", "train", *trec, "--run-dir", "runs/trec"]) == 0
     namespaces: dict[str, dict] = {}  # a page's blocks build on each other, as in a notebook
     for (name, _), body in code.items():
         body = body.replace(
@@ -392,3 +398,35 @@ def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and len(rows) == 1 + 48
     assert rows[1].startswith("H1,201,")
     assert (tmp_path / "runs" / "m4" / "forecast_H1.png").stat().st_size > 10_000
+
+
+def write_text_files(folder):
+    """The text guide's files, small and synthetic, under the names it gives them."""
+    from tests.helpers.text import labelled_sentences, tagged_sentences
+
+    labelled_sentences(folder / "TREC.train", 200, 1, trec=True)
+    labelled_sentences(folder / "TREC.test", 40, 2, trec=True)
+    tagged_sentences(folder / "en_ewt-ud-train.conllu", 100, 1, conllu=True)
+    tagged_sentences(folder / "en_ewt-ud-dev.conllu", 20, 2, conllu=True)
+    tagged_sentences(folder / "wnut17train.conll", 100, 3)
+    tagged_sentences(folder / "emerging.dev.conll", 20, 4)
+
+
+def test_text_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The text guide's commands on small synthetic files and a tiny model: train, test and
+    predict a classifier, then train a tagger and an entity tagger."""
+    from tests.helpers.text import TEXT_SETTINGS
+
+    assert [c.split()[1:3] for c in TEXT] == [["text", "train"], ["text", "test"]] + [
+        ["text", "predict"]
+    ] + [["text", "train"]] * 2
+    monkeypatch.chdir(tmp_path)
+    write_text_files(tmp_path)
+    outputs = [
+        run_console(command, capsys, extra=TEXT_SETTINGS if " train " in command else ())
+        for command in TEXT
+    ]
+    assert outputs[0].startswith("best validation accuracy ")
+    assert outputs[1].startswith("test accuracy ") and "(40 sentences)" in outputs[1]
+    assert outputs[2].rstrip().endswith("How far is the moon from the earth ?")
+    assert outputs[4].startswith("best validation f1 ")

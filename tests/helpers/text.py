@@ -58,3 +58,65 @@ def number_corpus(folder):
     write_pair(folder, "train", [rng.randrange(10**6) for _ in range(300)])
     write_pair(folder, "val", [rng.randrange(10**6) for _ in range(30)])
     return folder
+
+
+# Labelled text for the encoder's tasks: a rule a tiny model learns in a few epochs.
+COLOURS, ANIMALS = ["red", "green", "blue", "black"], ["cat", "dog", "fox", "owl"]
+TEXT_SETTINGS = [
+    "d_model=32",
+    "d_ff=64",
+    "num_heads=2",
+    "num_encoder_layers=1",
+    "dropout=0.0",
+    "vocab_size=60",
+    "max_epochs=3",
+    "batch_size=16",
+    "warmup=10",
+    "lr=0.003",
+    "threads=1",
+]
+
+
+def labelled_sentences(path, n, seed, trec=False):
+    """label<TAB>text (or TREC's COARSE:fine text): is there a colour word in it?"""
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        words = rng.choices(ANIMALS, k=rng.randint(2, 5))
+        label = rng.random() < 0.5
+        if label:
+            words.insert(rng.randrange(len(words) + 1), rng.choice(COLOURS))
+        name = "colour" if label else "plain"
+        lines.append(
+            f"{name.upper()}:x {' '.join(words)}" if trec else f"{name}\t{' '.join(words)}"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tagged_sentences(path, n, seed, conllu=False):
+    """token<TAB>tag sentences (or CoNLL-U with the tag as UPOS): 'big X' is B-ANIMAL
+    I-ANIMAL, a colour O."""
+    import random
+
+    rng = random.Random(seed)
+    blocks = []
+    for _ in range(n):
+        rows = []
+        for _ in range(rng.randint(2, 5)):
+            if rng.random() < 0.5:
+                rows += [("big", "B-ANIMAL"), (rng.choice(ANIMALS), "I-ANIMAL")]
+            else:
+                rows.append((rng.choice(COLOURS), "O"))
+        if conllu:
+            lines = [
+                "\t".join([str(k), w, w, t, "_", "_", "0", "dep", "_", "_"])
+                for k, (w, t) in enumerate(rows, 1)
+            ]
+        else:
+            lines = [f"{w}\t{t}" for w, t in rows]
+        blocks.append("\n".join(lines))
+    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    return path

@@ -2,58 +2,23 @@
 predicting and served; bad files and settings refused in one line."""
 
 import json
-import random
 
 import pytest
 
 import transduce
+from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
 from transduce.cli.main import main
 from transduce.errors import UserError
 
-TINY = [
-    "d_model=32",
-    "d_ff=64",
-    "num_heads=2",
-    "num_encoder_layers=1",
-    "dropout=0.0",
-    "vocab_size=60",
-    "max_epochs=3",
-    "batch_size=16",
-    "warmup=10",
-    "lr=0.003",
-    "threads=1",
-]
-COLOURS, ANIMALS = ["red", "green", "blue", "black"], ["cat", "dog", "fox", "owl"]
+TINY = TEXT_SETTINGS
 
 
 def sentences(path, n, seed):
-    """label<TAB>text: is there a colour word in the sentence?"""
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(n):
-        words = rng.choices(ANIMALS, k=rng.randint(2, 5))
-        label = rng.random() < 0.5
-        if label:
-            words.insert(rng.randrange(len(words) + 1), rng.choice(COLOURS))
-        lines.append(f"{'colour' if label else 'plain'}\t{' '.join(words)}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return labelled_sentences(path, n, seed)
 
 
 def tagged(path, n, seed):
-    """token<TAB>tag: colours are ADJ, animals NOUN; 'big X' makes B-ANIMAL I-ANIMAL."""
-    rng = random.Random(seed)
-    blocks = []
-    for _ in range(n):
-        rows = []
-        for _ in range(rng.randint(2, 5)):
-            if rng.random() < 0.5:
-                rows += ["big\tB-ANIMAL", f"{rng.choice(ANIMALS)}\tI-ANIMAL"]
-            else:
-                rows.append(f"{rng.choice(COLOURS)}\tO")
-        blocks.append("\n".join(rows))
-    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
-    return path
+    return tagged_sentences(path, n, seed)
 
 
 def train(tmp_path, name, *settings):
