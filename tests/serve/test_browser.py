@@ -7,6 +7,7 @@ Set TRANSDUCE_SERVE_RUN to serve another run (the README's screenshot uses a dem
 TRANSDUCE_SCREENSHOT to keep the screenshot."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,54 @@ def test_the_page_of_a_global_run_picks_a_series_by_id(tmp_path, browser):
         labels = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text")]
         assert "284" in labels  # the last forecast step of S2 (260 + 24)
         assert browser.find_element(By.ID, "forecast-error").text == ""
+
+
+@pytest.mark.parametrize("task", ["classify", "entities"])
+def test_the_page_of_a_text_run_labels_sentences(tmp_path, browser, task):
+    """A classifier's page shows each line's label and its probability; an entity tagger's
+    shows each line's entities; both as the API gives them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    import transduce
+    from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+    from transduce.cli.main import main
+
+    if task == "classify":
+        data = ["format=tsv", f"train={labelled_sentences(tmp_path / 'train.tsv', 200, 1)}"]
+    else:
+        data = ["format=conll", f"train={tagged_sentences(tmp_path / 'train.conll', 200, 1)}"]
+    run = tmp_path / "run"
+    assert (
+        main(["text", "train", f"task={task}", *data, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
+    )
+    lines = ["red cat owl", "big fox blue"]
+    model = transduce.load(run)
+    with serve(run) as url:
+        wait = WebDriverWait(browser, 60)
+        browser.get(url)
+        wait.until(ready.visibility_of_element_located((By.ID, "label")))
+        assert not browser.find_element(By.ID, "translate").is_displayed()
+        box = browser.find_element(By.ID, "texts")
+        assert box.get_attribute("value")  # the example to start from
+        box.clear()
+        box.send_keys("\n".join(lines))
+        browser.find_element(By.ID, "label").click()
+        wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#text-results .hyp")) == 2)
+        shown = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#text-results .hyp")]
+        for line, text in zip(lines, shown):
+            if task == "classify":
+                found = model.classify(line)
+                assert text.startswith(found["label"] + " (")
+            else:
+                found = model.entities(line)
+                want = " · ".join(f"{e['type']}: {e['text']}" for e in found) or "no entity"
+                assert text == want
+        folder = os.environ.get("TRANSDUCE_EXPLAIN_SHOTS")  # a screenshot to look at
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(Path(folder) / f"text_{task}.png"))
+        browser.find_element(By.ID, "texts").clear()
+        browser.find_element(By.ID, "label").click()
+        wait.until(lambda b: b.find_element(By.ID, "text-error").text == "type a sentence first")

@@ -141,6 +141,13 @@ def load_text_model(path, device: str, precision: str, verbose: bool) -> TextMod
     return TextModel(path)
 
 
+EXAMPLES = {  # what the page starts from
+    "classify": "How far is the moon from the earth ?",
+    "tag": "I saw her duck under the table .",
+    "entities": "I flew from New York to London with British Airways .",
+}
+
+
 def describe_text(path: str, model: TextModel) -> dict:
     """/info of a text run."""
     return {
@@ -149,5 +156,5 @@ def describe_text(path: str, model: TextModel) -> dict:
         "description": model.describe(),
         "labels": model.labels,
         "scores": runs.scores(model.run_dir),
-        "example": "How far is the moon from the earth ?",
+        "example": EXAMPLES[model.cfg.task],
     }

@@ -123,9 +123,41 @@
       .catch(function (e) { $("forecast-error").textContent = e.message; });
   }
 
+  // a text run: each line's label, or its words' tags, or its entities
+  var textKind = "";
+  function label() {
+    var lines = $("texts").value.split("\n").filter(function (l) { return l.trim(); });
+    $("text-error").textContent = "";
+    if (!lines.length) { $("text-error").textContent = "type a sentence first"; return; }
+    post(textKind === "classify" ? "classify" : textKind, {texts: lines}).then(function (data) {
+      var host = $("text-results"); host.innerHTML = "";
+      data.results.forEach(function (found, i) {
+        var div = document.createElement("div"); div.className = "result";
+        var src = document.createElement("div"); src.className = "src";
+        src.textContent = lines[i]; div.appendChild(src);
+        var out = document.createElement("div"); out.className = "hyp";
+        if (textKind === "classify")
+          out.textContent = found.label + " (" +
+            (100 * found.probabilities[found.label]).toFixed(1) + "%)";
+        else if (textKind === "tag")
+          out.textContent = found.map(function (w) { return w.word + "/" + w.tag; }).join(" ");
+        else
+          out.textContent = found.length ? found.map(function (e) {
+            return e.type + ": " + e.text; }).join(" · ") : "no entity";
+        div.appendChild(out); host.appendChild(div);
+      });
+    }).catch(function (e) { $("text-error").textContent = e.message; });
+  }
+
   fetch("info").then(function (r) { return r.json(); }).then(function (info) {
     $("model").textContent = info.description;
-    if (info.kind === "global") {
+    if (info.family === "text") {
+      textKind = info.kind;
+      $("text").hidden = false;
+      $("texts").value = info.example || "";
+      $("label").textContent = {classify: "Classify", tag: "Tag", entities: "Find entities"}[
+        info.kind];
+    } else if (info.kind === "global") {
       $("forecast").hidden = false;
       $("rows").hidden = true;
       $("series-pick").hidden = false;
@@ -152,4 +184,5 @@
   });
   $("go").onclick = translate;
   $("predict").onclick = predict;
+  $("label").onclick = label;
 })();
