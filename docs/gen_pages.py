@@ -576,6 +576,58 @@ def demo_page() -> str:
     return "\n".join(lines)
 
 
+TEXT_TASKS = {  # results.json's key -> (what, the measure, the published figures)
+    "trec": (
+        "TREC-6 question classification",
+        "test accuracy (%)",
+        "Kim 2014 CNN from scratch 91.2, with pretrained word2vec 93.6; ULMFiT 96.4",
+    ),
+    "upos": (
+        "UD English-EWT part of speech (UPOS, gold tokens)",
+        "test UPOS accuracy (%)",
+        "Stanza from raw text 95.40; UDPipe 2 with pretrained contextual embeddings 97.50",
+    ),
+    "wnut": (
+        "WNUT-17 emerging entities",
+        "test entity F1 (micro, %)",
+        "the shared task's best (UH-RiTUAL, with word embeddings and gazetteers) 41.86",
+    ),
+}
+
+
+def text_page() -> str:
+    data = load("text/results.json")
+    lines = [
+        "# Results: text",
+        "",
+        "Generated from `benchmarks/text/results.json`, written by `benchmarks/text/run.py` "
+        "(`docs/gen_pages.py`). Every model is the encoder alone, trained from scratch on "
+        "two cores; its candidates are fixed in that script before any run, the one of best "
+        "validation score is chosen, and only then is the test file scored.",
+    ]
+    for key, (what, measure, published) in TEXT_TASKS.items():
+        if key not in data:
+            continue
+        task = data[key]
+        lines += [
+            "",
+            f"## {what}",
+            "",
+            f"`{task['command']}` at {task['commit']}, {task['minutes']} min in all. "
+            f"Published: {published}. Target: {task['target']}.",
+            "",
+            f"| candidate | validation | {measure} | training minutes |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, row in task["candidates"].items():
+            chosen = " (chosen)" if name == task["chosen"] else ""
+            lines.append(
+                f"| {name}{chosen} | {row['validation']:.2f} | {row['test']:.2f} | "
+                f"{row['minutes']} |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     with contextlib.redirect_stdout(io.StringIO()):  # a harness that prints on import
         pages = {
@@ -586,6 +638,7 @@ def main() -> None:
             "results/speed.md": speed_page(),
             "results/serving.md": serving_page(),
             "results/demo.md": demo_page(),
+            "results/text.md": text_page(),
         }
     for path, text in pages.items():
         write(path, text)

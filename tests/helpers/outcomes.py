@@ -95,9 +95,9 @@ BOUNDS: dict[tuple[str, str], Bound] = {
     **_of("test_copy_task::test_bahdanau_baseline_learns_to_copy", accuracy=Bound(low=0.8)),
     # the encoder on its own: a rule over the whole sequence, and one over a token's neighbour
     **_of(
-        "test_encoder_only::test_a_tiny_encoder_learns_a_rule[sequence]", accuracy=Bound(low=0.8)
+        "test_encoder_only::test_a_tiny_encoder_learns_a_rule[sequence]", accuracy=Bound(low=0.9)
     ),
-    **_of("test_encoder_only::test_a_tiny_encoder_learns_a_rule[token]", accuracy=Bound(low=0.8)),
+    **_of("test_encoder_only::test_a_tiny_encoder_learns_a_rule[token]", accuracy=Bound(low=0.9)),
     **_of(
         "test_pooling::test_learned_width_fits_better_than_the_fixed_kernel",
         loss_ratio=Bound(high=0.9),
