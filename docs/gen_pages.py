@@ -625,6 +625,25 @@ def text_page() -> str:
                 f"| {name}{chosen} | {row['validation']:.2f} | {row['test']:.2f} | "
                 f"{row['minutes']} |"
             )
+    if "trec_recipe" in data:
+        bert = data["trec_recipe"]
+        lines += [
+            "",
+            "## The BERT recipe on TREC, at equal total time",
+            "",
+            f"`{bert['command']}` at {bert['commit']}: the chosen settings trained from "
+            f"scratch for {bert['minutes_each']} minutes, against a masked language model "
+            f"pre-trained for half that time on {bert['unlabeled_sentences']:,} unlabeled "
+            "sentences (the training questions, UD EWT's training sentences and WNUT-17's "
+            "training tweets), then fine-tuned for the other half.",
+            "",
+            "| arm | validation accuracy | test accuracy |",
+            "|---|---:|---:|",
+        ]
+        lines += [
+            f"| {name} | {row['validation']:.2f} | {row['test']:.2f} |"
+            for name, row in bert["arms"].items()
+        ]
     return "\n".join(lines)
 
 

@@ -66,6 +66,20 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
     assert [w for w, _ in tags] == ["big", "fox", "red"]
     for found in model.entities("big fox red"):
         assert set(found) == {"type", "text", "start", "end"}
+    # a sentence cut at max_tokens: the words past the cut are scored, as missed
+    from transduce.data.labelled import Tagged
+    from transduce.tasks.text.data import encode
+    from transduce.tasks.text.task import predict, scores
+
+    words = ["big", "fox"] * 6
+    long = Tagged([words], [["B-ANIMAL", "I-ANIMAL"] * 6], [1])
+    cut = encode(model.tokenizer, long, model.labels, 5, "long")
+    assert len(cut.ids[0]) == 5 and len(cut.gold[0]) == 12
+    predicted, _ = predict(model.model, cut)
+    assert len(predicted[0]) < 12
+    found = scores("entities", model.labels, cut, predicted)
+    assert found["words"] == 12 and found["accuracy"] <= 100 * len(predicted[0]) / 12
+    assert found["entities"]["micro"]["true"] == 6
 
 
 def test_the_server_answers_with_the_runs_task_and_refuses_the_others(classifier):
@@ -114,3 +128,45 @@ def test_a_validation_label_the_training_file_lacks_names_its_line(tmp_path, cap
     argv = ["text", "train", f"train={train_file}", f"valid={valid}", *TINY]
     assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
     assert "valid.tsv:2: label 'other' is not among the training file's" in capsys.readouterr().err
+
+
+def test_masked_language_model_pretraining_then_fine_tuning_from_it(tmp_path, capsys):
+    """task=mlm learns to restore hidden subwords of plain text; a classifier started from
+    it (init=) reads its tokenizer and its encoder's weights."""
+    import torch
+
+    from transduce.tasks.text.task import masked
+
+    ids = torch.tensor([[1, 5, 6, 7, 8, 9, 0, 0]] * 200)
+    corrupted, target = masked(ids, 0.5, 4, 20, seed=3)
+    chosen = target != -100
+    assert not chosen[:, 0].any() and not chosen[:, 6:].any()  # never BOS or padding
+    assert (target[chosen] == ids[chosen]).all()
+    assert 0.4 < chosen.float().sum() / (200 * 5) < 0.6
+    shares = [(corrupted[chosen] == 4).float().mean(), (corrupted[chosen] == ids[chosen]).float()]
+    assert 0.7 < shares[0] < 0.9 and 0.05 < shares[1].mean() < 0.2  # 80% masked, ~10% kept
+    assert (corrupted[~chosen] == ids[~chosen]).all()
+
+    text = tmp_path / "text.txt"
+    lines = labelled_sentences(tmp_path / "l.tsv", 300, 5).read_text().splitlines()
+    text.write_text("\n".join(line.split("\t")[1] for line in lines) + "\n")
+    pre = train(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
+    model = transduce.load(pre)
+    assert model.describe().startswith("masked language model")
+    with pytest.raises(UserError, match="fine-tune it with init=RUN"):
+        model.classify("red cat")
+    train_file = sentences(tmp_path / "train.tsv", 200, 1)
+    tuned = train(tmp_path, "tuned", f"train={train_file}", f"init={pre}")
+    assert (tuned / "spm.model").read_bytes() == (pre / "spm.model").read_bytes()
+    start = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
+    from transduce.tasks.text.task import build_text_model, load_init
+
+    tuned_model = transduce.load(tuned)
+    fresh = build_text_model(tuned_model.cfg, len(tuned_model.tokenizer), 2)
+    begun = load_init(fresh, str(pre)).state_dict()  # where fine-tuning started
+    for key in ("embed.embedding.weight", "encoder.layers.0.self_attn.q_proj.weight"):
+        assert torch.equal(begun[key], start[key])
+    # an encoder of other sizes cannot start from it: one line, naming the checkpoint
+    argv = ["text", "train", f"train={train_file}", f"init={pre}", "d_model=48", *TINY[1:]]
+    assert main([*argv, "--run-dir", str(tmp_path / "other")]) == 2
+    assert "does not fit this run's model" in capsys.readouterr().err

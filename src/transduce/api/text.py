@@ -58,6 +58,8 @@ class TextModel:
         return f"TextModel({str(self.run_dir)!r}: {self.describe()})"
 
     def describe(self) -> str:
+        if self.cfg.task == "mlm":
+            return f"masked language model over {len(self.tokenizer)} subwords"
         what = {"classify": "classifier", "tag": "tagger", "entities": "entity tagger"}
         return f"{what[self.cfg.task]} over {len(self.labels)} labels"
 
@@ -101,6 +103,7 @@ class TextModel:
         """The scores on ``path`` (by default the run's ``test`` file): accuracy, and for
         entities the entity-level precision, recall and F1; written to
         RUN/test_results.json."""
+        self._for("test", "classify", "tag", "entities")
         path = path or self.cfg.test
         if not path:
             raise UserError(f"{self.run_dir} was trained without test=; give the test file")
@@ -117,7 +120,12 @@ class TextModel:
 
     def _for(self, method: str, *tasks: str) -> None:
         if self.cfg.task not in tasks:
-            offered = {"classify": "classify()", "tag": "tag()", "entities": "entities(), tag()"}
+            offered = {
+                "classify": "classify()",
+                "tag": "tag()",
+                "entities": "entities(), tag()",
+                "mlm": "nothing but its encoder: fine-tune it with init=RUN",
+            }
             raise UserError(
                 f"{self.run_dir} is a {self.cfg.task} run: {method}() is for "
                 f"{' or '.join(tasks)} runs; it offers {offered[self.cfg.task]}"
@@ -145,6 +153,7 @@ EXAMPLES = {  # what the page starts from
     "classify": "How far is the moon from the earth ?",
     "tag": "I saw her duck under the table .",
     "entities": "I flew from New York to London with British Airways .",
+    "mlm": "",
 }
 
 

@@ -15,6 +15,7 @@ from transduce.errors import UserError
 
 log = logging.getLogger("transduce.data")
 FORMATS = ("tsv", "trec")  # sentence labels
+LINES = "lines"  # plain text, a sentence a line (no label)
 TAG_FORMATS = ("conll", "conllu")  # word labels
 
 
@@ -95,6 +96,19 @@ def read_sentences(
         found.lines.append(number)
     if not found.texts:
         raise UserError(f"{path}: no labelled sentence in it; give lines of {wanted_of(format)}")
+    return found
+
+
+def read_lines(path: str | Path, replace_invalid: bool = False) -> Sentences:
+    """Plain text, a sentence a line (blank lines skipped), with no label (``""``)."""
+    found = Sentences()
+    for number, line in enumerate(_lines(path, replace_invalid), 1):
+        if line.strip():
+            found.texts.append(line.strip())
+            found.labels.append("")
+            found.lines.append(number)
+    if not found.texts:
+        raise UserError(f"{path}: no sentence in it; give text, a sentence a line")
     return found
 
 

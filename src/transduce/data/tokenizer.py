@@ -50,12 +50,14 @@ class SubwordTokenizer:
         vocab_size: int,
         model_type: str = "bpe",
         lowercase: bool = False,
+        symbols: Sequence[str] = (),
     ) -> SubwordTokenizer:
         """Train on ``sentences`` (source and target text together, for a joint vocabulary)
         and write ``model_path`` atomically. With ``lowercase``, the model's own normaliser
         lowercases all text (SentencePiece's ``nmt_nfkc_cf`` rule: NFKC and case folding,
         with ß kept) before it is split, in training and in every later use, so its
-        subwords and its decoded text are lowercase."""
+        subwords and its decoded text are lowercase. ``symbols`` are pieces kept whole and
+        given ids of their own (a masked language model's ``<mask>``)."""
         model_path = Path(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         # Staged beside the model under a name that remove_staging() recognises.
@@ -77,6 +79,7 @@ class SubwordTokenizer:
                     num_threads=1,
                     minloglevel=2,
                     hard_vocab_limit=False,
+                    user_defined_symbols=list(symbols),
                     normalization_rule_name="nmt_nfkc_cf" if lowercase else "nmt_nfkc",
                 )
             except (RuntimeError, ValueError) as error:  # e.g. fewer subwords than characters
@@ -91,6 +94,11 @@ class SubwordTokenizer:
 
     def __len__(self) -> int:
         return self.sp.get_piece_size()
+
+    def symbol_id(self, piece: str) -> int | None:
+        """The id of a symbol the model was trained with (``symbols``), or None."""
+        found = self.sp.piece_to_id(piece)
+        return None if found == self.unk_id and piece != self.sp.id_to_piece(found) else found
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Subword ids of each text (no BOS/EOS)."""

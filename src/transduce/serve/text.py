@@ -26,6 +26,8 @@ class TextsRequest(BaseModel):
 def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
     """The endpoints of ``model``'s task on ``app``."""
     task = model.cfg.task
+    if task == "mlm":  # a pre-trained encoder: nothing to answer until it is fine-tuned
+        return
     if task == "classify":
 
         @app.post("/classify")

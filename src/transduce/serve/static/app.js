@@ -156,7 +156,12 @@
       $("text").hidden = false;
       $("texts").value = info.example || "";
       $("label").textContent = {classify: "Classify", tag: "Tag", entities: "Find entities"}[
-        info.kind];
+        info.kind] || "";
+      if (info.kind === "mlm") {  // a pre-trained encoder: nothing to label
+        $("label").hidden = $("texts").hidden = true;
+        $("text-hint").textContent = "A pre-trained encoder (masked language model): " +
+          "fine-tune it with text train init=RUN to label sentences.";
+      }
     } else if (info.kind === "global") {
       $("forecast").hidden = false;
       $("rows").hidden = true;

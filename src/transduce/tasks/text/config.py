@@ -14,14 +14,18 @@ from transduce.nn.encoder_only import POOLINGS
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
 from transduce.training.engine_config import EngineConfig
 
-TASKS = ("classify", "tag", "entities")
+TASKS = ("classify", "tag", "entities", "mlm")
+MASK = "<mask>"  # the masked language model's symbol, kept whole by its tokenizer
 
 
 @dataclass(frozen=True, kw_only=True)
 class TextConfig:
     """A text run. ``train`` (and ``valid``, ``test`` if given) are files of ``format``:
     ``tsv`` (label<TAB>text) or ``trec`` for ``classify``, ``conll`` (token<TAB>tag) or
-    ``conllu`` (the word's ``column``: 4 is UPOS) for ``tag`` and ``entities``. Without
+    ``conllu`` (the word's ``column``: 4 is UPOS) for ``tag`` and ``entities``, ``lines``
+    (plain text, a sentence a line) for ``mlm``: BERT's masked-language-model
+    pre-training, ``mask_share`` of the subwords hidden and predicted. ``init`` starts a
+    run from such a run's tokenizer and encoder (fine-tuning). Without
     ``valid``, a ``valid_share`` of the training file, drawn with the seed, validates.
     Words become SentencePiece subwords (a model of ``vocab_size`` trained on the
     training texts); a word's tag is read at its first subword. ``model`` is the library's
@@ -39,6 +43,8 @@ class TextConfig:
     lowercase: bool = False
     max_tokens: int = 128
     pooling: str = "cls"
+    mask_share: float = 0.15
+    init: str = ""
     model: TransformerConfig = TransformerConfig(
         d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, dropout=0.1, max_len=512
     )
@@ -50,15 +56,18 @@ class TextConfig:
     engine: EngineConfig = field(default_factory=lambda: EngineConfig(max_epochs=20, patience=5))
 
     KIND = "text"  # the kind of model its runs' checkpoints hold
-    PATH_KEYS = ("train", "valid", "test")
+    PATH_KEYS = ("train", "valid", "test", "init")
     HELP = {
-        "task": "classify (a label a sentence), tag (a label a word) or entities (BIO tags, "
-        "scored by entity spans)",
+        "task": "classify (a label a sentence), tag (a label a word), entities (BIO tags, "
+        "scored by entity spans) or mlm (masked-language-model pre-training on plain text)",
+        "mask_share": "mlm: the share of subwords hidden (80% masked, 10% another subword, "
+        "10% kept) and predicted",
+        "init": "a run of task=mlm whose tokenizer and encoder this run starts from",
         "train": "the training file",
         "valid": "the validation file (empty: valid_share of train)",
         "test": "the test file `text test` scores (it may also be given there)",
         "format": "tsv (label<TAB>text) or trec for classify; conll (token<TAB>tag) or conllu "
-        "for tag and entities",
+        "for tag and entities; lines (a sentence a line) for mlm",
         "column": "conllu: the column that holds the tag (4: UPOS, 5: XPOS)",
         "replace_invalid": "replace bytes that are not UTF-8 (with a warning naming the lines) "
         "instead of stopping",
@@ -76,8 +85,15 @@ class TextConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         found = one_of(self, "task", TASKS) + one_of(self, "pooling", POOLINGS)
-        wanted = FORMATS if self.task == "classify" else TAG_FORMATS
+        wanted = {"classify": FORMATS, "mlm": ("lines",)}.get(self.task, TAG_FORMATS)
         found += one_of(self, "format", wanted)
+        found += in_range(self, "mask_share", 0, 1)
+        if self.task == "mlm" and not self.mask_share > 0:
+            found.append(
+                ("mask_share", "mask_share must be above 0: mlm learns the hidden subwords")
+            )
+        if self.task == "mlm" and self.init:
+            found.append(("init", "init is for fine-tuning a pre-trained run; leave it out"))
         if not self.train:
             found.append(("train", "train is not set; give train=PATH/TO/FILE"))
         found += at_least(self, 1, "vocab_size", "batch_size", "column")

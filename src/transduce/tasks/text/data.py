@@ -11,15 +11,15 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from transduce import runs
-from transduce.data.labelled import Sentences, Tagged, read_sentences, read_tagged
+from transduce.data.labelled import Sentences, Tagged, read_lines, read_sentences, read_tagged
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.io import atomic_path
-from transduce.tasks.text.config import TextConfig
+from transduce.tasks.text.config import MASK, TextConfig
 
 IGNORE = -100  # the label of a position no loss or score reads (cross_entropy's default)
 
@@ -27,12 +27,14 @@ IGNORE = -100  # the label of a position no loss or score reads (cross_entropy's
 @dataclass
 class Encoded:
     """Sentences as ids: ``ids`` (each starts with BOS), ``labels`` (an int a sentence, or a
-    list parallel to ids, ``IGNORE`` but at each word's first subword), and ``words`` (per
-    sentence, the words of a tagged one)."""
+    list parallel to ids, ``IGNORE`` but at each word's first subword), and for tagged
+    sentences ``words`` and ``gold``, every word's tag index (also those of words past
+    ``max_tokens``, which a score counts as missed)."""
 
     ids: list[list[int]]
     labels: list
     words: list[list[str]]
+    gold: list[list[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -46,6 +48,8 @@ class TextData:
 
 
 def read(cfg: TextConfig, path: str) -> Sentences | Tagged:
+    if cfg.task == "mlm":
+        return read_lines(path, cfg.replace_invalid)
     if cfg.task == "classify":
         return read_sentences(path, cfg.format, cfg.replace_invalid)
     return read_tagged(path, cfg.format, cfg.column)
@@ -101,17 +105,20 @@ def encode(
 
     if isinstance(found, Sentences):
         ids = [[tokenizer.bos_id, *s][:max_tokens] for s in tokenizer.encode(found.texts)]
+        if not labels:  # plain text for a masked language model: no label
+            return Encoded(ids, [0] * len(ids), [])
         return Encoded(ids, [label_of(n, line) for n, line in zip(found.labels, found.lines)], [])
     out = Encoded([], [], [])
     for words, tags, line in zip(found.words, found.tags, found.lines):
-        ids, marks = [tokenizer.bos_id], [IGNORE]
-        for pieces, tag in zip(tokenizer.encode(words), tags):
+        ids, marks, gold = [tokenizer.bos_id], [IGNORE], [label_of(t, line) for t in tags]
+        for pieces, tag in zip(tokenizer.encode(words), gold):
             pieces = pieces or [tokenizer.unk_id]  # a word SentencePiece makes nothing of
             ids += pieces
-            marks += [label_of(tag, line)] + [IGNORE] * (len(pieces) - 1)
+            marks += [tag] + [IGNORE] * (len(pieces) - 1)
         out.ids.append(ids[:max_tokens])
         out.labels.append(marks[:max_tokens])
         out.words.append(words)
+        out.gold.append(gold)
     return out
 
 
@@ -126,11 +133,15 @@ def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
         train, valid = held_out(cfg, found)
         valid_source = f"{cfg.train} (held out)"
     names = sorted(set(train.labels if isinstance(train, Sentences) else _tags(train)))
+    if cfg.task == "mlm":
+        names = []  # it predicts subwords, not labels
     path = run_dir / runs.TOKENIZER
     started = (run_dir / runs.CONFIG).exists() or runs.step_checkpoints(run_dir)
     with tempfile.TemporaryDirectory(prefix="transduce-spm-") as scratch:
         if path.exists() and started:
             tokenizer, new = SubwordTokenizer(path), False
+        elif cfg.init:  # fine-tuning: the pre-trained run's subwords
+            tokenizer, new = SubwordTokenizer(Path(cfg.init) / runs.TOKENIZER), True
         else:
             log.info(
                 f"training a SentencePiece model of {cfg.vocab_size} subwords on "
@@ -142,6 +153,7 @@ def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
                 cfg.vocab_size,
                 "unigram",
                 cfg.lowercase,
+                (MASK,) if cfg.task == "mlm" else (),
             )
             new = True
         data = TextData(

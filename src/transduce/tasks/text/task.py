@@ -13,18 +13,58 @@ from torch import Tensor
 from torch.nn import functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
+from transduce import runs
 from transduce.data.vocab import pad_batch
+from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
 from transduce.nn.encoder_only import EncoderOnly, build_encoder_only
-from transduce.tasks.text.config import EXTENDABLE, TextConfig
+from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
 from transduce.training.distributed import Session
 from transduce.training.train import train_task
 
 
 def build_text_model(cfg: TextConfig, vocab: int, labels: int) -> EncoderOnly:
+    """The encoder and the task's head: a label a sentence, a tag a token, or for ``mlm``
+    a subword a token."""
     model = dataclasses.replace(cfg.model, src_vocab_size=vocab, pad_id=0)
-    return build_encoder_only(model, labels, cfg.task != "classify", cfg.pooling)
+    outputs = vocab if cfg.task == "mlm" else labels
+    return build_encoder_only(model, outputs, cfg.task != "classify", cfg.pooling)
+
+
+def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
+    """BERT's corruption of ``ids`` (B, L): ``share`` of the real subwords after BOS are
+    chosen; of those 80% become ``mask_id``, 10% another subword, 10% stay. Returns the
+    corrupted ids and the targets (the chosen positions' ids, ``IGNORE`` elsewhere)."""
+    generator = torch.Generator().manual_seed(seed)
+    real = ids >= 3  # not padding (0), BOS (1) or EOS (2); unk (3) is a target too
+    real[:, 0] = False  # BOS: the sentence's own token
+    chosen = (torch.rand(ids.shape, generator=generator) < share) & real
+    targets = torch.where(chosen, ids, torch.full_like(ids, IGNORE))
+    draw = torch.rand(ids.shape, generator=generator)
+    corrupted = ids.clone()
+    corrupted[chosen & (draw < 0.8)] = mask_id
+    swap = chosen & (draw >= 0.8) & (draw < 0.9)
+    corrupted[swap] = torch.randint(4, vocab, ids.shape, generator=generator)[swap]
+    return corrupted, targets
+
+
+def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
+    """``model`` with the encoder, embeddings and positions of the pre-trained run
+    ``init`` (its head, which predicts subwords, is left out)."""
+    path = runs.checkpoint_dir(init) / runs.BEST
+    state = runs.load_checkpoint(path, "text")
+    weights = {k: v for k, v in state["model"].items() if not k.startswith("head.")}
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError:  # a tensor of another shape
+        missing, unexpected = [], ["(sizes)"]
+    if unexpected or any(not k.startswith("head.") for k in missing):
+        raise UserError(
+            f"{path}: its encoder does not fit this run's model (other sizes?); give the "
+            "pre-trained run's model settings"
+        )
+    return model
 
 
 def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor]:
@@ -61,13 +101,19 @@ def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list
 
 
 def scores(task: str, labels: list[str], encoded: Encoded, predicted: list) -> dict:
-    """accuracy (%) of sentence labels or word tags; for ``entities`` also entity-level
-    precision, recall and F1 (micro, and per type)."""
+    """accuracy (%) of sentence labels or of every word's tag; for ``entities`` also
+    entity-level precision, recall and F1 (micro, and per type)."""
     if task == "classify":
         right = sum(p == t for p, t in zip(predicted, encoded.labels))
         return {"accuracy": 100 * right / len(predicted), "sentences": len(predicted)}
-    truth = [[labels[t] for t in tags if t != IGNORE] for tags in encoded.labels]
-    guess = [[labels[t] for t in tags] for tags in predicted]
+    # every word of the file is scored: one past max_tokens (never read) counts as "O",
+    # or as the first label where there is no "O"
+    missing = labels.index("O") if "O" in labels else 0
+    truth = [[labels[t] for t in tags] for tags in encoded.gold]
+    guess = [
+        [labels[t] for t in tags] + [labels[missing]] * (len(gold) - len(tags))
+        for tags, gold in zip(predicted, encoded.gold)
+    ]
     words = sum(len(t) for t in truth)
     right = sum(a == b for t, g in zip(truth, guess) for a, b in zip(t, g))
     found = {"accuracy": 100 * right / words, "words": words, "sentences": len(truth)}
@@ -88,7 +134,8 @@ class TextTask:
         self.metric = "val_f1" if cfg.task == "entities" else "val_accuracy"
 
     def build_model(self):
-        return build_text_model(self.cfg, len(self.data.tokenizer), len(self.data.labels))
+        model = build_text_model(self.cfg, len(self.data.tokenizer), len(self.data.labels))
+        return load_init(model, self.cfg.init) if self.cfg.init else model
 
     def build_optimizer(self, model):
         optimizer = torch.optim.AdamW(
@@ -103,8 +150,11 @@ class TextTask:
         return list(torch.randperm(n, generator=order).split(self.cfg.batch_size))
 
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
-        per_token = self.cfg.task != "classify"
+        per_token = self.cfg.task in ("tag", "entities")
         ids, target = batch_of(self.data.train, batch.tolist(), per_token)
+        if self.cfg.task == "mlm":  # a mask of its own for each batch drawn
+            seed = int((batch.long() * 2654435761 % 2**31).sum()) + len(batch)
+            ids, target = self.corrupt(ids, seed)
         device = self.session.device
         logits = model(ids.to(device)).logits.float()
         target = target.to(device)
@@ -117,7 +167,30 @@ class TextTask:
         )
         return loss, int((target != IGNORE).sum())
 
+    def corrupt(self, ids: Tensor, seed: int) -> tuple[Tensor, Tensor]:
+        mask_id = self.data.tokenizer.symbol_id(MASK)
+        return masked(ids, self.cfg.mask_share, mask_id, len(self.data.tokenizer), seed)
+
+    @torch.no_grad()
+    def validate_mlm(self, model) -> dict:
+        """The share of hidden subwords of the validation sentences (the same ones at every
+        validation) that the model restores."""
+        model.eval()
+        device = next(model.parameters()).device
+        right = total = 0
+        for start in range(0, len(self.data.valid.ids), 128):
+            rows = range(start, min(start + 128, len(self.data.valid.ids)))
+            ids, _ = batch_of(self.data.valid, rows, False)
+            ids, target = self.corrupt(ids, self.cfg.engine.seed + start)
+            best = model(ids.to(device)).logits.argmax(-1).cpu()
+            chosen = target != IGNORE
+            right += int((best[chosen] == target[chosen]).sum())
+            total += int(chosen.sum())
+        return {"val_accuracy": round(100 * right / max(1, total), 4)}
+
     def validate(self, model) -> dict:
+        if self.cfg.task == "mlm":
+            return self.validate_mlm(model)
         predicted, _ = predict(model, self.data.valid)
         found = scores(self.cfg.task, self.data.labels, self.data.valid, predicted)
         out = {"val_accuracy": round(found["accuracy"], 4)}
