@@ -337,6 +337,16 @@ def test_readme_m4_figures_are_the_results_file():
         assert figure in " ".join(line.split()), figure
 
 
+def test_readme_text_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/text/results.json").read_text())
+    line = " ".join(README[README.index("**Text, the encoder alone**") :].split("\n\n")[0].split())
+    for key, name in (("trec", "TREC-6"), ("upos", "UPOS"), ("wnut", "entity F1")):
+        assert f"{data[key]['test']:.2f}" in line, (name, data[key]["test"])
+        assert f"{data[key]['target']:g}" in line
+
+
 def test_readme_forecasting_table_is_the_results_file():
     means = _pages_generator().forecasting_means()
     table = _table("**Forecasting**")
