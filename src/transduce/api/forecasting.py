@@ -5,6 +5,7 @@ blend of runs."""
 from __future__ import annotations
 
 from transduce.api.forecaster import Forecaster
+from transduce.api.loading import cpu_float32_only
 from transduce.errors import UserError
 
 
@@ -17,17 +18,5 @@ def load_forecaster(path, device: str, precision: str, verbose: bool):
             f"{', '.join(map(str, path))}: forecasting runs load one at a time; to forecast "
             "with several, blend them (transduce forecast blend RUN RUN ... --output DIR)"
         )
-    ignored = [
-        f"{name}={value}"
-        for name, value, kept in (
-            ("device", device, ("auto", "cpu")),
-            ("precision", precision, ("auto", "fp32")),
-        )
-        if value not in kept
-    ]
-    if ignored:
-        raise UserError(
-            f"{path}: a forecaster runs on the CPU in float32 (its models are "
-            f"small); leave out {' and '.join(ignored)}"
-        )
+    cpu_float32_only(path, device, precision, "a forecaster")
     return Forecaster(path)  # a GlobalForecaster for a global run

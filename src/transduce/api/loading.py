@@ -87,3 +87,21 @@ def _of_kind(path) -> Family:
             f"{path}: holds a model of kind {kind!r}, which no task family of this transduce "
             "knows; load it with the transduce that trained it"
         ) from None
+
+
+def cpu_float32_only(path, device: str, precision: str, what: str) -> None:
+    """A UserError for a ``device`` or ``precision`` a model that runs on the CPU in
+    float32 would ignore (as the command line refuses a setting it would ignore)."""
+    ignored = [
+        f"{name}={value}"
+        for name, value, kept in (
+            ("device", device, ("auto", "cpu")),
+            ("precision", precision, ("auto", "fp32")),
+        )
+        if value not in kept
+    ]
+    if ignored:
+        raise UserError(
+            f"{path}: {what} runs on the CPU in float32 (its models are small); leave out "
+            f"{' and '.join(ignored)}"
+        )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from transduce import runs
+from transduce.api.loading import cpu_float32_only
 from transduce.config import apply_mapping
 from transduce.data.labelled import Sentences, Tagged
 from transduce.data.tokenizer import SubwordTokenizer
@@ -136,16 +137,7 @@ def load_text_model(path, device: str, precision: str, verbose: bool) -> TextMod
     """``transduce.load`` of a text run (on the CPU, in float32)."""
     if isinstance(path, (list, tuple)):
         raise UserError(f"{', '.join(map(str, path))}: text runs load one at a time")
-    ignored = [
-        f"{k}={v}"
-        for k, v, kept in (
-            ("device", device, ("auto", "cpu")),
-            ("precision", precision, ("auto", "fp32")),
-        )
-        if v not in kept
-    ]
-    if ignored:
-        raise UserError(f"{path}: a text model runs on the CPU in float32; leave out {ignored[0]}")
+    cpu_float32_only(path, device, precision, "a text model")
     return TextModel(path)
 
 

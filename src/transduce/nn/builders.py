@@ -135,24 +135,9 @@ def build_transformer(config: TransformerConfig) -> Transformer:
     if config.src_vocab_size < 1:
         raise ValueError(f"src_vocab_size must be at least 1, not {config.src_vocab_size}")
     c = config
-    residual = RESIDUALS[c.norm]
-    layer_args = dict(
-        d_model=c.d_model,
-        num_heads=c.num_heads,
-        d_ff=c.d_ff,
-        dropout=c.dropout,
-        attention_dropout=c.attention_dropout,
-        activation_dropout=c.activation_dropout,
-        residual=residual,
-        activation=c.activation,
-    )
-    # Pre-norm leaves the last residual sum unnormalised, so its stacks end with a LayerNorm.
-    final_norm = (lambda: nn.LayerNorm(c.d_model)) if c.norm == "pre" else (lambda: None)
-    encoder = Encoder(
-        [EncoderLayer(**layer_args) for _ in range(c.num_encoder_layers)], final_norm()
-    )
+    encoder = build_encoder(c)
     decoder = Decoder(
-        [DecoderLayer(**layer_args) for _ in range(c.num_decoder_layers)], final_norm()
+        [DecoderLayer(**layer_args(c)) for _ in range(c.num_decoder_layers)], final_norm(c)
     )
     shared = c.tgt_vocab_size is None
     src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, c.pad_id)
@@ -169,6 +154,33 @@ def build_transformer(config: TransformerConfig) -> Transformer:
         tgt_embed=tgt_embed,
         positions=positions,
         generator=generator,
+    )
+
+
+def layer_args(c: TransformerConfig) -> dict:
+    """The keyword arguments of each encoder and decoder layer of ``c``."""
+    return dict(
+        d_model=c.d_model,
+        num_heads=c.num_heads,
+        d_ff=c.d_ff,
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        activation_dropout=c.activation_dropout,
+        residual=RESIDUALS[c.norm],
+        activation=c.activation,
+    )
+
+
+def final_norm(c: TransformerConfig) -> nn.Module | None:
+    """Pre-norm leaves the last residual sum unnormalised, so its stacks end with a
+    LayerNorm; the paper's post-norm has none."""
+    return nn.LayerNorm(c.d_model) if c.norm == "pre" else None
+
+
+def build_encoder(c: TransformerConfig) -> Encoder:
+    """The encoder stack of ``c`` (uninitialised: its builder initialises it)."""
+    return Encoder(
+        [EncoderLayer(**layer_args(c)) for _ in range(c.num_encoder_layers)], final_norm(c)
     )
 
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices
-from transduce.nn.layers import EncoderLayer
+from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices, build_encoder
 from transduce.nn.masks import padding_mask
 from transduce.nn.positional import PositionalEncoding, TokenEmbedding
 from transduce.nn.transformer import Encoder
@@ -91,21 +90,7 @@ def build_encoder_only(
     if config.src_vocab_size < 1 or labels < 1:
         raise ValueError("the vocabulary and the labels need at least one entry each")
     c = config
-    layers = [
-        EncoderLayer(
-            d_model=c.d_model,
-            num_heads=c.num_heads,
-            d_ff=c.d_ff,
-            dropout=c.dropout,
-            attention_dropout=c.attention_dropout,
-            activation_dropout=c.activation_dropout,
-            residual=RESIDUALS[c.norm],
-            activation=c.activation,
-        )
-        for _ in range(c.num_encoder_layers)
-    ]
-    # pre-norm leaves the last residual sum unnormalised: its stack ends with a LayerNorm
-    encoder = Encoder(layers, nn.LayerNorm(c.d_model) if c.norm == "pre" else None)
+    encoder = build_encoder(c)
     head = nn.Linear(c.d_model, labels)
     _init_matrices(encoder, head)
     return EncoderOnly(
