@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from transduce.checks import at_least, in_range, one_of, raise_problems
-from transduce.data.labelled import FORMATS, TAG_FORMATS
+from transduce.data.labelled import FORMATS, LINES, TAG_FORMATS
 from transduce.nn import TransformerConfig
 from transduce.nn.encoder_only import POOLINGS
 from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
@@ -85,7 +85,7 @@ class TextConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         found = one_of(self, "task", TASKS) + one_of(self, "pooling", POOLINGS)
-        wanted = {"classify": FORMATS, "mlm": ("lines",)}.get(self.task, TAG_FORMATS)
+        wanted = {"classify": FORMATS, "mlm": (LINES,)}.get(self.task, TAG_FORMATS)
         found += one_of(self, "format", wanted)
         found += in_range(self, "mask_share", 0, 1)
         if self.task == "mlm" and not self.mask_share > 0:
