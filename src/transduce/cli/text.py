@@ -34,11 +34,11 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     add_run_arguments(train, "configs/text_*.yaml", "task=classify train=TREC.train format=trec")
     train.set_defaults(run=run_train)
     test = sub.add_parser("test", help="score a run on a test file")
-    test.add_argument("run_dir", metavar="RUN_DIR")
+    test.add_argument("run_dir", metavar="RUN_DIR", help="the run to score")
     test.add_argument("--data", help="the test file (default: the run's test=)")
     test.set_defaults(run=run_test)
     predict = sub.add_parser("predict", help="label sentences, or tag their words")
-    predict.add_argument("run_dir", metavar="RUN_DIR")
+    predict.add_argument("run_dir", metavar="RUN_DIR", help="the run to predict with")
     predict.add_argument(
         "texts", nargs="*", metavar="TEXT", help="sentences (default: one a line on stdin)"
     )

@@ -38,7 +38,9 @@ class EncoderOnly(nn.Module):
     """Embeddings and positions, the encoder stack, and a linear head over its output.
 
     Args:
-        encoder, embed, positions: as in :class:`~transduce.nn.transformer.Transformer`.
+        encoder: the encoder stack (:class:`~transduce.nn.transformer.Encoder`).
+        embed: token embeddings, scaled by √d_model.
+        positions: the sinusoidal positions (and the embedding dropout).
         head: D → K.
         per_token: a label for every token (tagging) rather than for the sequence.
         pooling: for a sequence label, "cls" or "mean" (see ``POOLINGS``).
