@@ -1,29 +1,17 @@
 """The commands and code of the README and of the documentation's hand-written pages must
-work as written (commands at a reduced size), and the README's figures must be those of the
-benchmarks' results files."""
+work as written (commands at a reduced size); the README's figures: test_readme_figures.py,
+the text guide's commands: test_text_docs.py."""
 
-import importlib.util
 import re
 import shlex
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.docs import BLOCKS, ROOT, TEXTS, console_block, run_console
+from tests.helpers.text import write_text_files
 from transduce.cli.main import build_parser, main
 
-ROOT = Path(__file__).parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-# the pages written by hand (the generated ones are made by docs/gen_pages.py at build time)
-PAGES = {
-    path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
-    for path in sorted((ROOT / "docs").rglob("*.md"))
-}
-TEXTS = {"README.md": README, **PAGES}
-BLOCKS = [
-    block
-    for text in TEXTS.values()
-    for block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)
-]
 COMMANDS = [
     line[2:]
     for kind, body in BLOCKS
@@ -49,14 +37,6 @@ TINY_MODEL = [
 ]
 
 
-def console_block(marker: str) -> list[str]:
-    """The commands of the console block that contains ``marker`` (the README's tour and a
-    guide may show the same block)."""
-    found = {body for kind, body in BLOCKS if kind == "console" and marker in body}
-    assert len(found) == 1, marker
-    return [line[2:] for line in found.pop().splitlines() if line.startswith("$ transduce")]
-
-
 PIPELINE = console_block("transduce data multi30k")
 SERVING = console_block("transduce export")
 FORECAST = console_block("> next_96_hours.csv")
@@ -73,23 +53,6 @@ COMMANDS = [
     if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL + TEXT + MLM
 ]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
-
-
-def run_console(command: str, capsys, replace=(), extra=()) -> str:
-    """Run a README command line (``> FILE`` redirects standard output); return stdout."""
-    for old, new in replace:
-        command = command.replace(old, new)
-    argv = shlex.split(command)[1:]
-    target = None
-    if ">" in argv:
-        argv, target = argv[: argv.index(">")], argv[argv.index(">") + 1]
-    last = max([i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")] + [1])
-    capsys.readouterr()
-    assert main(argv[: last + 1] + list(extra) + argv[last + 1 :]) == 0, command
-    out = capsys.readouterr().out
-    if target:
-        Path(target).write_text(out, encoding="utf-8")
-    return out
 
 
 def test_readme_opens_with_the_two_setup_commands():
@@ -286,79 +249,6 @@ def test_python_examples_run(capsys, demo_run, tmp_path, monkeypatch):
     assert (tmp_path / "next_24_hours.png").is_file()
 
 
-def test_readme_is_a_short_page():
-    assert len(README.splitlines()) <= 250
-
-
-def _pages_generator():
-    spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "gen_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # defines only: the pages are written at build time
-    return module
-
-
-def _table(heading_words: str) -> dict[str, list[str]]:
-    """The README table after the paragraph that starts with ``heading_words``: its first
-    cell → its other cells, bold marks dropped."""
-    after = README[README.index(heading_words) :]
-    rows = re.findall(
-        r"^\|(.+)\|$", after.split("\n\n|", 1)[1].split("\n\n")[0].join(["|", ""]), flags=re.M
-    )
-    cells = [[c.strip().replace("**", "") for c in row.split("|")] for row in rows]
-    return {row[0]: row[1:] for row in cells[2:]}
-
-
-def test_readme_translation_table_is_the_results_file():
-    bleu = _pages_generator().headline_bleu()
-    table = _table("**Translation**")
-    shown = {
-        label: float(cells[-1]) for label, cells in table.items() if not label.startswith("anchor")
-    }
-    assert shown and set(shown) <= set(bleu), set(shown) - set(bleu)
-    assert shown == {label: bleu[label] for label in shown}
-
-
-def test_readme_m4_figures_are_the_results_file():
-    import json
-
-    data = json.loads((ROOT / "benchmarks/forecasting/m4.json").read_text())
-    chosen = data["rows"][data["chosen"]]
-    line = README[README.index("**Many series, one model**") :].split("\n\n")[0]
-    test = chosen["test"]
-    for figure in (
-        f"OWA {test['owa']:.3f}",
-        f"sMAPE {test['smape']:.2f}",
-        f"MASE {test['mase']:.3f}",
-        f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
-        f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
-        f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
-        f"trained {chosen['training_minutes']} minutes",
-    ):
-        assert figure in " ".join(line.split()), figure
-
-
-def test_readme_text_figures_are_the_results_file():
-    import json
-
-    data = json.loads((ROOT / "benchmarks/text/results.json").read_text())
-    line = " ".join(README[README.index("**Text, the encoder alone**") :].split("\n\n")[0].split())
-    for key, name in (("trec", "TREC-6"), ("upos", "UPOS"), ("wnut", "entity F1")):
-        assert f"{data[key]['test']:.2f}" in line, (name, data[key]["test"])
-        assert f"{data[key]['target']:g}" in line
-
-
-def test_readme_forecasting_table_is_the_results_file():
-    means = _pages_generator().forecasting_means()
-    table = _table("**Forecasting**")
-    datasets = ["ETTh1", "ETTh2", "exchange_rate", "ILI"]
-    for label, model in (("transduce `patch`", "patch"), ("transduce `channel`", "channel")):
-        assert table[label] == [f"{means[d, model]:.3f}" for d in datasets], label
-    [chosen] = [cells for label, cells in table.items() if "chosen on validation" in label]
-    assert chosen == [
-        f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–" for d in datasets
-    ]
-
-
 def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys):
     """The forecasting guide's M4 commands on small files in M4's wide format and a tiny
     model: convert, train one global model, score it as M4 does, predict and plot a series."""
@@ -409,53 +299,3 @@ def test_global_forecasting_commands_run_in_order(tmp_path, monkeypatch, capsys)
     assert rows[0] == "unique_id,ds,y,y_q0.5,y_q0.9" and len(rows) == 1 + 48
     assert rows[1].startswith("H1,201,")
     assert (tmp_path / "runs" / "m4" / "forecast_H1.png").stat().st_size > 10_000
-
-
-def write_text_files(folder):
-    """The text guide's files, small and synthetic, under the names it gives them."""
-    from tests.helpers.text import labelled_sentences, tagged_sentences
-
-    labelled_sentences(folder / "TREC.train", 200, 1, trec=True)
-    labelled_sentences(folder / "TREC.test", 40, 2, trec=True)
-    tagged_sentences(folder / "en_ewt-ud-train.conllu", 100, 1, conllu=True)
-    tagged_sentences(folder / "en_ewt-ud-dev.conllu", 20, 2, conllu=True)
-    tagged_sentences(folder / "wnut17train.conll", 100, 3)
-    tagged_sentences(folder / "emerging.dev.conll", 20, 4)
-
-
-def test_text_commands_run_in_order(tmp_path, monkeypatch, capsys):
-    """The text guide's commands on small synthetic files and a tiny model: train, test and
-    predict a classifier, then train a tagger and an entity tagger."""
-    from tests.helpers.text import TEXT_SETTINGS
-
-    assert [c.split()[1:3] for c in TEXT] == [["text", "train"], ["text", "test"]] + [
-        ["text", "predict"]
-    ] + [["text", "train"]] * 2
-    monkeypatch.chdir(tmp_path)
-    write_text_files(tmp_path)
-    outputs = [
-        run_console(command, capsys, extra=TEXT_SETTINGS if " train " in command else ())
-        for command in TEXT
-    ]
-    assert outputs[0].startswith("best validation accuracy ")
-    assert outputs[1].startswith("test accuracy ") and "(40 sentences)" in outputs[1]
-    assert outputs[2].rstrip().endswith("How far is the moon from the earth ?")
-    assert outputs[4].startswith("best validation f1 ")
-
-
-def test_text_pretraining_commands_run_in_order(tmp_path, monkeypatch, capsys):
-    """The text guide's BERT recipe: a masked language model on plain text, then a
-    classifier fine-tuned from it."""
-    from tests.helpers.text import TEXT_SETTINGS
-
-    assert [c.split()[1:3] for c in MLM] == [["text", "train"]] * 2
-    monkeypatch.chdir(tmp_path)
-    write_text_files(tmp_path)
-    lines = (tmp_path / "TREC.train").read_text().splitlines()
-    (tmp_path / "sentences.txt").write_text("\n".join(x.split(" ", 1)[1] for x in lines))
-    outputs = [run_console(command, capsys, extra=TEXT_SETTINGS) for command in MLM]
-    assert outputs[0].startswith("best validation accuracy ")
-    assert outputs[1].startswith("best validation accuracy ")
-    assert (tmp_path / "runs" / "trec_mlm" / "spm.model").read_bytes() == (
-        tmp_path / "runs" / "mlm" / "spm.model"
-    ).read_bytes()

@@ -120,3 +120,13 @@ def tagged_sentences(path, n, seed, conllu=False):
         blocks.append("\n".join(lines))
     path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
     return path
+
+
+def write_text_files(folder):
+    """The text guide's files, small and synthetic, under the names it gives them."""
+    labelled_sentences(folder / "TREC.train", 200, 1, trec=True)
+    labelled_sentences(folder / "TREC.test", 40, 2, trec=True)
+    tagged_sentences(folder / "en_ewt-ud-train.conllu", 100, 1, conllu=True)
+    tagged_sentences(folder / "en_ewt-ud-dev.conllu", 20, 2, conllu=True)
+    tagged_sentences(folder / "wnut17train.conll", 100, 3)
+    tagged_sentences(folder / "emerging.dev.conll", 20, 4)

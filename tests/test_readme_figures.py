@@ -1,0 +1,79 @@
+"""The README is short, and its figures are those of the benchmarks' results files."""
+
+import importlib.util
+import re
+
+from tests.helpers.docs import README, ROOT
+
+
+def test_readme_is_a_short_page():
+    assert len(README.splitlines()) <= 250
+
+
+def _pages_generator():
+    spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "gen_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # defines only: the pages are written at build time
+    return module
+
+
+def _table(heading_words: str) -> dict[str, list[str]]:
+    """The README table after the paragraph that starts with ``heading_words``: its first
+    cell → its other cells, bold marks dropped."""
+    after = README[README.index(heading_words) :]
+    rows = re.findall(
+        r"^\|(.+)\|$", after.split("\n\n|", 1)[1].split("\n\n")[0].join(["|", ""]), flags=re.M
+    )
+    cells = [[c.strip().replace("**", "") for c in row.split("|")] for row in rows]
+    return {row[0]: row[1:] for row in cells[2:]}
+
+
+def test_readme_translation_table_is_the_results_file():
+    bleu = _pages_generator().headline_bleu()
+    table = _table("**Translation**")
+    shown = {
+        label: float(cells[-1]) for label, cells in table.items() if not label.startswith("anchor")
+    }
+    assert shown and set(shown) <= set(bleu), set(shown) - set(bleu)
+    assert shown == {label: bleu[label] for label in shown}
+
+
+def test_readme_m4_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/forecasting/m4.json").read_text())
+    chosen = data["rows"][data["chosen"]]
+    line = README[README.index("**Many series, one model**") :].split("\n\n")[0]
+    test = chosen["test"]
+    for figure in (
+        f"OWA {test['owa']:.3f}",
+        f"sMAPE {test['smape']:.2f}",
+        f"MASE {test['mase']:.3f}",
+        f"{test['rho_0.5']:.3f} / {test['rho_0.9']:.3f}",
+        f"AutoETS ({data['rows']['AutoETS (StatsForecast)']['test']['owa']:.3f})",
+        f"AutoTheta ({data['rows']['AutoTheta (StatsForecast)']['test']['owa']:.3f})",
+        f"trained {chosen['training_minutes']} minutes",
+    ):
+        assert figure in " ".join(line.split()), figure
+
+
+def test_readme_text_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/text/results.json").read_text())
+    line = " ".join(README[README.index("**Text, the encoder alone**") :].split("\n\n")[0].split())
+    for key, name in (("trec", "TREC-6"), ("upos", "UPOS"), ("wnut", "entity F1")):
+        assert f"{data[key]['test']:.2f}" in line, (name, data[key]["test"])
+        assert f"{data[key]['target']:g}" in line
+
+
+def test_readme_forecasting_table_is_the_results_file():
+    means = _pages_generator().forecasting_means()
+    table = _table("**Forecasting**")
+    datasets = ["ETTh1", "ETTh2", "exchange_rate", "ILI"]
+    for label, model in (("transduce `patch`", "patch"), ("transduce `channel`", "channel")):
+        assert table[label] == [f"{means[d, model]:.3f}" for d in datasets], label
+    [chosen] = [cells for label, cells in table.items() if "chosen on validation" in label]
+    assert chosen == [
+        f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–" for d in datasets
+    ]

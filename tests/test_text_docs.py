@@ -1,0 +1,45 @@
+"""The text guide's commands work as written, on small synthetic files and a tiny model."""
+
+from tests.helpers.docs import console_block, run_console
+from tests.helpers.text import write_text_files
+
+TEXT = console_block("transduce text test runs/trec")
+MLM = console_block("task=mlm")
+
+
+def test_text_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The text guide's commands on small synthetic files and a tiny model: train, test and
+    predict a classifier, then train a tagger and an entity tagger."""
+    from tests.helpers.text import TEXT_SETTINGS
+
+    assert [c.split()[1:3] for c in TEXT] == [["text", "train"], ["text", "test"]] + [
+        ["text", "predict"]
+    ] + [["text", "train"]] * 2
+    monkeypatch.chdir(tmp_path)
+    write_text_files(tmp_path)
+    outputs = [
+        run_console(command, capsys, extra=TEXT_SETTINGS if " train " in command else ())
+        for command in TEXT
+    ]
+    assert outputs[0].startswith("best validation accuracy ")
+    assert outputs[1].startswith("test accuracy ") and "(40 sentences)" in outputs[1]
+    assert outputs[2].rstrip().endswith("How far is the moon from the earth ?")
+    assert outputs[4].startswith("best validation f1 ")
+
+
+def test_text_pretraining_commands_run_in_order(tmp_path, monkeypatch, capsys):
+    """The text guide's BERT recipe: a masked language model on plain text, then a
+    classifier fine-tuned from it."""
+    from tests.helpers.text import TEXT_SETTINGS
+
+    assert [c.split()[1:3] for c in MLM] == [["text", "train"]] * 2
+    monkeypatch.chdir(tmp_path)
+    write_text_files(tmp_path)
+    lines = (tmp_path / "TREC.train").read_text().splitlines()
+    (tmp_path / "sentences.txt").write_text("\n".join(x.split(" ", 1)[1] for x in lines))
+    outputs = [run_console(command, capsys, extra=TEXT_SETTINGS) for command in MLM]
+    assert outputs[0].startswith("best validation accuracy ")
+    assert outputs[1].startswith("best validation accuracy ")
+    assert (tmp_path / "runs" / "trec_mlm" / "spm.model").read_bytes() == (
+        tmp_path / "runs" / "mlm" / "spm.model"
+    ).read_bytes()
