@@ -215,7 +215,7 @@ register(
         load="transduce.api.text:load_text_model",
         describe="transduce.api.text:describe_text",
         serve="transduce.serve.text:add_routes",
-        endpoints=("/classify", "/tag", "/entities"),
+        endpoints=("/classify", "/tag", "/entities", "/explain/text"),
         unit="texts",
         commands=(
             Command(

@@ -371,3 +371,45 @@ def test_a_global_run_shows_the_attention_of_a_series_named(tmp_path, browser):
         browser.find_element(By.ID, "attend").click()
         wait(browser, lambda b: "no series 'nope'" in b.find_element(By.ID, "series-error").text)
         shot(browser, "global_attention", "#series")
+
+
+def test_a_text_run_shows_what_the_pooled_position_and_each_word_attend_to(tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+    from transduce.cli.main import main
+
+    train = labelled_sentences(tmp_path / "train.tsv", 200, 1)
+    tiny = [*TEXT_SETTINGS, "num_encoder_layers=2"]
+    assert main(["text", "train", f"train={train}", *tiny, "--run-dir", str(tmp_path / "c")]) == 0
+    tagged = tagged_sentences(tmp_path / "train.conll", 200, 1)
+    argv = ["text", "train", "task=tag", "format=conll", f"train={tagged}", *tiny]
+    assert main([*argv, "--run-dir", str(tmp_path / "t")]) == 0
+    sentence = "big fox red owl"
+    for run in ("c", "t"):
+        model = transduce.load(tmp_path / run)
+        api = model.attention(sentence, layer=0)
+        assert api["columns"][0] == "[CLS]" and api["layers"] == 2
+        rows = 1 if run == "c" else 4  # the pooled position, or each word
+        assert len(api["rows"]) == rows and len(api["weights"]) == 2  # heads
+        with serve(tmp_path / run, "--threads", "1") as url:
+            browser.get(url + "explain")
+            wait(browser, lambda b: b.find_element(By.ID, "explain-text").get_attribute("value"))
+            assert not browser.find_element(By.ID, "rows").is_displayed()
+            box = browser.find_element(By.ID, "explain-text")
+            box.clear()
+            box.send_keys(sentence)
+            Select(browser.find_element(By.ID, "text-layer")).select_by_index(0)
+            wait(browser, lambda b: css(b, "#series-map rect.series-cell"))
+            cells = css(browser, "#series-map rect.series-cell")
+            assert len(cells) == rows * len(api["columns"])
+            mean = np.array(api["weights"]).mean(0)
+            for cell in cells:
+                i, j = int(cell.get_attribute("data-row")), int(cell.get_attribute("data-col"))
+                assert float(cell.get_attribute("data-weight")) == pytest.approx(
+                    mean[i, j], abs=1e-4
+                )
+            labels = [t.text for t in css(browser, "#series-map text")]
+            assert api["rows"][0] in labels and "layer 1 of 2" in " ".join(labels)
+            shot(browser, f"text_attention_{run}", "#series")

@@ -51,6 +51,12 @@ def test_a_classifier_trains_tests_loads_and_predicts(classifier, capsys):
     assert [line.split("\t")[1] for line in lines] == ["owl fox", "blue owl"]
     with pytest.raises(UserError, match="is a classify run: tag\\(\\) is for tag or entities"):
         model.tag("owl")
+    seen = model.attention("owl red fox")  # the pooled position (mean) over the subwords
+    assert seen["rows"][0].startswith("mean → ") and seen["columns"][0] == "[CLS]"
+    assert len(seen["weights"][0][0]) == len(seen["columns"])
+    assert sum(seen["weights"][0][0]) == pytest.approx(1, abs=1e-3)  # a mean of softmax rows
+    with pytest.raises(UserError, match="layer must be between 0 and 0, not 3"):
+        model.attention("owl", layer=3)
 
 
 def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp_path, capsys):

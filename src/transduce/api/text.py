@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from transduce import runs
 from transduce.api.loading import cpu_float32_only
 from transduce.config import apply_mapping
@@ -100,6 +102,48 @@ class TextModel:
             for kind, a, b in spans([t for _, t in tagged])
         ]
 
+    @torch.no_grad()
+    def attention(self, text: str, layer: int = -1) -> dict:
+        """What the encoder attends to in ``text`` at ``layer`` (default the last), per
+        head, over its subwords (``columns``): for a classifier, the pooled position's
+        row (the ``[CLS]`` token's, or with mean pooling the mean of the real tokens'
+        rows); for a tagger, each word's row, read at its first subword as its tag is.
+        ``weights`` are indexed ``[head][row][column]``."""
+        self._for("attention", "classify", "tag", "entities")
+        words = text.split()
+        if not words:
+            raise UserError("give a sentence to explain")
+        if self.cfg.task == "classify":
+            found = Sentences([text], [self.labels[0]], [1])
+        else:
+            found = Tagged([words], [[self.labels[0]] * len(words)], [1])
+        encoded = self._encode(found)
+        layers = self.cfg.model.num_encoder_layers
+        if not -layers <= layer < layers:
+            raise UserError(f"layer must be between 0 and {layers - 1}, not {layer}")
+        ids = torch.tensor([encoded.ids[0]])
+        out = self.model(ids, need_weights=True)
+        weights = out.weights[layer][0].float()  # (H, T, T)
+        columns = ["[CLS]"] + self.tokenizer.pieces(encoded.ids[0][1:])
+        if self.cfg.task == "classify":
+            best = int(out.logits[0].argmax())
+            rows = weights[:, :1] if self.cfg.pooling == "cls" else weights.mean(1, keepdim=True)
+            names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
+        else:
+            first = [k for k, t in enumerate(encoded.labels[0]) if t != -100]
+            tags = out.logits[0].argmax(-1)
+            rows = weights[:, first]
+            names = [f"{w} ({self.labels[int(tags[k])]})" for w, k in zip(words, first)]
+        return {
+            "model": self.describe(),
+            "layout": "tokens",
+            "layer": layer % layers,
+            "layers": layers,
+            "rows": names,
+            "columns": columns,
+            "weights": [[[round(float(v), 5) for v in row] for row in head] for head in rows],
+        }
+
     def test(self, path: str | Path | None = None) -> dict:
         """The scores on ``path`` (by default the run's ``test`` file): accuracy, and for
         entities the entity-level precision, recall and F1; written to
@@ -156,6 +200,7 @@ def describe_text(path: str, model: TextModel) -> dict:
         "run": Path(model.run_dir).name,
         "description": model.describe(),
         "labels": model.labels,
+        "layers": model.cfg.model.num_encoder_layers,
         "scores": runs.scores(model.run_dir),
         "example": EXAMPLES[model.cfg.task],
     }

@@ -1,6 +1,7 @@
 """The text family's endpoints: ``POST /classify`` of a classifier, ``POST /tag`` of a
-tagger, and ``POST /entities`` (and ``/tag``) of an entity tagger; each takes
-``{"texts": [...]}``. :func:`add_routes` is the ``serve`` of the family's entry in
+tagger, and ``POST /entities`` (and ``/tag``) of an entity tagger, each taking ``{"texts":
+[...]}``; and ``POST /explain/text`` (``{"text": ..., "layer": k}``), what the encoder
+attends to. :func:`add_routes` is the ``serve`` of the family's entry in
 :mod:`transduce.families`."""
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from transduce.serve.app import Tools
 
 MAX_TEXTS, MAX_CHARS = 64, 2000
+
+
+class ExplainRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CHARS)]
+    layer: int = -1
 
 
 class TextsRequest(BaseModel):
@@ -28,6 +35,13 @@ def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
     task = model.cfg.task
     if task == "mlm":  # a pre-trained encoder: nothing to answer until it is fine-tuned
         return
+
+    @app.post("/explain/text")
+    async def explain_text(body: ExplainRequest):
+        """What the encoder attends to at a layer: the pooled position's row, or each
+        word's (see ``TextModel.attention``)."""
+        return await tools.in_worker(model.attention, body.text, body.layer)
+
     if task == "classify":
 
         @app.post("/classify")

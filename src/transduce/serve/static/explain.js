@@ -445,8 +445,11 @@
   function attendSeries() {
     $("series-error").textContent = "";
     var global = !$("series-pick").hidden;  // a global run: one of its series, by id
-    (global ? post("explain/forecast/series", {series: $("explain-series").value})
-            : post("explain/forecast", {csv: $("rows").value})).then(function (d) {
+    var sentence = !$("text-pick").hidden;  // a text run: a sentence, at a layer
+    (sentence ? post("explain/text", {text: $("explain-text").value,
+                                      layer: +$("text-layer").value})
+     : global ? post("explain/forecast/series", {series: $("explain-series").value})
+     : post("explain/forecast", {csv: $("rows").value})).then(function (d) {
       series = d;
       var heads = d.layout === "patches" ? d.weights[0].length : d.weights.length;
       fillSelect($("series-head"), heads + 1, function (i) {
@@ -473,7 +476,8 @@
     // grows with the longest label (a date and time: about 100 px)
     var longest = 0; d.columns.forEach(function (c) { longest = Math.max(longest, String(c).length); });
     var left = 190, top = 50 + Math.ceil(longest * 6.5 * 0.87);
-    var width = left + C * cell + 40, height = top + R * rowH + 60;
+    var width = Math.max(left + C * cell + 40, d.layout === "tokens" ? 760 : 0);
+    var height = top + R * rowH + 60;
     var svg = svgRoot(width, height, $("series-map"));
     var top1 = 0; matrix.forEach(function (r) { r.forEach(function (w) { top1 = Math.max(top1, w); }); });
     var every = function (n) { return Math.max(1, Math.ceil(n / 24)); };
@@ -499,6 +503,14 @@
     if (d.layout === "steps")
       el("line", {x1: left - 180, x2: left + C * cell, y1: top + d.known_rows * rowH,
                   y2: top + d.known_rows * rowH, stroke: "#d9480f"}, svg);
+    if (d.layout === "tokens") {
+      text(svg, 4, 16, d.model + ", layer " + (d.layer + 1) + " of " + d.layers + ": rows: " +
+           (d.rows.length === 1 ? "the pooled position" : "each word, at its first subword") +
+           "; columns: the subwords", {"font-weight": "bold"});
+      colourScale(svg, left, height - 30, 160, "attention weight (0 to the largest here)", "0",
+                  top1.toFixed(3));
+      return;
+    }
     text(svg, 4, 16, d.model + " model, last layer: " + (d.layout === "steps"
       ? "rows: known steps, then (orange) the forecast's; columns: the input steps"
       : d.layout === "patches" ? "patches of " + d.patch_len + " steps every " + d.stride
@@ -568,6 +580,23 @@
       : "the explainer shows one translation or demo model; this server has " +
         info.description + " (its page is at /)";
     $("ask").hidden = !can;
+    if (info.family === "text" && info.kind !== "mlm") {
+      $("model").textContent = info.description;
+      $("series").hidden = false;
+      $("rows").hidden = true;
+      $("text-pick").hidden = false;
+      $("explain-text").value = info.example || "";
+      fillSelect($("text-layer"), info.layers, function (i) { return "layer " + (i + 1); },
+                 info.layers - 1);
+      $("text-layer").onchange = attendSeries;
+      $("series").querySelector("h2").textContent = "Attention over the sentence";
+      $("series").querySelector("p.help").textContent = "What the encoder reads: for a " +
+        "classifier, the position its label is read from (the [CLS] token, or the mean of " +
+        "the tokens); for a tagger, each word at its first subword, where its tag is read. " +
+        "One layer's weights, one head or their mean; the subwords on the columns.";
+      $("series").querySelector("h3").firstChild.textContent = "Attention ";
+      return;
+    }
     if (info.kind === "forecast" || info.kind === "global") {
       $("model").textContent = info.description;
       $("series").hidden = false;
