@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,26 @@ def serve(run, *args):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+# The browser tests' steps: wait for a condition, find elements, keep a screenshot.
+def wait(browser, condition, seconds=60):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, seconds).until(lambda b: condition(b))
+
+
+def css(browser, selector):
+    from selenium.webdriver.common.by import By
+
+    return browser.find_elements(By.CSS_SELECTOR, selector)
+
+
+def shot(browser, name, selector):
+    """With TRANSDUCE_EXPLAIN_SHOTS=DIR, a screenshot of the element ``selector`` there."""
+    folder = os.environ.get("TRANSDUCE_EXPLAIN_SHOTS")
+    if folder:
+        element = css(browser, selector)[0]
+        browser.execute_script("arguments[0].scrollIntoView()", element)
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        element.screenshot(str(Path(folder) / f"{name}.png"))
