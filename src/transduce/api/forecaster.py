@@ -280,15 +280,16 @@ class Forecaster:
             dates = next_dates(series.dates, H, infer_frequency(series.dates, name, series.lines))
         known = scaled[:, self.inputs :]  # (N, known)
         future_known = known[n : n + H] if self.known else np.zeros((H, 0), np.float32)
-        times = np.concatenate([calendar_features(series.dates), known], 1)
+        # the calendar of the input rows only: a file may hold years of rows before them
+        times = np.concatenate([calendar_features(series.dates[history]), known[history]], 1)
         text = list(format_dates(list(series.dates[history]) + list(dates), series.date_text))
         return Ahead(
             ends=Windows(
-                values=scaled,
+                values=scaled[history],
                 times=times,
                 input_length=cfg.input_length,
                 horizon=0,
-                starts=[(0, n - cfg.input_length)],
+                starts=[(0, 0)],
                 inputs=self.inputs,
                 targets=len(self.targets),
             ),

@@ -51,6 +51,17 @@ class Panel:
                 f"{', …' if len(self.ids) > 5 else ''}"
             ) from None
 
+    def sliced(self, rows: slice) -> Panel:
+        """The panel with the steps ``rows`` of each series (values, steps and covariates
+        alike)."""
+        return Panel(
+            list(self.ids),
+            [steps[rows] for steps in self.steps],
+            [values[rows] for values in self.values],
+            self.dated,
+            {c: [v[rows] for v in columns] for c, columns in self.known.items()},
+        )
+
     def fingerprint(self) -> dict:
         return {
             "series": len(self.ids),

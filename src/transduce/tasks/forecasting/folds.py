@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -177,15 +178,17 @@ class HoldoutFolds:
         return f"{test['series']} series"
 
     def series(self) -> tuple[list, np.ndarray, str, tuple]:
-        panel = self.whole()
+        panel = self.whole
         s = self.shown
         return panel.steps[s], panel.values[s], f"series {panel.ids[s]}", None
 
+    @cached_property
     def whole(self):
+        """The whole table, the steps any holdout leaves out included (read once)."""
         names = tuple(self.cfg.input_list() + self.cfg.known_list())
         return read_panel(self.cfg.csv, known=names)
 
     def dates(self, fold: Fold) -> list[str]:
         _, b, c = fold.borders
-        steps = self.whole().steps[self.shown]
+        steps = self.whole.steps[self.shown]
         return step_texts([steps[b], steps[c - 1]])

@@ -148,16 +148,7 @@ def _after_holdout(cfg: ForecastConfig) -> str:
 
 def held_out(panel: Panel, holdout: int) -> Panel:
     """``panel`` without each series' last ``holdout`` steps."""
-    if not holdout:
-        return panel
-    cut = slice(0, -holdout)
-    return Panel(
-        list(panel.ids),
-        [steps[cut] for steps in panel.steps],
-        [values[cut] for values in panel.values],
-        panel.dated,
-        {c: [v[cut] for v in columns] for c, columns in panel.known.items()},
-    )
+    return panel.sliced(slice(0, -holdout)) if holdout else panel
 
 
 def series_arrays(
@@ -376,17 +367,8 @@ def test_panel(run, test: str | Path | None = None, history: str | Path | None =
 
 def _held(panel: Panel, cfg: ForecastConfig) -> Panel:
     """The first ``horizon`` of the ``holdout`` steps left out at each series' end."""
-
-    def pick(seq):
-        return seq[-cfg.layout.holdout :][: cfg.horizon]
-
-    return Panel(
-        list(panel.ids),
-        [pick(steps) for steps in panel.steps],
-        [pick(values) for values in panel.values],
-        panel.dated,
-        {c: [pick(v) for v in columns] for c, columns in panel.known.items()},
-    )
+    start = -cfg.layout.holdout
+    return panel.sliced(slice(start, (start + cfg.horizon) or None))
 
 
 def test_run(run_dir: str | Path) -> dict:

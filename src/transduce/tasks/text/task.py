@@ -5,7 +5,6 @@ labelled sentences or tagged words; validation accuracy (classify, tag) or entit
 from __future__ import annotations
 
 import dataclasses
-import logging
 from pathlib import Path
 
 import torch
@@ -214,5 +213,4 @@ def train_text(cfg: TextConfig, run_dir: str | Path) -> dict:
         return TextTask(cfg, load_text_data(cfg, run_dir, log), session)
 
     engine, metrics = train_task(make_task, cfg, run_dir, EXTENDABLE)
-    logging.getLogger("transduce.train").debug(f"best {engine.task.metric} {engine.best}")
     return {**metrics, "best": engine.best, "metric": engine.task.metric}
