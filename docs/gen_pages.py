@@ -601,9 +601,13 @@ def text_page() -> str:
         "# Results: text",
         "",
         "Generated from `benchmarks/text/results.json`, written by `benchmarks/text/run.py` "
-        "(`docs/gen_pages.py`). Every model is the encoder alone, trained from scratch on "
-        "two cores; its candidates are fixed in that script before any run, the one of best "
-        "validation score is chosen, and only then is the test file scored.",
+        "(`docs/gen_pages.py`). Every model is the encoder alone, trained on one core of "
+        "two (two candidates side by side); a task's candidates are fixed in that script "
+        "before its runs, the one of best validation score is chosen, and only then is the "
+        "test file scored. A candidate marked pre-trained is the BERT recipe at equal "
+        "total time: a masked language model trained for half the minutes on unlabeled "
+        "English (the three tasks' training sentences and Multi30k's training captions), "
+        "then fine-tuned for the other half.",
     ]
     for key, (what, measure, published) in TEXT_TASKS.items():
         if key not in data:
@@ -613,37 +617,20 @@ def text_page() -> str:
             "",
             f"## {what}",
             "",
-            f"`{task['command']}` at {task['commit']}, {task['minutes']} min in all. "
+            f"`{task['command']}` at {task['commit']}, {task['minutes']} min in all, "
+            f"{task['minutes_each']:g} training minutes a candidate. "
             f"Published: {published}. Target: {task['target']}.",
             "",
-            f"| candidate | validation | {measure} | training minutes |",
-            "|---|---:|---:|---:|",
+            f"| candidate | pre-trained | validation | {measure} | minutes |",
+            "|---|---|---:|---:|---:|",
         ]
         for name, row in task["candidates"].items():
             chosen = " (chosen)" if name == task["chosen"] else ""
+            pre = "MLM, half the time" if row["pretrained"] else "no"
             lines.append(
-                f"| {name}{chosen} | {row['validation']:.2f} | {row['test']:.2f} | "
+                f"| {name}{chosen} | {pre} | {row['validation']:.2f} | {row['test']:.2f} | "
                 f"{row['minutes']} |"
             )
-    if "trec_recipe" in data:
-        bert = data["trec_recipe"]
-        lines += [
-            "",
-            "## The BERT recipe on TREC, at equal total time",
-            "",
-            f"`{bert['command']}` at {bert['commit']}: the chosen settings trained from "
-            f"scratch for {bert['minutes_each']} minutes, against a masked language model "
-            f"pre-trained for half that time on {bert['unlabeled_sentences']:,} unlabeled "
-            "sentences (the training questions, UD EWT's training sentences and WNUT-17's "
-            "training tweets), then fine-tuned for the other half.",
-            "",
-            "| arm | validation accuracy | test accuracy |",
-            "|---|---:|---:|",
-        ]
-        lines += [
-            f"| {name} | {row['validation']:.2f} | {row['test']:.2f} |"
-            for name, row in bert["arms"].items()
-        ]
     return "\n".join(lines)
 
 

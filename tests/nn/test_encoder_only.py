@@ -51,6 +51,17 @@ def test_padding_changes_nothing_a_real_token_or_the_label_reads(per_token, pool
     torch.testing.assert_close(a.hidden, b.hidden[:, :4], atol=1e-5, rtol=1e-5)
 
 
+def test_a_token_head_read_at_chosen_positions_equals_the_full_heads_rows():
+    """The masked language model's head reads only the hidden subwords: the same logits as
+    the whole (B, L, K) head's at those positions, in row-major order."""
+    m = model(per_token=True, labels=7)
+    at = torch.tensor([[False, True, False, True, False, False], [True] + [False] * 4 + [True]])
+    full, some = m(tokens()).logits, m(tokens(), at=at).logits
+    assert some.shape == (4, 7)
+    torch.testing.assert_close(some, full[at])
+    torch.testing.assert_close(some[1], full[0, 3])
+
+
 def test_mean_pooling_averages_the_real_tokens_only():
     m = model(pooling="mean")
     out = m(tokens())

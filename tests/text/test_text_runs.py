@@ -88,6 +88,22 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
     assert found["entities"]["micro"]["true"] == 6
 
 
+@pytest.mark.parametrize(
+    "piece, marks", [("first", [-100, 0, -100, 1]), ("last", [-100, -100, 0, 1])]
+)
+def test_a_words_tag_sits_at_the_subword_that_speaks_for_it(piece, marks):
+    from types import SimpleNamespace
+
+    from transduce.data.labelled import Tagged
+    from transduce.tasks.text.data import encode
+
+    pieces = {"walked": [7, 8], "on": [9]}  # walk + ed: the suffix is the last subword
+    tokenizer = SimpleNamespace(bos_id=1, unk_id=3, encode=lambda words: [pieces[w] for w in words])
+    found = Tagged([["walked", "on"]], [["VERB", "ADP"]], [1])
+    encoded = encode(tokenizer, found, ["VERB", "ADP"], 16, "f", piece)
+    assert encoded.ids == [[1, 7, 8, 9]] and encoded.labels == [marks]
+
+
 def test_the_server_answers_with_the_runs_task_and_refuses_the_others(classifier):
     from fastapi.testclient import TestClient
 
@@ -111,6 +127,7 @@ def test_the_server_answers_with_the_runs_task_and_refuses_the_others(classifier
         ("colour\tred cat\njust words\n", [], r"train.tsv:2: expected label<TAB>text"),
         ("a\tb\n", ["task=tag"], r"format must be one of conll, conllu, not 'tsv'"),
         ("a\tb\n", ["pooling=max"], r"pooling must be one of cls, mean"),
+        ("a\tb\n", ["piece=middle"], r"piece must be one of first, last"),
         ("a\tb\n", ["max_tokens=600"], r"max_tokens=600 is beyond the positions"),
     ],
 )

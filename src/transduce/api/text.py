@@ -107,7 +107,7 @@ class TextModel:
         """What the encoder attends to in ``text`` at ``layer`` (default the last), per
         head, over its subwords (``columns``): for a classifier, the pooled position's
         row (the ``[CLS]`` token's, or with mean pooling the mean of the real tokens'
-        rows); for a tagger, each word's row, read at its first subword as its tag is.
+        rows); for a tagger, each word's row, at the subword its tag is read at.
         ``weights`` are indexed ``[head][row][column]``."""
         self._for("attention", "classify", "tag", "entities")
         words = text.split()
@@ -130,10 +130,10 @@ class TextModel:
             rows = weights[:, :1] if self.cfg.pooling == "cls" else weights.mean(1, keepdim=True)
             names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
         else:
-            first = [k for k, t in enumerate(encoded.labels[0]) if t != -100]
+            speaks = [k for k, t in enumerate(encoded.labels[0]) if t != -100]
             tags = out.logits[0].argmax(-1)
-            rows = weights[:, first]
-            names = [f"{w} ({self.labels[int(tags[k])]})" for w, k in zip(words, first)]
+            rows = weights[:, speaks]
+            names = [f"{w} ({self.labels[int(tags[k])]})" for w, k in zip(words, speaks)]
         return {
             "model": self.describe(),
             "layout": "tokens",
@@ -161,7 +161,9 @@ class TextModel:
         return result
 
     def _encode(self, found, source: str = "<text>"):
-        return encode(self.tokenizer, found, self.labels, self.cfg.max_tokens, source)
+        return encode(
+            self.tokenizer, found, self.labels, self.cfg.max_tokens, source, self.cfg.piece
+        )
 
     def _for(self, method: str, *tasks: str) -> None:
         if self.cfg.task not in tasks:

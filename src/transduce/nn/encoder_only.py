@@ -64,12 +64,20 @@ class EncoderOnly(nn.Module):
         self.encoder, self.embed, self.positions, self.head = encoder, embed, positions, head
         self.per_token, self.pooling, self.pad_id = per_token, pooling, pad_id
 
-    def forward(self, tokens: Tensor, need_weights: bool = False) -> EncoderOutput:
-        """Args: tokens (B, L) ids, padded with ``pad_id`` on the right."""
+    def forward(
+        self, tokens: Tensor, need_weights: bool = False, at: Tensor | None = None
+    ) -> EncoderOutput:
+        """Args: tokens (B, L) ids, padded with ``pad_id`` on the right. at: for a
+        per-token head, a (B, L) bool of the positions to label; the logits are then (N, K),
+        one row per True in row-major order (a masked language model reads its ~15% so,
+        sparing the head's matmul over the rest)."""
         mask = padding_mask(tokens, self.pad_id)  # (B, 1, L)
         hidden, weights = self.encoder(self.positions(self.embed(tokens)), mask, need_weights)
-        logits = self.head(hidden if self.per_token else self.pool(hidden, mask))
-        return EncoderOutput(logits, mask[:, 0], hidden, weights)  # (B, L, K) or (B, K)
+        if not self.per_token:
+            read = self.pool(hidden, mask)
+        else:
+            read = hidden if at is None else hidden[at]
+        return EncoderOutput(self.head(read), mask[:, 0], hidden, weights)  # (B,[L,]K)
 
     def pool(self, hidden: Tensor, mask: Tensor) -> Tensor:
         """(B, D): the first token's output, or the mean over the real tokens."""

@@ -505,7 +505,7 @@
                   y2: top + d.known_rows * rowH, stroke: "#d9480f"}, svg);
     if (d.layout === "tokens") {
       text(svg, 4, 16, d.model + ", layer " + (d.layer + 1) + " of " + d.layers + ": rows: " +
-           (d.rows.length === 1 ? "the pooled position" : "each word, at its first subword") +
+           (d.rows.length === 1 ? "the pooled position" : "each word, at the subword its tag is read at") +
            "; columns: the subwords", {"font-weight": "bold"});
       colourScale(svg, left, height - 30, 160, "attention weight (0 to the largest here)", "0",
                   top1.toFixed(3));
@@ -592,7 +592,7 @@
       $("series").querySelector("h2").textContent = "Attention over the sentence";
       $("series").querySelector("p.help").textContent = "What the encoder reads: for a " +
         "classifier, the position its label is read from (the [CLS] token, or the mean of " +
-        "the tokens); for a tagger, each word at its first subword, where its tag is read. " +
+        "the tokens); for a tagger, each word at the subword where its tag is read. " +
         "One layer's weights, one head or their mean; the subwords on the columns.";
       $("series").querySelector("h3").firstChild.textContent = "Attention ";
       return;

@@ -15,6 +15,7 @@ from transduce.training.engine_config import EXTENDABLE as ENGINE_EXTENDABLE
 from transduce.training.engine_config import EngineConfig
 
 TASKS = ("classify", "tag", "entities", "mlm")
+PIECES = ("first", "last")  # the subword of a word that speaks for it
 MASK = "<mask>"  # the masked language model's symbol, kept whole by its tokenizer
 
 
@@ -28,7 +29,8 @@ class TextConfig:
     run from such a run's tokenizer and encoder (fine-tuning). Without
     ``valid``, a ``valid_share`` of the training file, drawn with the seed, validates.
     Words become SentencePiece subwords (a model of ``vocab_size`` trained on the
-    training texts); a word's tag is read at its first subword. ``model`` is the library's
+    training texts); a word's tag is read at its first subword (or with
+    ``piece=last``, its last). ``model`` is the library's
     TransformerConfig (its encoder sizes; the decoder's are unused)."""
 
     task: str = "classify"
@@ -43,6 +45,7 @@ class TextConfig:
     lowercase: bool = False
     max_tokens: int = 128
     pooling: str = "cls"
+    piece: str = "first"
     mask_share: float = 0.15
     init: str = ""
     model: TransformerConfig = TransformerConfig(
@@ -76,6 +79,8 @@ class TextConfig:
         "lowercase": "lowercase the text before it is split into subwords",
         "max_tokens": "subwords a sentence keeps, its label token included (longer ones are cut)",
         "pooling": "classify: cls (the first token's output) or mean (over the real tokens)",
+        "piece": "tag and entities: the subword of a word that its tag is learned and read "
+        "at: first (as BERT's tagger) or last (where English keeps its suffixes)",
         "batch_size": "sentences per batch",
         "lr": "AdamW's peak learning rate",
         "weight_decay": "AdamW's weight decay",
@@ -85,6 +90,7 @@ class TextConfig:
 
     def problems(self) -> list[tuple[str, str]]:
         found = one_of(self, "task", TASKS) + one_of(self, "pooling", POOLINGS)
+        found += one_of(self, "piece", PIECES)
         wanted = {"classify": FORMATS, "mlm": (LINES,)}.get(self.task, TAG_FORMATS)
         found += one_of(self, "format", wanted)
         found += in_range(self, "mask_share", 0, 1)

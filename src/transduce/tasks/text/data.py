@@ -2,8 +2,8 @@
 kept in the run), and every sentence as ids with its label or its words' tags.
 
 A sentence is ``[BOS] subwords…`` (BOS is the classifier's [CLS] token). A word is split
-into subwords on its own, and its tag is learned and read at its first subword; the others
-carry no label (``IGNORE``), as BERT's tagger does.
+into subwords on its own, and its tag is learned and read at its first subword (``piece=last``:
+its last); the others carry no label (``IGNORE``), as BERT's tagger does.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ IGNORE = -100  # the label of a position no loss or score reads (cross_entropy's
 @dataclass
 class Encoded:
     """Sentences as ids: ``ids`` (each starts with BOS), ``labels`` (an int a sentence, or a
-    list parallel to ids, ``IGNORE`` but at each word's first subword), and for tagged
-    sentences ``words`` and ``gold``, every word's tag index (also those of words past
+    list parallel to ids, ``IGNORE`` but at the subword that speaks for each word), and for
+    tagged sentences ``words`` and ``gold``, every word's tag index (also those of words past
     ``max_tokens``, which a score counts as missed)."""
 
     ids: list[list[int]]
@@ -90,6 +90,7 @@ def encode(
     labels: list[str],
     max_tokens: int,
     source: str,
+    piece: str = "first",
 ) -> Encoded:
     """``found`` as ids and label indices; a label not in ``labels`` is a UserError naming
     its line (a validation or test file with a class the training file lacks)."""
@@ -114,7 +115,8 @@ def encode(
         for pieces, tag in zip(tokenizer.encode(words), gold):
             pieces = pieces or [tokenizer.unk_id]  # a word SentencePiece makes nothing of
             ids += pieces
-            marks += [tag] + [IGNORE] * (len(pieces) - 1)
+            rest = [IGNORE] * (len(pieces) - 1)
+            marks += [tag, *rest] if piece == "first" else [*rest, tag]
         out.ids.append(ids[:max_tokens])
         out.labels.append(marks[:max_tokens])
         out.words.append(words)
@@ -159,8 +161,8 @@ def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
         data = TextData(
             tokenizer,
             names,
-            encode(tokenizer, train, names, cfg.max_tokens, cfg.train),
-            encode(tokenizer, valid, names, cfg.max_tokens, valid_source),
+            encode(tokenizer, train, names, cfg.max_tokens, cfg.train, cfg.piece),
+            encode(tokenizer, valid, names, cfg.max_tokens, valid_source, cfg.piece),
         )
         if new:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,7 @@ def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor]:
 
 @torch.no_grad()
 def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list:
-    """Per sentence, its label index, or its words' tag indices (read at first subwords);
+    """Per sentence, its label index, or its words' tag indices (read where each is learned);
     and the label probabilities of each sentence (classify only)."""
     model.eval()
     device = next(model.parameters()).device
@@ -94,8 +94,8 @@ def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list
             continue
         best = logits.argmax(-1)
         for row in range(len(rows)):
-            first = tags[row] != IGNORE  # each word's first subword
-            out.append(best[row][first].tolist())
+            speaks = tags[row] != IGNORE  # the subword of each word its tag is read at
+            out.append(best[row][speaks].tolist())
     return out, probabilities
 
 
@@ -155,8 +155,12 @@ class TextTask:
             seed = int((batch.long() * 2654435761 % 2**31).sum()) + len(batch)
             ids, target = self.corrupt(ids, seed)
         device = self.session.device
-        logits = model(ids.to(device)).logits.float()
         target = target.to(device)
+        if self.cfg.task == "mlm":  # the head reads only the hidden subwords
+            at = target != IGNORE
+            logits, target = model(ids.to(device), at=at).logits.float(), target[at]
+        else:
+            logits = model(ids.to(device)).logits.float()
         loss = F.cross_entropy(
             logits.flatten(0, -2),
             target.flatten(),
