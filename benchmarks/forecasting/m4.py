@@ -210,12 +210,12 @@ def memory(length: int, sparse: bool) -> dict:
     kernel's peak reset just before), and the score cells computed."""
     code = f"""
 import torch
-from transduce.nn.forecasting.logsparse import ConvSelfAttention, allowed_keys, pattern_keys
+from transduce.nn.forecasting.logsparse import ConvSelfAttention, key_offsets, pattern_keys
 torch.set_num_threads(1)
 L, sparse = {length}, {sparse}
 layer = ConvSelfAttention(d_model=64, num_heads=4, kernel=3).eval()
 rows = pattern_keys(L, "logsparse") if sparse else None
-keys = allowed_keys(rows) if sparse else None
+keys = key_offsets(rows) if sparse else None
 mask = torch.ones(1, dtype=torch.bool) if sparse else torch.ones(L, L).tril().bool()
 x = torch.randn(1, L, 64)
 def kb(field):
@@ -227,7 +227,7 @@ before = kb("VmRSS")
 with torch.no_grad():
     layer(x, mask, keys)
 cells = sum(len(r) for r in rows) if sparse else L * L
-print(kb("VmHWM") - before, cells, keys[0].shape[1] if sparse else L)
+print(kb("VmHWM") - before, cells, len(keys[0]) if sparse else L)
 """
     out = subprocess.run(
         [sys.executable, "-c", code],

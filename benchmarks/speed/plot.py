@@ -83,7 +83,8 @@ def plot(results: dict, path: Path) -> None:
         ),
     )
     for column, (kind, rate, size, unit, title, xlabel) in enumerate(panels):
-        rows = [r for r in results[kind] if r["max_tokens"] == size]
+        done = [r for r in results[kind] if "skipped" not in r]  # a skip has no figure
+        rows = [r for r in done if r["max_tokens"] == size]
         bars, curves = axes[0, column], axes[1, column]
         names = [
             LABELS.get(r["system"], r["system"])
@@ -100,11 +101,9 @@ def plot(results: dict, path: Path) -> None:
         bars.set(xlabel=unit, title=title)
         bars.set_xlim(right=max(values) * 1.15)
         bars.grid(axis="x", alpha=0.3)
-        sizes = sorted({r["max_tokens"] for r in results[kind]})
-        for system in sorted({r["system"] for r in results[kind]}):
-            points = sorted(
-                (r["max_tokens"], r[rate]) for r in results[kind] if r["system"] == system
-            )
+        sizes = sorted({r["max_tokens"] for r in done})
+        for system in sorted({r["system"] for r in done}):
+            points = sorted((r["max_tokens"], r[rate]) for r in done if r["system"] == system)
             if len(points) > 1:
                 curves.plot(*zip(*points), marker="o", label=LABELS.get(system, system))
         curves.set(

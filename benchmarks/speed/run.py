@@ -336,16 +336,40 @@ def run_child(args, job: str) -> dict:
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": str(args.threads)},
     )
-    if done.returncode != 0:
-        raise SystemExit(f"{job} failed:\n{done.stderr[-3000:]}")
+    if done.returncode != 0:  # a system that cannot run this model: recorded, the rest go on
+        result = skipped(job, done.stderr)
+        print(json.dumps(result), file=sys.stderr, flush=True)
+        return result
     result = json.loads(done.stdout.strip().splitlines()[-1])
     print(json.dumps(result), file=sys.stderr, flush=True)
     return result
 
 
+def skipped(job: str, stderr: str) -> dict:
+    """The record of a measurement that failed: its system and batch size, and why (the
+    last line of its error, e.g. Marian refusing a pre-norm model)."""
+    _, system, max_tokens = job.split(":")
+    said = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return {"system": system, "max_tokens": int(max_tokens), "skipped": (said or ["?"])[-1]}
+
+
+def measured(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if "skipped" not in r]
+
+
+def not_run(results: dict) -> list[str]:
+    """A line for each system that could not be measured, and why."""
+    return [
+        f"- not measured: {r['system']} ({kind}, {r['max_tokens']}-token batches): {r['skipped']}"
+        for kind in ("training", "translation")
+        for r in results[kind]
+        if "skipped" in r
+    ]
+
+
 def summarise(results: dict) -> str:
     """The Markdown tables of results.md (ratios against the peers)."""
-    train = {r["system"]: r for r in results["training"] if r["max_tokens"] == 4096}
+    train = {r["system"]: r for r in measured(results["training"]) if r["max_tokens"] == 4096}
     ours = train["transduce"]
     lines = [
         "| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
@@ -364,7 +388,7 @@ def summarise(results: dict) -> str:
     )
     tr = {
         r["system"]: r
-        for r in results["translation"]
+        for r in measured(results["translation"])
         if r["max_tokens"] == results["settings"]["translate_tokens"]
     }
     base = tr["transduce-fp32"]
@@ -380,7 +404,8 @@ def summarise(results: dict) -> str:
             f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
             f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |"
         )
-    return "\n".join(lines) + "\n"
+    skips = not_run(results)
+    return "\n".join(lines + ([""] + skips if skips else [])) + "\n"
 
 
 def main() -> None:

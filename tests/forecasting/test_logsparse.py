@@ -9,7 +9,7 @@ import torch
 from transduce.nn.forecasting.logsparse import (
     ConvSelfAttention,
     LogSparseForecaster,
-    allowed_keys,
+    key_offsets,
     logsparse_mask,
 )
 from transduce.nn.masks import subsequent_mask
@@ -106,9 +106,42 @@ def test_the_sparse_path_equals_the_dense_one():
         logsparse_mask(37, "restart", restart=8),
     ):
         dense, weights = attention(x, mask, None, need_weights=True)
-        sparse, _ = attention(x, mask, allowed_keys(mask))
+        sparse, _ = attention(x, mask, key_offsets(mask))
         torch.testing.assert_close(sparse, dense, atol=1e-5, rtol=1e-5)
         assert (weights[..., ~mask] == 0).all()
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        logsparse_mask(41),
+        logsparse_mask(41, "local", window=6),
+        logsparse_mask(41, "restart", restart=8),
+    ],
+    ids=["logsparse", "local", "restart"],
+)
+def test_the_shifted_keys_rebuild_the_mask_and_train_as_the_dense_path(mask):
+    """Each pattern is a few fixed distances back; the sparse path's gradients equal the
+    dense masked path's."""
+    offsets, valid = key_offsets(mask)
+    rebuilt = torch.zeros_like(mask)
+    for m, o in enumerate(offsets):
+        rows = torch.arange(o, len(mask))
+        rebuilt[rows, rows - o] = valid[o:, m]
+    assert torch.equal(rebuilt, mask) and not valid[: offsets[-1], -1].any()
+    assert len(offsets) < len(mask) / 2
+    torch.manual_seed(4)
+    attention = ConvSelfAttention(d_model=16, num_heads=4, kernel=3)
+    x = torch.randn(2, len(mask), 16, requires_grad=True)
+    grads = []
+    for keys in (None, (offsets, valid)):
+        attention.zero_grad()
+        out, _ = attention(x, mask, keys)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        grads.append((x.grad.clone(), attention.k_conv.weight.grad.clone()))
+        x.grad = None
+    for dense, sparse in zip(*grads):
+        torch.testing.assert_close(sparse, dense, atol=1e-5, rtol=1e-5)
 
 
 def test_kernel_one_is_canonical_attention():
@@ -147,10 +180,10 @@ def test_a_kernel_above_one_compares_shapes_causally():
     layer = model.layers[0]
     x = torch.randn(1, 36, 16)
     mask = logsparse_mask(36)
-    before, _ = layer(x, mask, allowed_keys(mask))
+    before, _ = layer(x, mask, key_offsets(mask))
     changed = x.clone()
     changed[:, 20] += 3.0
-    after, _ = layer(changed, mask, allowed_keys(mask))
+    after, _ = layer(changed, mask, key_offsets(mask))
     torch.testing.assert_close(after[:, :20], before[:, :20])
     assert not torch.allclose(after[:, 20:], before[:, 20:])
 

@@ -18,9 +18,11 @@ Two ideas, each a piece here:
   the steps before it, so information crosses subsequences). ``full`` is the causal dense
   mask, for comparison.
 
-The attention is computed on the cells the pattern allows only: each step's allowed keys
-are gathered (at most M of them), so the scores take (B, H, L, M) memory instead of
-(B, H, L, L). With the full pattern it falls back to the dense path.
+The attention is computed on the cells the pattern allows only. A pattern's cells lie at a
+few fixed distances back (M of them: 0, 1, 2, 4, …, and a local window's), so the scores at
+distance o are the queries against the keys shifted o steps, views of the same tensors:
+(B, H, L, M) memory instead of (B, H, L, L), and no gather, whose backward (a scatter) cost
+three quarters of the step. With the full pattern it falls back to the dense path.
 
 The forecaster is decoder-only, as the paper's: one token per step of the input window and
 of the horizon; a context token holds the step's value, a horizon token a placeholder (the
@@ -108,18 +110,40 @@ def logsparse_mask(
     return mask
 
 
-def allowed_keys(mask: Tensor | list[list[int]]) -> tuple[Tensor, Tensor]:
-    """(index (L, M), valid (L, M)): each row's allowed columns (from a mask, or from
-    :func:`pattern_keys`' lists), in increasing order, padded to the longest row's M with
-    column 0 marked invalid."""
+def key_offsets(mask: Tensor | list[list[int]]) -> tuple[tuple[int, ...], Tensor]:
+    """(offsets (M,), valid (L, M)): the distances back at which some step may attend (from a
+    mask, or from :func:`pattern_keys`' lists), in increasing order, and for each step which
+    of them it may (``valid[i, m]``: step i attends to step i − offsets[m]). Every pattern
+    here has few distinct offsets (1 + ⌊log₂ L⌋ for LogSparse, w + ⌊log₂ L⌋ for a local
+    window of w), so the keys of a step are shifted copies of the keys, not gathered."""
     rows = [row.nonzero().flatten().tolist() for row in mask] if isinstance(mask, Tensor) else mask
-    M = max(len(r) for r in rows)
-    index = torch.zeros(len(rows), M, dtype=torch.long)
-    valid = torch.zeros(len(rows), M, dtype=torch.bool)
-    for i, r in enumerate(rows):
-        index[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        valid[i, : len(r)] = True
-    return index, valid
+    offsets = sorted({i - j for i, row in enumerate(rows) for j in row})
+    column = {o: m for m, o in enumerate(offsets)}
+    valid = torch.zeros(len(rows), len(offsets), dtype=torch.bool)
+    for i, row in enumerate(rows):
+        valid[i, [column[i - j] for j in row]] = True
+    return tuple(offsets), valid
+
+
+def shifted_attention(
+    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
+) -> Tensor:
+    """Attention of each step on the steps ``keys`` (:func:`key_offsets`) allow, from
+    shifted views of the keys and values: the score of step t at offset o is q_t · k_{t−o},
+    read off ``q[o:]`` and ``k[:T − o]`` (views, so neither a gathered copy nor a scatter
+    in the backward), and the output sums ``weights[o:, m] · v[:T − o]`` the same way.
+    Memory: the (B, H, T, M) scores and weights, and one (B, H, T, Dh) product at a time.
+    Args: q, k, v (B, H, T, Dh). Returns (B, H, T, Dh)."""
+    offsets, valid = keys
+    T = q.shape[-2]
+    scale = math.sqrt(q.shape[-1])
+    columns = [F.pad((q[..., o:, :] * k[..., : T - o, :]).sum(-1), (o, 0)) for o in offsets]
+    weights = dropout(masked_softmax(torch.stack(columns, -1) / scale, mask=valid))
+    out = None
+    for m, o in enumerate(offsets):
+        part = F.pad(weights[..., o:, m, None] * v[..., : T - o, :], (0, 0, o, 0))
+        out = part if out is None else out + part
+    return out
 
 
 class ConvSelfAttention(nn.Module):
@@ -162,7 +186,7 @@ class ConvSelfAttention(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Args: x (B, T, D); mask (T, T) boolean, True: may attend (causal); ``keys``: the
-        mask's :func:`allowed_keys`, to attend on those cells only (sparse).
+        mask's :func:`key_offsets`, to attend on those cells only (sparse).
         Returns: (B, T, D) and, if asked, the weights (B, H, T, T)."""
         q = self._heads(self._causal_conv(self.q_conv, x))  # (B, H, T, Dh)
         k = self._heads(self._causal_conv(self.k_conv, x))
@@ -173,12 +197,7 @@ class ConvSelfAttention(nn.Module):
             weights = self.dropout(masked_softmax(scores, mask=mask))
             out = weights @ v
         else:
-            index, valid = keys  # (T, M)
-            k_sel, v_sel = k[:, :, index], v[:, :, index]  # (B, H, T, M, Dh)
-            scores = (q.unsqueeze(-2) * k_sel).sum(-1) / scale  # (B, H, T, M)
-            weights = self.dropout(masked_softmax(scores, mask=valid))
-            out = (weights.unsqueeze(-1) * v_sel).sum(-2)  # (B, H, T, Dh)
-            weights = None
+            out, weights = shifted_attention(q, k, v, keys, self.dropout), None
         B, H, T, Dh = out.shape
         out = self.out_proj(out.transpose(1, 2).reshape(B, T, H * Dh))
         return out, (weights if need_weights else None)
@@ -244,8 +263,7 @@ class LogSparseForecaster(nn.Module):
         T = input_length + horizon
         mask = logsparse_mask(T, pattern, window, restart)
         self.register_buffer("mask", mask, persistent=False)
-        index, valid = allowed_keys(mask)
-        self.register_buffer("index", index, persistent=False)
+        self.offsets, valid = key_offsets(mask)
         self.register_buffer("valid", valid, persistent=False)
         self.sparse = sparse and pattern != "full"
         self.register_buffer("positions", sinusoidal_table(T, d_model), persistent=False)
@@ -275,7 +293,7 @@ class LogSparseForecaster(nn.Module):
             parts.append(times.repeat_interleave(C, 0).to(series.dtype))
         h = self.embed(torch.cat(parts, -1)) + self.positions.to(series.dtype)  # (B·C, T, D)
         h = self.dropout(h)
-        keys = (self.index, self.valid) if self.sparse else None
+        keys = (self.offsets, self.valid) if self.sparse else None
         weights = None
         for layer in self.layers:
             h, weights = layer(h, self.mask, keys, need_weights)

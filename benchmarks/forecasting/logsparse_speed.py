@@ -1,0 +1,184 @@
+"""LogSparse's training speed and memory, three ways of computing the same attention side by
+side in one process: the keys as shifted views (the library's sparse path), the keys
+gathered per step (the sparse path before it, kept here as the reference), and the dense
+masked scores.
+
+    python benchmarks/forecasting/logsparse_speed.py [--steps 60] [--threads 2]
+
+The model and batch are M4 Hourly's ``logsparse_k3_log`` recipe (benchmarks/forecasting/
+m4.py): input 168, horizon 48, batch 64, d_model 64, 4 heads, d_ff 128, 3 layers, kernel 3,
+quantiles 0.5 and 0.9, AdamW, in fp32 and in bf16 autocast. Values/s counts the forecast
+values a training step fits (batch × horizon), as `transduce forecast train` logs them.
+Each path's sparse output equals the dense one to 1e-5 before it is timed. Then the peak
+memory of one attention layer's forward at L = 256, 1,024 and 4,096 steps, in a fresh
+process each, for the three paths. Writes benchmarks/forecasting/logsparse_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+import torch  # noqa: E402
+
+from transduce.nn.attention import masked_softmax  # noqa: E402
+from transduce.nn.forecasting import logsparse  # noqa: E402
+
+L, H, BATCH = 168, 48, 64
+SIZES = dict(d_model=64, num_heads=4, d_ff=128, num_layers=3, dropout=0.1, kernel=3)
+PATHS = ("shifted", "gathered", "dense")
+
+
+def gathered_attention(q, k, v, keys, dropout):
+    """The sparse path as it was: each step's allowed keys and values gathered, (B, H, T,
+    M, Dh), whose backward scatters them back (``index_put_``)."""
+    index, valid = keys
+    k_sel, v_sel = k[:, :, index], v[:, :, index]
+    scores = (q.unsqueeze(-2) * k_sel).sum(-1) / math.sqrt(q.shape[-1])
+    weights = dropout(masked_softmax(scores, mask=valid))
+    return (weights.unsqueeze(-1) * v_sel).sum(-2)
+
+
+def gather_keys(mask):
+    """(index (T, M), valid (T, M)): each step's allowed keys, padded with key 0."""
+    rows = [row.nonzero().flatten().tolist() for row in mask]
+    M = max(len(r) for r in rows)
+    index = torch.zeros(len(rows), M, dtype=torch.long)
+    valid = torch.zeros(len(rows), M, dtype=torch.bool)
+    for i, r in enumerate(rows):
+        index[i, : len(r)], valid[i, : len(r)] = torch.tensor(r), True
+    return index, valid
+
+
+def model_for(path: str) -> torch.nn.Module:
+    """The recipe's forecaster, its attention computed the ``path`` way."""
+    torch.manual_seed(0)
+    model = logsparse.LogSparseForecaster(
+        channels=1, input_length=L, horizon=H, quantiles=(0.5, 0.9), revin=False, **SIZES
+    )
+    model.sparse = path != "dense"
+    if path == "gathered":
+        model.offsets, model.valid = gather_keys(model.mask)
+    return model
+
+
+def use(path: str) -> None:
+    logsparse.shifted_attention = SHIFTED if path != "gathered" else gathered_attention
+
+
+SHIFTED = logsparse.shifted_attention
+
+
+def same_outputs() -> float:
+    """The largest difference of the sparse paths' forecasts from the dense path's."""
+    x = torch.randn(4, L, 1)
+    out = {}
+    for path in PATHS:
+        use(path)
+        with torch.no_grad():
+            out[path] = model_for(path).eval()(x)[0]
+    use("shifted")
+    worst = max(float((out[p] - out["dense"]).abs().max()) for p in ("shifted", "gathered"))
+    assert worst < 1e-5, worst
+    return worst
+
+
+def values_per_s(path: str, precision: str, steps: int) -> float:
+    """Forecast values fitted a second over ``steps`` AdamW steps (after 5 unmeasured)."""
+    use(path)
+    model = model_for(path).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(BATCH, L, 1), torch.randn(BATCH, H, 1)
+    began = 0.0
+    for step in range(steps + 5):
+        if step == 5:
+            began = time.perf_counter()
+        with torch.autocast("cpu", torch.bfloat16, enabled=precision == "bf16"):
+            forecast, _ = model(x)
+        loss = (forecast[..., 0].float() - y).abs().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    use("shifted")
+    return BATCH * H * steps / (time.perf_counter() - began)
+
+
+MEMORY = """
+import sys, torch
+sys.path.insert(0, {bench!r})
+from logsparse_speed import gather_keys, use
+from transduce.nn.forecasting.logsparse import ConvSelfAttention, key_offsets, logsparse_mask
+torch.set_num_threads(1)
+length, path = {length}, {path!r}
+use(path)
+layer = ConvSelfAttention(d_model=64, num_heads=4, kernel=3).eval()
+mask = logsparse_mask(length) if path != "dense" else torch.ones(length, length).tril().bool()
+keys = {{"shifted": key_offsets, "gathered": gather_keys}}.get(path, lambda m: None)(mask)
+x = torch.randn(1, length, 64)
+def kb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1])
+open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from here
+before = kb("VmRSS")
+with torch.no_grad():
+    layer(x, mask, keys)
+print(kb("VmHWM") - before)
+"""
+
+
+def peak_mb(length: int, path: str) -> float:
+    """Growth of the peak resident memory over one layer's forward, in a fresh process."""
+    code = MEMORY.format(bench=str(HERE), length=length, path=path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return round(int(out.stdout.split()[-1]) / 1024, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=60, help="measured steps a path")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=HERE / "logsparse_speed.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    record = {"largest_difference_from_dense": same_outputs(), "values_per_s": {}}
+    for precision in ("fp32", "bf16"):
+        speeds = {path: round(values_per_s(path, precision, args.steps)) for path in PATHS}
+        speeds["shifted_over_gathered"] = round(speeds["shifted"] / speeds["gathered"], 2)
+        record["values_per_s"][precision] = speeds
+        print(precision, speeds, flush=True)
+    record["peak_mb"] = {
+        str(n): {path: peak_mb(n, path) for path in PATHS} for n in (256, 1024, 4096)
+    }
+    cpu = [x for x in open("/proc/cpuinfo") if x.startswith("model name")][:1]
+    record["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, " + (
+        cpu[0].split(":", 1)[1].strip() if cpu else "?"
+    )
+    record["threads"] = args.threads
+    record["command"] = (
+        f"python benchmarks/forecasting/logsparse_speed.py --steps {args.steps} "
+        f"--threads {args.threads}"
+    )
+    record["commit"] = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The speed benchmark goes on past a system that cannot run the model (a pre-norm run,
+which Marian cannot take): the failure is recorded with its reason, the tables, the page
+and the figure are made of the rest, and the skip is said."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def speed_harness():
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from gen_pages import harness
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    return harness("speed/run.py"), harness("speed/plot.py")
+
+
+def test_a_system_that_cannot_run_is_recorded_and_the_rest_are_summarised(tmp_path):
+    run, plot = speed_harness()
+    why = "transduce.errors.UserError: Marian is post-norm only; this model is pre-norm"
+    error = f"Traceback ...\n{why}\n"
+    skip = run.skipped("translate:marian-generate:6000", error)
+    assert skip == {
+        "system": "marian-generate",
+        "max_tokens": 6000,
+        "skipped": why,
+    }
+    results = json.loads((ROOT / "benchmarks/speed/results_tiny.json").read_text())
+    results["translation"] = [
+        skip if r["system"] == "marian-generate" else r for r in results["translation"]
+    ]
+    results["training"] = [
+        run.skipped("train:marian:4096", "RuntimeError: no") if r["system"] == "marian" else r
+        for r in results["training"]
+    ]
+    table = run.summarise(results)
+    assert "| marian-generate |" not in table and "| transduce-fp32 |" in table
+    assert "| marian (" not in table and "| transduce (" in table
+    assert f"- not measured: marian-generate (translation, 6000-token batches): {why}" in table
+    assert "- not measured: marian (training, 4096-token batches): RuntimeError: no" in table
+    plot.plot(results, tmp_path / "speed.png")
+    assert (tmp_path / "speed.png").stat().st_size > 10_000
