@@ -520,6 +520,10 @@ def speed_page() -> str:
             included(f"speed/{name}.md", 2),
         ]
     lines += ["", "## One process or one per core", "", included("processes/results.md", 2)]
+    if (BENCH / "forecasting/logsparse_speed.json").exists():
+        logsparse = harness("forecasting/logsparse_speed.py")
+        lines += ["", "## LogSparse: shifted keys, not gathered ones", ""]
+        lines.append(logsparse.summarise(load("forecasting/logsparse_speed.json")))
     return "\n".join(lines)
 
 
@@ -602,7 +606,9 @@ def text_page() -> str:
         "",
         "Generated from `benchmarks/text/results.json`, written by `benchmarks/text/run.py` "
         "(`docs/gen_pages.py`). Every model is the encoder alone, trained on one core of "
-        "two (two candidates side by side); a task's candidates are fixed in that script "
+        "two (two candidates side by side) for 20 epochs or the task's minutes, whichever "
+        "comes first (minutes below are wall-clock, validations included); a task's "
+        "candidates are fixed in that script "
         "before its runs, the one of best validation score is chosen, and only then is the "
         "test file scored. A candidate marked pre-trained is the BERT recipe at equal "
         "total time: a masked language model trained for half the minutes on unlabeled "
