@@ -39,6 +39,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(HERE))
 
 from transduce.api import Forecaster  # noqa: E402
 from transduce.cli.main import main as transduce  # noqa: E402
@@ -206,41 +207,16 @@ def model_scores(run: Path, history: Panel, truths: dict, histories: dict) -> di
 
 def memory(length: int, sparse: bool) -> dict:
     """Peak resident memory of one attention layer's forward at ``length`` steps, measured in
-    a fresh process (the growth of its peak over its resident memory before the pass, the
-    kernel's peak reset just before), and the score cells computed."""
-    code = f"""
-import torch
-from transduce.nn.forecasting.logsparse import ConvSelfAttention, key_offsets, pattern_keys
-torch.set_num_threads(1)
-L, sparse = {length}, {sparse}
-layer = ConvSelfAttention(d_model=64, num_heads=4, kernel=3).eval()
-rows = pattern_keys(L, "logsparse") if sparse else None
-keys = key_offsets(rows) if sparse else None
-mask = torch.ones(1, dtype=torch.bool) if sparse else torch.ones(L, L).tril().bool()
-x = torch.randn(1, L, 64)
-def kb(field):
-    for line in open("/proc/self/status"):
-        if line.startswith(field):
-            return int(line.split()[1])
-open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) restarts from here
-before = kb("VmRSS")
-with torch.no_grad():
-    layer(x, mask, keys)
-cells = sum(len(r) for r in rows) if sparse else L * L
-print(kb("VmHWM") - before, cells, len(keys[0]) if sparse else L)
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
-        check=True,
-    ).stdout.split()
-    grown_kb, cells, keys = int(out[0]), int(out[1]), int(out[2])
+    a fresh process (logsparse_speed.peak_mb), and the score cells computed."""
+    from logsparse_speed import peak_mb
+
+    from transduce.nn.forecasting.logsparse import pattern_keys
+
+    rows = pattern_keys(length, "logsparse") if sparse else None
     return {
-        "peak_growth_mb": round(grown_kb / 1024, 1),
-        "score_cells": cells * 4,  # 4 heads
-        "keys_per_step": keys,
+        "peak_growth_mb": peak_mb(length, "shifted" if sparse else "dense"),
+        "score_cells": 4 * (sum(len(r) for r in rows) if sparse else length * length),  # 4 heads
+        "keys_per_step": max(len(r) for r in rows) if sparse else length,
     }
 
 
