@@ -624,7 +624,7 @@ def text_page() -> str:
             f"## {what}",
             "",
             f"`{task['command']}` at {task['commit']}, {task['minutes']} min in all, "
-            f"{task['minutes_each']:g} training minutes a candidate. "
+            f"up to {task['minutes_each']:g} training minutes a candidate. "
             f"Published: {published}. Target: {task['target']}.",
             "",
             f"| candidate | pre-trained | validation | {measure} | minutes |",
