@@ -98,7 +98,13 @@ def plot(results: dict, path: Path) -> None:
         bars.invert_yaxis()
         for i, v in enumerate(values):
             bars.text(v, i, f" {v:,.0f}" if v >= 100 else f" {v:.1f}", va="center", fontsize=8)
-        bars.set(xlabel=unit, title=title)
+        missing = sorted(
+            {LABELS.get(r["system"], r["system"]) for r in results[kind]}
+            - set(LABELS.get(r["system"], r["system"]) for r in done)
+        )
+        bars.set(
+            xlabel=unit, title=title + (f"\nnot measured: {', '.join(missing)}" * bool(missing))
+        )
         bars.set_xlim(right=max(values) * 1.15)
         bars.grid(axis="x", alpha=0.3)
         sizes = sorted({r["max_tokens"] for r in done})
