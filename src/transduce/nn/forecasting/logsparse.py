@@ -21,8 +21,8 @@ Two ideas, each a piece here:
 The attention is computed on the cells the pattern allows only. A pattern's cells lie at a
 few fixed distances back (M of them: 0, 1, 2, 4, …, and a local window's), so the scores at
 distance o are the queries against the keys shifted o steps, views of the same tensors:
-(B, H, L, M) memory instead of (B, H, L, L), and no gather, whose backward (a scatter) cost
-three quarters of the step. With the full pattern it falls back to the dense path.
+(B, H, L, M) memory instead of (B, H, L, L), and no gather, whose backward is a scatter.
+With the full pattern it falls back to the dense path.
 
 The forecaster is decoder-only, as the paper's: one token per step of the input window and
 of the horizon; a context token holds the step's value, a horizon token a placeholder (the
@@ -114,8 +114,9 @@ def key_offsets(mask: Tensor | list[list[int]]) -> tuple[tuple[int, ...], Tensor
     """(offsets (M,), valid (L, M)): the distances back at which some step may attend (from a
     mask, or from :func:`pattern_keys`' lists), in increasing order, and for each step which
     of them it may (``valid[i, m]``: step i attends to step i − offsets[m]). Every pattern
-    here has few distinct offsets (1 + ⌊log₂ L⌋ for LogSparse, w + ⌊log₂ L⌋ for a local
-    window of w), so the keys of a step are shifted copies of the keys, not gathered."""
+    here has few distinct offsets (2 + ⌊log₂(L − 1)⌋ for LogSparse: 0, 1, 2, 4, …; for a
+    local window of w: 0 … w − 1, then w − 1 + 1, 2, 4, …), so a step's keys are shifted
+    views, not gathered."""
     rows = [row.nonzero().flatten().tolist() for row in mask] if isinstance(mask, Tensor) else mask
     offsets = sorted({i - j for i, row in enumerate(rows) for j in row})
     column = {o: m for m, o in enumerate(offsets)}
