@@ -24,7 +24,7 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.evaluation.entities import spans
 from transduce.tasks.text.config import TextConfig
-from transduce.tasks.text.data import encode, read
+from transduce.tasks.text.data import IGNORE, encode, read
 from transduce.tasks.text.task import build_text_model, predict, scores
 
 
@@ -130,7 +130,7 @@ class TextModel:
             rows = weights[:, :1] if self.cfg.pooling == "cls" else weights.mean(1, keepdim=True)
             names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
         else:
-            speaks = [k for k, t in enumerate(encoded.labels[0]) if t != -100]
+            speaks = [k for k, t in enumerate(encoded.labels[0]) if t != IGNORE]
             tags = out.logits[0].argmax(-1)
             rows = weights[:, speaks]
             names = [f"{w} ({self.labels[int(tags[k])]})" for w, k in zip(words, speaks)]

@@ -185,9 +185,9 @@ class TextTask:
             rows = range(start, min(start + 128, len(self.data.valid.ids)))
             ids, _ = batch_of(self.data.valid, rows, False)
             ids, target = self.corrupt(ids, self.cfg.engine.seed + start)
-            best = model(ids.to(device)).logits.argmax(-1).cpu()
             chosen = target != IGNORE
-            right += int((best[chosen] == target[chosen]).sum())
+            best = model(ids.to(device), at=chosen.to(device)).logits.argmax(-1).cpu()
+            right += int((best == target[chosen]).sum())
             total += int(chosen.sum())
         return {"val_accuracy": round(100 * right / max(1, total), 4)}
 
