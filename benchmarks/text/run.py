@@ -115,7 +115,7 @@ def train(argv: list[str], run: Path) -> None:
 def candidate(args, task: str, name: str, extra: list[str]) -> dict:
     """Train one candidate (pre-training first for an ``mlm`` one); its settings and
     best validation score."""
-    target, minutes, files, settings, shared, _ = TASKS[task]
+    _, minutes, files, settings, shared, _ = TASKS[task]
     paths = [f"{k}={(args.data / v).resolve()}" for k, v in files.items()]
     own = [s for s in extra if s != MLM]
     argv = [*settings, *shared, *COMMON, *own]
@@ -124,16 +124,18 @@ def candidate(args, task: str, name: str, extra: list[str]) -> dict:
         text = unlabeled_text(args.data, args.runs / f"{task}_unlabeled.txt")
         pre = args.runs / f"{task}_{name}_pretrain"
         mlm = ["task=mlm", "format=lines", f"train={text}", "vocab_size=8000", *shared]
-        train([*mlm, *COMMON, f"max_minutes={minutes / 2}"], pre)
-        argv += [f"init={pre}", f"max_minutes={minutes / 2}"]
+        budget = [f"max_minutes={minutes / 2}"]  # each half of the arm's minutes
+        train([*mlm, *COMMON, *budget], pre)
+        recorded = [*argv, f"init=RUNS/{pre.name}", *budget]  # the runs folder is the caller's
+        argv += [f"init={pre}", *budget]
     else:
         argv.append(f"max_minutes={minutes}")
+        recorded = argv
     train([*paths, *argv], run)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     key = "val_f1" if task == "wnut" else "val_accuracy"
-    named = [f"init=RUNS/{Path(a[5:]).name}" if a.startswith("init=") else a for a in argv]
     return {
-        "settings": [*(f"{k}=DATA/{v}" for k, v in files.items()), *named],
+        "settings": [*(f"{k}=DATA/{v}" for k, v in files.items()), *recorded],
         "pretrained": MLM in extra,
         "validation": max(m[key] for m in metrics if key in m),
         "minutes": round((time.time() - began) / 60, 1),
