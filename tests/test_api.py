@@ -6,6 +6,7 @@ import torch
 
 import transduce
 from transduce.cli.main import main
+from transduce.device import int8_supported
 from transduce.errors import UserError
 
 
@@ -24,6 +25,23 @@ def test_translate_takes_a_string_or_a_list(trained_run):
         f"Translator({size:,} parameters, {model.device}, "
         f"{model.precision}; beam 5, α 0.6 (the paper's beam 5 and α 0.6))"
     )
+
+
+@pytest.mark.skipif(not int8_supported(), reason="this PyTorch has no oneDNN int8 kernel")
+def test_an_int8_translator_translates_and_its_views_still_open(trained_run):
+    from transduce.nn.int8 import Int8Linear
+
+    float32 = transduce.load(trained_run, "cpu", "fp32", verbose=False)
+    int8 = transduce.load(trained_run, "cpu", "int8", verbose=False)
+    assert int8.precision == "int8" and "int8" in repr(int8)
+    kinds = {type(m).__name__ for m in int8.model.modules()}
+    assert "Int8Linear" in kinds and "Linear" not in kinds
+    assert not any(isinstance(m, Int8Linear) for m in float32.model.modules())
+    lines = ["five hundred", "six", "", "seventy two"]
+    assert len(int8.translate(lines, beam=3)) == 4 and int8.translate(lines)[2] == ""
+    maps = int8.attention("five hundred")
+    assert maps.cross[0].shape[-1] == len(maps.source)
+    assert int8.explain("five hundred", beam=2).steps
 
 
 @pytest.mark.parametrize(

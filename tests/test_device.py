@@ -45,6 +45,19 @@ def test_precision_choices():
         resolve_precision("fp8", cpu)
 
 
+def test_int8_is_for_translating_on_a_cpu(monkeypatch):
+    cpu = torch.device("cpu")
+    with pytest.raises(UserError, match="one of auto, bf16, fp16, fp32, not 'int8'"):
+        resolve_precision("int8", cpu)  # training
+    with pytest.raises(UserError, match="precision=int8 runs on the CPU; on cuda use"):
+        resolve_precision("int8", torch.device("cuda"), decoding=True)
+    monkeypatch.setattr(device, "int8_supported", lambda: False)
+    with pytest.raises(UserError, match="no oneDNN int8 kernel"):
+        resolve_precision("int8", cpu, decoding=True)
+    monkeypatch.setattr(device, "int8_supported", lambda: True)
+    assert resolve_precision("int8", cpu, decoding=True) == "int8"
+
+
 def test_bf16_on_a_cpu_without_native_bfloat16_warns(monkeypatch):
     import transduce.device as device
 

@@ -127,3 +127,21 @@ def test_a_run_of_another_command_is_named_and_left_untouched(demo_run, forecast
         assert main(argv) == 2
         assert message in capsys.readouterr().err
     assert files() == before
+
+
+def test_the_record_read_for_its_kind_serves_the_load_after_it_once(tmp_path, monkeypatch):
+    path = tmp_path / "model.pt"
+    record = {"model": {"w": torch.ones(2)}, "model_config": {}, "kind": "translation"}
+    runs.save_checkpoint(path, record)
+    reads = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: reads.append(1) or real_load(*a, **k))
+    assert runs.checkpoint_kind(path) == "translation"
+    assert runs.load_checkpoint(path)["model"]["w"].tolist() == [1.0, 1.0]
+    assert len(reads) == 1  # the look and the load read the file once
+    runs.load_checkpoint(path)
+    assert len(reads) == 2  # used once, then read again
+    # a file replaced after the look is read anew, never served from the look
+    assert runs.checkpoint_kind(path) == "translation"
+    runs.save_checkpoint(path, {**record, "kind": "forecast"})
+    assert runs.load_checkpoint(path)["kind"] == "forecast"

@@ -25,7 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="folder with the Multi30k raw files")
     parser.add_argument("--run-dir", required=True, help="a trained Multi30k En→De run")
-    parser.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    parser.add_argument("--precision", default="bf16", choices=["bf16", "fp32", "int8"])
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(HERE / "profile_beam.md"))

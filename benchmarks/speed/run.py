@@ -14,7 +14,8 @@ Training (target tokens/s, median over steps after warm-up):
   torch          nn.Transformer + embeddings + output layer + F.cross_entropy, same autocast
   marian         Hugging Face MarianMTModel of the same sizes, random init, same loss
 Translation of test_2016_flickr (beam 5), sentences/s, target tokens/s, latency p50/p95:
-  transduce-fp32, transduce-bf16, marian-generate (our weights), ct2-float32, ct2-int8
+  transduce-fp32, transduce-bf16, transduce-int8, marian-generate (our weights),
+  ct2-float32, ct2-int8
 The peers are built in peers.py.
 """
 
@@ -45,6 +46,7 @@ ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
 TRANSLATE_SYSTEMS = (
     "transduce-fp32",
     "transduce-bf16",
+    "transduce-int8",
     "marian-generate",
     "ct2-float32",
     "ct2-int8",
@@ -438,6 +440,7 @@ def main() -> None:
         help="measure one half again, keeping the other's figures from the results file",
     )
     parser.add_argument("--train-systems", default=",".join(TRAIN_SYSTEMS + ABLATIONS))
+    parser.add_argument("--translate-systems", default=",".join(TRANSLATE_SYSTEMS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(HERE / "results"), help="results path stem")
     parser.add_argument(
@@ -474,7 +477,7 @@ def main() -> None:
             if size != 4096:
                 results["training"].append(run_child(args, f"train:transduce:{size}"))
     if args.only != "train":
-        for system in TRANSLATE_SYSTEMS:
+        for system in args.translate_systems.split(","):
             results["translation"].append(
                 run_child(args, f"translate:{system}:{args.translate_tokens}")
             )

@@ -13,6 +13,8 @@ import torch
 from transduce.errors import UserError
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+# Translation may also run its linear layers with int8 weights on a CPU (transduce.nn.int8).
+DECODING_PRECISIONS = (*PRECISIONS, "int8")
 
 
 def _mps_available() -> bool:
@@ -57,11 +59,31 @@ def bf16_is_fast(device: torch.device) -> bool:
     return False
 
 
-def resolve_precision(precision: str, device: torch.device) -> str:
+def int8_supported() -> bool:
+    """Whether this PyTorch has the oneDNN int8 linear kernel that precision=int8 runs
+    (x86 CPU builds do)."""
+    return hasattr(torch.ops.onednn, "qlinear_pointwise") and torch.backends.mkldnn.is_available()
+
+
+def resolve_precision(precision: str, device: torch.device, *, decoding: bool = False) -> str:
     """Turn "auto" into "bf16" where that is fast, "fp16" on a GPU without bf16 (trained
-    with a gradient scaler), else "fp32"."""
-    if precision not in PRECISIONS:
-        raise UserError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    with a gradient scaler), else "fp32". With ``decoding`` (translating, not training)
+    "int8" is also taken: int8 weights for the linear layers, on a CPU."""
+    allowed = DECODING_PRECISIONS if decoding else PRECISIONS
+    if precision not in allowed:
+        raise UserError(f"precision must be one of {', '.join(allowed)}, not {precision!r}")
+    if precision == "int8":
+        if device.type != "cpu":
+            raise UserError(
+                f"precision=int8 runs on the CPU; on {device.type} use precision=auto (bf16 "
+                "or fp16)"
+            )
+        if not int8_supported():
+            raise UserError(
+                "precision=int8: this PyTorch has no oneDNN int8 kernel (an x86 CPU build "
+                "has); use precision=auto"
+            )
+        return precision
     if precision == "fp16" and device.type == "cpu":
         raise UserError("precision=fp16 is for GPUs; use bf16 or fp32 on a CPU")
     if precision == "auto":

@@ -204,7 +204,7 @@ register(
                 "transduce.cli.forecast",
             ),
         ),
-        claims="transduce.tasks.forecasting.rundir:is_blend",
+        claims="transduce.runs:is_blend",
     )
 )
 register(

@@ -40,6 +40,21 @@ def test_one_output_line_per_input_line_in_order(trained_run, tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_every_precision_translates_a_file(trained_run, tmp_path, capsys, precision):
+    from transduce.device import int8_supported
+
+    if precision == "int8" and not int8_supported():
+        pytest.skip("this PyTorch has no oneDNN int8 kernel")
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES[:3]) + "\n", encoding="utf-8")
+    out = tmp_path / f"{precision}.txt"
+    args = ["translate", str(trained_run), "--input", str(source), "--output", str(out)]
+    assert main([*args, "--precision", precision, "--device", "cpu"]) == 0
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[0] and not lines[1] and lines[2]
+
+
 def test_standard_input_and_greedy(trained_run):
     result = subprocess.run(
         [sys.executable, "-m", "transduce", "translate", str(trained_run), "--beam", "1"],

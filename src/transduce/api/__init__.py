@@ -1,9 +1,24 @@
 """The Python entry points: :func:`load` gives a model ready to use (a translator or a
-forecaster); :class:`Forecaster` fits a forecasting run from a CSV and forecasts with it."""
+forecaster); :class:`Forecaster` fits a forecasting run from a CSV and forecasts with it.
 
-from transduce.api.forecast_frames import backtest
-from transduce.api.forecaster import Forecaster
-from transduce.api.loading import load
-from transduce.api.panel import GlobalForecaster  # registers the class of global runs
+Each name is imported on first use, so that translating never pays for forecasting's
+imports (pandas, matplotlib).
+"""
+
+import importlib
 
 __all__ = ["Forecaster", "GlobalForecaster", "backtest", "load"]
+_HOMES = {
+    "Forecaster": "forecaster",
+    "GlobalForecaster": "panel",
+    "backtest": "forecast_frames",
+    "load": "loading",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'transduce.api' has no attribute {name!r}")
+    if name != "load":
+        importlib.import_module("transduce.api.panel")  # registers the class of global runs
+    return getattr(importlib.import_module(f"transduce.api.{_HOMES[name]}"), name)

@@ -41,6 +41,5 @@ def load_translator(path, device: str, precision: str, verbose: bool):
 
 def _translator(model, tokenizer, device: str, precision: str) -> Translator:
     dev = pick_device(device)
-    return Translator(
-        model=model, tokenizer=tokenizer, device=dev, precision=resolve_precision(precision, dev)
-    )
+    precision = resolve_precision(precision, dev, decoding=True)
+    return Translator(model=model, tokenizer=tokenizer, device=dev, precision=precision)

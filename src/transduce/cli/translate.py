@@ -13,6 +13,7 @@ from transduce.api.loading import load
 from transduce.data.text import lines_of, read_lines
 from transduce.decoding.defaults import lenpen_ok, resolve
 from transduce.decoding.translator import MAX_BEAM
+from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
 from transduce.export.ctranslate2 import CTranslate2Translator
 from transduce.io import check_output_file, write_text
@@ -81,8 +82,9 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
     parser.add_argument(
         "--precision",
         default="auto",
-        choices=["auto", "bf16", "fp16", "fp32"],
-        help="autocast type (default: bf16 where the hardware is fast at it)",
+        choices=list(DECODING_PRECISIONS),
+        help="autocast type (default: bf16 where the hardware is fast at it), or int8: "
+        "the linear layers' weights in int8, on a CPU",
     )
     parser.set_defaults(run=run)
 

@@ -24,6 +24,7 @@ from transduce.decoding.sources import (
 from transduce.device import autocast
 from transduce.errors import UserError
 from transduce.nn import Transformer, padding_mask
+from transduce.nn.int8 import quantize_linears
 
 MAX_BEAM = 16  # a wider beam is refused everywhere (the CLI, the Python API, the server)
 
@@ -156,7 +157,9 @@ class Translator(TranslateAPI):
             them (moved to ``device`` and put in eval mode here).
         tokenizer: the joint subword tokenizer it was trained with.
         device: where to run.
-        precision: how to run: "bf16" (autocast) or "fp32".
+        precision: how to run: "bf16" (autocast), "fp32", or "int8" (the linear layers'
+            weights in int8, the rest in float32, on a CPU: :mod:`transduce.nn.int8`; the
+            model is changed in place).
     """
 
     def __init__(
@@ -168,6 +171,8 @@ class Translator(TranslateAPI):
         precision: str,
     ) -> None:
         self.model = model.to(device).eval()
+        if precision == "int8":
+            quantize_linears(self.model)
         self.tokenizer, self.device, self.precision = tokenizer, device, precision
         positions = model.positions.table.shape[0]
         self.max_source = positions - EXTRA_OUTPUT - 2  # room for EOS and BOS + outputs

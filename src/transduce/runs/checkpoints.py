@@ -15,7 +15,7 @@ import torch
 from transduce import families
 from transduce.errors import UserError
 from transduce.io import atomic_path, check_output_file, write_text
-from transduce.runs.layout import AVERAGED, BEST, CHECKPOINTS, ENSEMBLE
+from transduce.runs.layout import AVERAGED, BEST, BLEND, CHECKPOINTS, ENSEMBLE
 from transduce.version import __version__
 
 STEP_FILE = re.compile(r"step_(\d+)\.pt")  # matched whole: keep_step_3.pt is not ours
@@ -61,8 +61,10 @@ def load_checkpoint(
     """Load with ``weights_only=True`` (tensors, numbers, strings and containers only: no
     pickled code runs); with ``kind``, refuse a checkpoint of another kind of model. With
     ``mmap`` the tensors are mapped from the file, not read, for a look at the record."""
+    state = _PEEKED.pop(_file_key(path), None)  # checkpoint_kind's look, used once
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        if state is None:
+            state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except FileNotFoundError:
         raise UserError(
             f"{path}: no such checkpoint; give a run directory that training "
@@ -156,6 +158,11 @@ def find_checkpoint(path: str | os.PathLike) -> tuple[Path, Path]:
     return chosen, run_dir
 
 
+def is_blend(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder that ``forecast blend --output`` wrote."""
+    return (Path(path) / BLEND).is_file()
+
+
 def ensemble_members(path: str | os.PathLike) -> list[Path] | None:
     """The member runs that the ensemble directory ``path`` lists, or None when ``path`` is
     not one (has no ``ensemble.json``)."""
@@ -243,5 +250,26 @@ def average_run(
 def checkpoint_kind(path: str | os.PathLike) -> str:
     """The kind of model a run directory or checkpoint holds (translation, forecast,
     numbers)."""
-    # mapped, not read: transduce.load asks before it loads the model itself
-    return load_checkpoint(find_checkpoint(path)[0], mmap=True).get("kind", "translation")
+    # mapped, not read: transduce.load asks before it loads the model itself. Unpickling
+    # a record costs as much as its tensors are many (a quarter second for a run with its
+    # optimizer's moments), so the next load of the same unchanged file takes this one.
+    file = find_checkpoint(path)[0]
+    state = load_checkpoint(file, mmap=True)
+    _PEEKED.clear()
+    key = _file_key(file)
+    if key is not None:
+        _PEEKED[key] = state
+    return state.get("kind", "translation")
+
+
+# The record checkpoint_kind last mapped, by its file's identity, for the one load after it.
+_PEEKED: dict[tuple, dict] = {}
+
+
+def _file_key(path: str | os.PathLike) -> tuple | None:
+    """What tells a file from its replacement: where it is, its inode, its time and size."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size)

@@ -18,6 +18,7 @@ from transduce.errors import UserError
 from transduce.evaluation.quantiles import band_coverage, intervals
 from transduce.io import write_text
 from transduce.nn.forecasting.blend import Blend, longest_input
+from transduce.runs import is_blend
 from transduce.tasks.forecasting.calibration import (
     Calibrated,
     apply_saved,
@@ -107,11 +108,6 @@ def evaluate_run(run_dir: str | Path, drop_last: tuple[int, ...] = ()) -> dict:
         result["uncalibrated"] = {"rho_risk": raw["rho_risk"], "coverage": raw["coverage"]}
     runs.write_json(run_dir, runs.TEST_RESULTS, result)
     return result
-
-
-def is_blend(path: str | Path) -> bool:
-    """Whether ``path`` is a folder that ``forecast blend --output`` wrote."""
-    return (Path(path) / runs.BLEND).is_file()
 
 
 def load_blend(blend_dir: str | Path, calibrated: bool = True):

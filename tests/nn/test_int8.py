@@ -1,0 +1,70 @@
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from transduce.device import int8_supported
+from transduce.nn import padding_mask
+from transduce.nn.builders import TransformerConfig, build_transformer
+from transduce.nn.int8 import Int8Linear, quantize_linears
+
+pytestmark = pytest.mark.skipif(
+    not int8_supported(), reason="this PyTorch build has no oneDNN int8 kernel (x86 CPU only)"
+)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_an_int8_layer_is_the_float_layer_within_its_quantization_step(bias):
+    linear = nn.Linear(64, 48, bias=bias)
+    x = torch.randn(2, 7, 64) * 3
+    quantized = Int8Linear(linear)
+    out, expected = quantized(x), linear(x).detach()
+    assert out.shape == expected.shape and out.dtype == torch.float32
+    # each product carries at most half a step of x (max|x| / 127) and of w_j (max|w_j| / 127)
+    x_step = x.abs().max() / 127
+    w_step = linear.weight.abs().amax(1) / 127  # (48,)
+    bound = 0.5 * (x_step * linear.weight.abs().sum(1) + w_step * x.abs().sum(-1, keepdim=True))
+    assert ((out - expected).abs() <= bound * 1.01 + 1e-5).all()
+    assert (out - expected).abs().max() > 0  # it is int8, not the float layer again
+
+
+def test_inputs_and_weights_on_the_int8_grids_multiply_exactly():
+    # a weight row whose largest entry is ±127 steps and an input whose largest magnitude
+    # is 127 steps are represented exactly: only the sums' rounding remains
+    torch.manual_seed(1)
+    steps = torch.randint(-127, 128, (6, 32)).float()
+    steps[:, 0] = 127
+    linear = nn.Linear(32, 6)
+    linear.weight.data = steps * 0.01
+    x = torch.randint(-127, 128, (4, 32)).float() * 0.05
+    x[0, 0] = -127 * 0.05
+    torch.testing.assert_close(Int8Linear(linear)(x), linear(x).detach(), rtol=1e-5, atol=1e-4)
+
+
+def test_zero_stays_exact_and_an_all_zero_input_gives_the_bias():
+    linear = nn.Linear(16, 8)
+    out = Int8Linear(linear)(torch.zeros(3, 16))
+    torch.testing.assert_close(out, linear.bias.detach().expand(3, 8))
+
+
+def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
+    torch.manual_seed(0)
+    config = TransformerConfig(
+        src_vocab_size=300, d_model=64, d_ff=128, num_heads=4,
+        num_encoder_layers=2, num_decoder_layers=2,
+    )  # fmt: skip
+    model = build_transformer(config).eval()
+    quantized = copy.deepcopy(model)
+    linears = sum(type(m) is nn.Linear for m in model.modules())
+    assert quantize_linears(quantized) == linears > 0
+    assert not any(type(m) is nn.Linear for m in quantized.modules())
+    src, tgt = torch.randint(4, 300, (3, 11)), torch.randint(4, 300, (3, 9))
+    src[0, 8:] = 0  # padding
+    mask = padding_mask(src, 0)
+    with torch.no_grad():
+        expected = model(src, tgt, mask).log_softmax(-1)
+        got = quantized(src, tgt, mask).log_softmax(-1)
+    assert (got - expected).abs().max() < 0.05 * expected.abs().max()
+    # the model's choices survive: the same best next token almost everywhere
+    assert (got.argmax(-1) == expected.argmax(-1)).float().mean() > 0.95
