@@ -116,3 +116,29 @@ def test_beams_sharing_cross_attention_equal_copied_rows(need_weights):
     if need_weights:
         assert wa[0].shape == (4, 4, 1, 7)
         torch.testing.assert_close(wa[0], wb[0], atol=1e-6, rtol=1e-6)
+
+
+@torch.no_grad()
+def test_steps_that_branch_from_one_cache_never_see_each_other():
+    """Once keys live in preallocated room, two steps from the same cache (and a reorder of
+    an older one) must each give the logits of their own prefix."""
+    model, src, tgt = model_and_batch()
+    mask = padding_mask(src, PAD)
+    state = model.start(src, mask)
+    for t in range(3):  # past the first steps: the keys are in a slab now
+        _, state = model.step(tgt[:, t : t + 1], state)
+    kept = state.layers[0].self_keys.clone()
+    other = torch.randint(4, 31, (3, 1))
+    _, branch_a = model.step(tgt[:, 3:4], state)
+    _, branch_b = model.step(other, state)  # writes where branch_a wrote, if it shared room
+    a, _ = model.step(tgt[:, 4:5], branch_a)
+    b, _ = model.step(tgt[:, 4:5], branch_b)
+    full_a = model(src, tgt[:, :5], mask)[:, 4]
+    full_b = model(src, torch.cat([tgt[:, :3], other, tgt[:, 4:5]], 1), mask)[:, 4]
+    torch.testing.assert_close(a[:, 0], full_a, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(b[:, 0], full_b, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(state.layers[0].self_keys, kept)  # the older cache is intact
+    order = torch.tensor([2, 2, 0])
+    c, _ = model.step(tgt[order, 3:4], state.reorder(order))  # a reorder of the older cache
+    torch.testing.assert_close(c[:, 0], model(src[order], tgt[order, :4], mask[order])[:, 3],
+                               atol=1e-5, rtol=1e-5)  # fmt: skip
