@@ -7,7 +7,7 @@ from torch import nn
 from transduce.device import int8_supported
 from transduce.nn import padding_mask
 from transduce.nn.builders import TransformerConfig, build_transformer
-from transduce.nn.int8 import Int8Linear, quantize_linears
+from transduce.nn.int8 import INT8_MIN_PRODUCT, Int8Linear, quantize_linears
 
 pytestmark = pytest.mark.skipif(
     not int8_supported(), reason="this PyTorch build has no oneDNN int8 kernel (x86 CPU only)"
@@ -16,14 +16,14 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize("bias", [True, False])
 def test_an_int8_layer_is_the_float_layer_within_its_quantization_step(bias):
-    linear = nn.Linear(64, 48, bias=bias)
-    x = torch.randn(2, 7, 64) * 3
+    linear = nn.Linear(64, 640, bias=bias)
+    x = torch.randn(2, 40, 64) * 3  # 80 rows × 640 outputs: the int8 kernel's size
     quantized = Int8Linear(linear)
     out, expected = quantized(x), linear(x).detach()
     assert out.shape == expected.shape and out.dtype == torch.float32
     # each product carries at most half a step of x (max|x| / 127) and of w_j (max|w_j| / 127)
     x_step = x.abs().max() / 127
-    w_step = linear.weight.abs().amax(1) / 127  # (48,)
+    w_step = linear.weight.abs().amax(1) / 127  # (640,)
     bound = 0.5 * (x_step * linear.weight.abs().sum(1) + w_step * x.abs().sum(-1, keepdim=True))
     assert ((out - expected).abs() <= bound * 1.01 + 1e-5).all()
     assert (out - expected).abs().max() > 0  # it is int8, not the float layer again
@@ -33,19 +33,30 @@ def test_inputs_and_weights_on_the_int8_grids_multiply_exactly():
     # a weight row whose largest entry is ±127 steps and an input whose largest magnitude
     # is 127 steps are represented exactly: only the sums' rounding remains
     torch.manual_seed(1)
-    steps = torch.randint(-127, 128, (6, 32)).float()
+    steps = torch.randint(-127, 128, (512, 32)).float()
     steps[:, 0] = 127
-    linear = nn.Linear(32, 6)
+    linear = nn.Linear(32, 512)
     linear.weight.data = steps * 0.01
-    x = torch.randint(-127, 128, (4, 32)).float() * 0.05
+    x = torch.randint(-127, 128, (64, 32)).float() * 0.05
     x[0, 0] = -127 * 0.05
     torch.testing.assert_close(Int8Linear(linear)(x), linear(x).detach(), rtol=1e-5, atol=1e-4)
 
 
 def test_zero_stays_exact_and_an_all_zero_input_gives_the_bias():
-    linear = nn.Linear(16, 8)
-    out = Int8Linear(linear)(torch.zeros(3, 16))
-    torch.testing.assert_close(out, linear.bias.detach().expand(3, 8))
+    linear = nn.Linear(16, 1024)
+    out = Int8Linear(linear)(torch.zeros(64, 16))
+    torch.testing.assert_close(out, linear.bias.detach().expand(64, 1024))
+
+
+def test_small_products_run_in_float32_and_large_ones_in_int8():
+    linear = nn.Linear(256, 256)
+    layer = Int8Linear(linear)
+    small = torch.randn(5, 256)  # one sentence's 5 beams: 1,280 products
+    torch.testing.assert_close(layer(small), linear(small).detach(), rtol=0, atol=0)
+    rows = INT8_MIN_PRODUCT // 256  # the first size the int8 kernel takes
+    large = torch.randn(rows, 256)
+    assert not torch.equal(layer(large), linear(large).detach())
+    assert torch.equal(layer(large[:-1]), linear(large[:-1]).detach())
 
 
 def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
@@ -59,7 +70,8 @@ def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
     linears = sum(type(m) is nn.Linear for m in model.modules())
     assert quantize_linears(quantized) == linears > 0
     assert not any(type(m) is nn.Linear for m in quantized.modules())
-    src, tgt = torch.randint(4, 300, (3, 11)), torch.randint(4, 300, (3, 9))
+    # 64 sentences: 704 source and 576 target rows, enough for the int8 kernel everywhere
+    src, tgt = torch.randint(4, 300, (64, 11)), torch.randint(4, 300, (64, 9))
     src[0, 8:] = 0  # padding
     mask = padding_mask(src, 0)
     with torch.no_grad():
@@ -68,3 +80,4 @@ def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
     assert (got - expected).abs().max() < 0.05 * expected.abs().max()
     # the model's choices survive: the same best next token almost everywhere
     assert (got.argmax(-1) == expected.argmax(-1)).float().mean() > 0.95
+    assert not torch.equal(got, expected)  # it is the int8 path, not float32 again

@@ -14,14 +14,24 @@ so every view of the model (attention maps, the explainer) runs as before.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+# Products of fewer rows × outputs than this run in float32: there quantizing the input and
+# calling the int8 kernel cost more than they save (benchmarks/speed/int8.md: at 5 or 80 rows
+# of a 256 → 256 layer float32 is faster; at 80 rows of 256 → 1024, or 5 of 256 → 8000, int8).
+INT8_MIN_PRODUCT = 32_768
 
 
 class Int8Linear(nn.Module):
     """An inference-only stand-in for ``nn.Linear`` with int8 weights; see the module.
+    Small products (fewer than ``INT8_MIN_PRODUCT`` rows × outputs, such as one sentence's
+    beams through a 256-wide projection) take the float32 weight, which it keeps.
 
     Args:
-        linear: the float layer whose weight and bias it takes (copied, not shared).
+        linear: the float layer whose weight and bias it takes (the weight shared, not
+            copied; the int8 copy is its own).
     """
 
     def __init__(self, linear: nn.Linear) -> None:
@@ -36,9 +46,12 @@ class Int8Linear(nn.Module):
         self.register_buffer("packed", torch.ops.onednn.qlinear_prepack(quantized, None))
         bias = None if linear.bias is None else linear.bias.detach().float().clone()
         self.register_buffer("bias", bias)
+        self.register_buffer("weight", linear.weight.detach())
 
     def forward(self, x: Tensor) -> Tensor:
         x = x.float()
+        if x.numel() // self.in_features * self.out_features < INT8_MIN_PRODUCT:
+            return F.linear(x, self.weight, self.bias)
         scale = x.abs().amax().div_(127).clamp_(min=1e-12)  # one scale for the whole input
         qx = (x / scale).round_().to(torch.int8)  # |x| / scale ≤ 127: no clamp needed
         return torch.ops.onednn.qlinear_pointwise.tensor(
