@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-
 # Products of fewer rows × outputs than this run in float32: there quantizing the input and
 # calling the int8 kernel cost more than they save (benchmarks/speed/int8.md: at 5 or 80 rows
 # of a 256 → 256 layer float32 is faster; at 80 rows of 256 → 1024, or 5 of 256 → 8000, int8).
