@@ -1,13 +1,13 @@
 """The decoder's self-attention cache in beam search: copied whole every step (torch.cat to
-extend, index_select to reorder) against transduce.nn.cache's preallocated slabs (a step
-writes its position in place; a reorder copies the cached positions once).
+extend, index_select to reorder: transduce before 9bbcc52) against transduce.nn.cache's
+preallocated slabs (a step writes its position in place; a reorder copies the cached
+positions once), translating test_2016_flickr with a trained run.
 
-    python benchmarks/speed/cache.py [--threads N]
+    python benchmarks/speed/cache.py --data data/multi30k --run-dir runs/bench/en-de-2h
 
-One decoder layer's keys and values of the d_model 256 model (4 heads of 64) for 80
-sentences × beam 5 = 400 rows, stepped 40 times: each step appends one position, attends
-with one query per row (PyTorch's fused attention) and reorders the rows as beam search
-does. Interleaved rounds, medians. Results go to benchmarks/speed/cache.md.
+One process; the two caches take turns (the old one patched in for its turns), each round
+translating the same sentences with beam 5 at the given precision. Medians of the rounds.
+Results go to benchmarks/speed/cache.md.
 """
 
 from __future__ import annotations
@@ -15,73 +15,92 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from transduce.nn.cache import LayerCache
+from transduce.nn.cache import LayerCache, _select
 
 HERE = Path(__file__).parent
-ROWS, HEADS, HEAD_SIZE, STEPS = 400, 4, 64, 40
 
 
-def copied(new_kv, orders, queries) -> None:
-    """Before: cat the new position onto the cache, then index_select the surviving rows."""
-    keys = values = None
-    for kv, rows, q in zip(new_kv, orders, queries):
-        keys = kv if keys is None else torch.cat([keys, kv], 2)
-        values = kv if values is None else torch.cat([values, kv], 2)
-        F.scaled_dot_product_attention(q, keys, values)
-        keys, values = keys.index_select(0, rows), values.index_select(0, rows)
+def copied_extend(self, keys, values):
+    if self.self_keys is not None:
+        keys = torch.cat([self.self_keys, keys], dim=2)
+        values = torch.cat([self.self_values, values], dim=2)
+    return replace(self, self_keys=keys, self_values=values)
 
 
-def slabs(new_kv, orders, queries) -> None:
-    """Now: LayerCache.extend and LayerCache.reorder."""
-    empty = torch.empty(0)
-    cache = LayerCache(empty, empty)
-    for kv, rows, q in zip(new_kv, orders, queries):
-        cache = cache.extend(kv, kv)
-        F.scaled_dot_product_attention(q, cache.self_keys, cache.self_values)
-        cache = cache.reorder(rows)
+def copied_reorder(self, indices, memory_rows=None):
+    return LayerCache(
+        _select(self.cross_keys, memory_rows),
+        _select(self.cross_values, memory_rows),
+        _select(self.self_keys, indices),
+        _select(self.self_values, indices),
+    )
+
+
+@contextmanager
+def copied_whole():
+    """LayerCache as it was: every step copies the cached positions twice."""
+    saved = LayerCache.extend, LayerCache.reorder
+    LayerCache.extend, LayerCache.reorder = copied_extend, copied_reorder
+    try:
+        yield
+    finally:
+        LayerCache.extend, LayerCache.reorder = saved
 
 
 def main() -> None:
+    from transduce.api.loading import load
+    from transduce.data.text import read_lines
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, help="the multi30k folder")
+    parser.add_argument("--run-dir", required=True, help="a trained Multi30k En→De run")
+    parser.add_argument("--precision", default="int8", choices=["fp32", "bf16", "int8"])
+    parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=HERE / "cache.md")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    new_kv = [torch.randn(ROWS, HEADS, 1, HEAD_SIZE) for _ in range(STEPS)]
-    queries = [torch.randn(ROWS, HEADS, 1, HEAD_SIZE) for _ in range(STEPS)]
-    beams = torch.arange(ROWS).view(-1, 5)
-    orders = [  # each sentence keeps beams of its own, some twice
-        beams.gather(1, torch.randint(0, 5, beams.shape)).view(-1) for _ in range(STEPS)
-    ]
-    times = {"copied whole (cat + index_select)": [], "preallocated slabs": []}
-    with torch.no_grad():
-        for _ in range(args.rounds):
-            for name, run in zip(times, (copied, slabs)):
+    sources = read_lines(Path(args.data) / "test_2016_flickr.en")[: args.sentences]
+    translator = load(args.run_dir, "cpu", args.precision, verbose=False)
+    translator.search(sources[:20], 5, 0.6)  # warm-up
+    arms = {"copied whole (cat + index_select)": copied_whole, "preallocated slabs": None}
+    rates: dict[str, list[float]] = {name: [] for name in arms}
+    outputs = {}
+    for _ in range(args.rounds):
+        for name, patch in arms.items():
+            with patch() if patch else _nothing():
                 start = time.perf_counter()
-                run(new_kv, orders, queries)
-                times[name].append((time.perf_counter() - start) * 1000 / STEPS)
-    base = statistics.median(times["copied whole (cat + index_select)"])
+                outputs[name] = translator.search(sources, 5, 0.6)
+                rates[name].append(len(sources) / (time.perf_counter() - start))
+    same = outputs[next(iter(arms))] == outputs["preallocated slabs"]
+    base = statistics.median(rates["copied whole (cat + index_select)"])
     lines = [
-        f"Command: `python benchmarks/speed/cache.py --threads {args.threads}`: one layer, "
-        f"{ROWS} rows, {STEPS} steps (extend, attend, reorder); ms a step, median of "
-        f"{args.rounds} interleaved rounds.",
+        f"Command: `python benchmarks/speed/cache.py --precision {args.precision} "
+        f"--threads {args.threads}`: {len(sources)} sentences of test_2016_flickr, beam 5, "
+        f"median of {args.rounds} alternating rounds in one process.",
         "",
-        "| self-attention cache | ms a step | speed-up |",
+        "| self-attention cache | sentences/s | speed-up |",
         "|---|---:|---:|",
     ]
-    for name, values in times.items():
-        ms = statistics.median(values)
-        lines.append(f"| {name} | {ms:.2f} | {base / ms:.2f}× |")
+    for name, values in rates.items():
+        rate = statistics.median(values)
+        lines.append(f"| {name} | {rate:.1f} | {rate / base:.2f}× |")
+    lines += ["", f"Same translations and scores from both: {'yes' if same else 'NO'}."]
     text = "\n".join(lines) + "\n"
     args.out.write_text(text)
     print(text)
+
+
+@contextmanager
+def _nothing():
+    yield
 
 
 if __name__ == "__main__":
