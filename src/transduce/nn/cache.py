@@ -15,100 +15,42 @@ Legend: B batch (× beams), H heads, P cached positions, S source length, Dh hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
-
-
-class _Slab:
-    """Room for the self-attention keys (or values) of the positions decoded so far,
-    position-major: ``data`` (C, B, H, Dh), of which the first ``filled`` positions are
-    written. Caches made one from another share it; a cache appends in place only when it
-    is the one that filled it last, so no cache ever sees its positions change."""
-
-    __slots__ = ("data", "filled")
-
-    def __init__(self, data: Tensor, filled: int) -> None:
-        self.data, self.filled = data, filled
-
-    @classmethod
-    def holding(cls, kv: Tensor, capacity: int) -> _Slab:
-        """A new slab of ``capacity`` positions holding ``kv`` (B, H, P, Dh)."""
-        B, H, P, Dh = kv.shape
-        slab = cls(kv.new_empty(capacity, B, H, Dh), P)
-        slab.data[:P] = kv.permute(2, 0, 1, 3)
-        return slab
-
-    def view(self) -> Tensor:
-        """The filled positions as (B, H, P, Dh), a view."""
-        return self.data[: self.filled].permute(1, 2, 0, 3)
-
-    def append(self, kv: Tensor) -> None:
-        """Write ``kv`` (B, H, t, Dh) after the filled positions (there is room)."""
-        t = kv.shape[2]
-        self.data[self.filled : self.filled + t] = kv.permute(2, 0, 1, 3)
-        self.filled += t
-
-    def select(self, rows: Tensor) -> _Slab:
-        """A new slab of the same room holding batch rows ``rows`` (N,), in that order."""
-        C, _, H, Dh = self.data.shape
-        data = self.data.new_empty(C, rows.shape[0], H, Dh)
-        torch.index_select(self.data[: self.filled], 1, rows, out=data[: self.filled])
-        return _Slab(data, self.filled)
 
 
 @dataclass(frozen=True)
 class LayerCache:
     """One decoder layer's state.
 
-    From the second step of incremental decoding on, the self-attention keys and values
-    live in preallocated room (a slab, position-major) that grows by doubling: a step
-    writes its position in place instead of copying the cached ones, and reordering copies
-    them once, straight into a new slab (``benchmarks/speed/cache.py``). A full pass (one
-    extension of T positions, as in training) keeps the projected tensors as they are.
-
     Attributes:
         cross_keys, cross_values: (B, H, S, Dh), projected from the encoder output once.
-        self_keys, self_values: (B, H, P, Dh), or None before the first step (views of the
-            slabs once there are slabs).
+        self_keys, self_values: (B, H, P, Dh), or None before the first step.
     """
 
     cross_keys: Tensor
     cross_values: Tensor
     self_keys: Tensor | None = None
     self_values: Tensor | None = None
-    slabs: tuple[_Slab, _Slab] | None = field(default=None, repr=False, compare=False)
 
     def extend(self, keys: Tensor, values: Tensor) -> LayerCache:
         """Append new self-attention keys/values (B, H, t, Dh) after the cached ones."""
-        if self.self_keys is None:
-            return replace(self, self_keys=keys, self_values=values)
-        if torch.is_grad_enabled() and (keys.requires_grad or self.self_keys.requires_grad):
+        if self.self_keys is not None:
             keys = torch.cat([self.self_keys, keys], dim=2)  # (B, H, P + t, Dh)
             values = torch.cat([self.self_values, values], dim=2)
-            return replace(self, self_keys=keys, self_values=values, slabs=None)
-        P, need = self.self_keys.shape[2], self.self_keys.shape[2] + keys.shape[2]
-        slabs = self.slabs
-        if slabs is None or slabs[0].filled != P or slabs[0].data.shape[0] < need:
-            room = max(2 * need, 16)
-            slabs = (_Slab.holding(self.self_keys, room), _Slab.holding(self.self_values, room))
-        slabs[0].append(keys)
-        slabs[1].append(values)
-        return replace(self, self_keys=slabs[0].view(), self_values=slabs[1].view(), slabs=slabs)
+        return replace(self, self_keys=keys, self_values=values)
 
     def reorder(self, indices: Tensor, memory_rows: Tensor | None = None) -> LayerCache:
         """Keep self-attention rows ``indices`` (N,), in that order (rows may repeat), and
         cross-attention rows ``memory_rows`` (unchanged when None)."""
-        cross_keys = _select(self.cross_keys, memory_rows)
-        cross_values = _select(self.cross_values, memory_rows)
-        if indices is None:
-            return replace(self, cross_keys=cross_keys, cross_values=cross_values)
-        if self.slabs is None or self.slabs[0].filled != self.self_keys.shape[2]:
-            keys, values = _select(self.self_keys, indices), _select(self.self_values, indices)
-            return LayerCache(cross_keys, cross_values, keys, values)
-        slabs = (self.slabs[0].select(indices), self.slabs[1].select(indices))
-        return LayerCache(cross_keys, cross_values, slabs[0].view(), slabs[1].view(), slabs)
+        return LayerCache(
+            _select(self.cross_keys, memory_rows),
+            _select(self.cross_values, memory_rows),
+            _select(self.self_keys, indices),
+            _select(self.self_values, indices),
+        )
 
 
 def _select(t: Tensor | None, indices: Tensor | None) -> Tensor | None:
