@@ -499,6 +499,12 @@ def speed_page() -> str:
         "by side in one run on one machine: compare ratios, not figures of two tables.",
     ]
     for stem, title in (
+        (
+            "results_spr",
+            "The d_model 256 model on a Sapphire Rapids (AMX), with int8 (the 2-hour "
+            "config trained 30 minutes: max_minutes=30 cooldown=0.3, then transduce "
+            "average --last 3)",
+        ),
         ("results_tiny", "The 2-hour En→De model (4+4 layers, d_model 128)"),
         ("results", "The d_model 256 model"),
         ("results_zen3", "The d_model 256 model on a Zen 3 (fp32)"),
@@ -512,7 +518,11 @@ def speed_page() -> str:
             "",
             speed.summarise(data).replace("\n# ", "\n### ").replace("\n## ", "\n### "),
         ]
-    for name in ("attention", "dropout", "allocator", "profile_beam"):
+    if (BENCH / "speed/cold.json").exists():
+        cold = harness("speed/cold.py")
+        lines += ["", "## Whole process, started cold", ""]
+        lines.append(cold.summarise(load("speed/cold.json")))
+    for name in ("int8", "attention", "dropout", "allocator", "profile_beam"):
         lines += [
             "",
             f"## {name.replace('_', ' ').capitalize()}",

@@ -79,3 +79,21 @@ def test_readme_forecasting_table_is_the_results_file():
     assert chosen == [
         f"{means[d, 'chosen']:.3f}" if (d, "chosen") in means else "–" for d in datasets
     ]
+
+
+def test_readme_speed_ratios_are_those_of_the_results_file():
+    import json
+
+    results = json.loads((ROOT / "benchmarks/speed/results_spr.json").read_text())
+    train = {r["system"]: r["tokens_per_s"] for r in results["training"] if r["max_tokens"] == 4096}
+    sent = {
+        r["system"]: r["sentences_per_s"] for r in results["translation"] if r["max_tokens"] == 6000
+    }
+    text = " ".join(README[README.index("**Speed**") :].split("**Serving**")[0].split())
+    for ratio in (
+        train["transduce"] / train["torch"],
+        train["transduce"] / train["marian"],
+        sent["transduce-bf16"] / sent["ct2-int8"],
+        sent["transduce-int8"] / sent["ct2-int8"],
+    ):
+        assert f"{ratio:.2f}×" in text, f"{ratio:.2f}×"

@@ -25,6 +25,7 @@ from pathlib import Path
 from plot import machine
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
 SYSTEMS = ("transduce-bf16", "transduce-int8", "ct2-int8")
 
 # What a CTranslate2 user runs: SentencePiece + translate_batch, nothing of transduce.
@@ -103,7 +104,7 @@ def measure(args) -> dict:
                     "bleu": corpus_scores(hyps, references)["bleu"],
                 }
             )
-    return {"settings": vars(args), "machine": machine(), "rows": rows}
+    return {"machine": machine(), "rows": rows}
 
 
 def summarise(results: dict) -> str:
@@ -137,7 +138,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "cold")
     args = parser.parse_args()
     results = measure(args)
-    results["settings"]["out"] = str(args.out)
+    from transduce.io import recorded_path
+
+    results["settings"] = {
+        k: recorded_path(v, ROOT) if k in ("data", "run_dir") else v
+        for k, v in vars(args).items()
+        if k != "out"
+    }
     Path(f"{args.out}.json").write_text(json.dumps(results, indent=1) + "\n")
     text = summarise(results)
     Path(f"{args.out}.md").write_text(text)

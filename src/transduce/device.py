@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import platform
 import re
 import sys
 import warnings
@@ -62,7 +63,11 @@ def bf16_is_fast(device: torch.device) -> bool:
 def int8_supported() -> bool:
     """Whether this PyTorch has the oneDNN int8 linear kernel that precision=int8 runs
     (x86 CPU builds do)."""
-    return hasattr(torch.ops.onednn, "qlinear_pointwise") and torch.backends.mkldnn.is_available()
+    return (
+        platform.machine().lower() in ("x86_64", "amd64")
+        and hasattr(torch.ops.onednn, "qlinear_pointwise")
+        and torch.backends.mkldnn.is_available()
+    )
 
 
 def resolve_precision(precision: str, device: torch.device, *, decoding: bool = False) -> str:
