@@ -522,7 +522,7 @@ def speed_page() -> str:
         cold = harness("speed/cold.py")
         lines += ["", "## Whole process, started cold", ""]
         lines.append(cold.summarise(load("speed/cold.json")))
-    for name in ("int8", "attention", "dropout", "allocator", "profile_beam"):
+    for name in ("int8", "profile_train", "attention", "dropout", "allocator", "profile_beam"):
         lines += [
             "",
             f"## {name.replace('_', ' ').capitalize()}",
