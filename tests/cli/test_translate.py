@@ -100,6 +100,7 @@ def test_a_checkpoint_with_another_tokenizer_is_refused(trained_run, tmp_path, c
         (["nowhere"], "no such run directory or checkpoint"),
         (["RUN", "--beam", "2", "--nbest", "3"], "--nbest between 1 and --beam"),
         (["RUN", "--input", "missing.txt"], "missing.txt: cannot read"),
+        (["RUN", "--engine", "ctranslate2", "--precision", "int8"], "is for our engine"),
     ],
 )
 def test_bad_arguments(trained_run, tmp_path, monkeypatch, capsys, args, message):

@@ -199,6 +199,11 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.lenpen is not None and not lenpen_ok(args.lenpen):
         raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not {args.lenpen}")
+    if args.engine == "ctranslate2" and args.precision != "auto":
+        raise UserError(
+            f"--precision {args.precision} is for our engine; a CTranslate2 export keeps the "
+            "quantization it was exported with (transduce export --quantization)"
+        )
     if args.output:
         check_output_file(args.output, "--output")
 
