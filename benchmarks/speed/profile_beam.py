@@ -54,16 +54,23 @@ def main() -> None:
         f"steps, {seconds:.2f} s under the profiler, which slows each operator; the "
         f"operators' own time is {total / 1000:.0f} ms ({total / 1000 / len(steps):.1f} ms "
         "a step).\n",
-        "| operator | self CPU ms | share | calls |",
-        "|---|---:|---:|---:|",
     ]
-    for e in events[:15]:
-        lines.append(
-            f"| `{e.key}` | {e.self_cpu_time_total / 1000:.0f} | "
-            f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count} |"
-        )
+    lines += operator_table(events, total)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def operator_table(events, total: float, per: int = 1) -> list[str]:
+    """The 15 operators that took the most self CPU time, as Markdown rows: their time and
+    calls divided by ``per`` (the steps, when more than one), and their share of ``total``."""
+    each = " a step" if per > 1 else ""
+    lines = [f"| operator | self CPU ms{each} | share | calls{each} |", "|---|---:|---:|---:|"]
+    for e in events[:15]:
+        lines.append(
+            f"| `{e.key}` | {e.self_cpu_time_total / 1000 / per:.{1 if per > 1 else 0}f} | "
+            f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count // per} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":

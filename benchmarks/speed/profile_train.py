@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 
 import torch
+from profile_beam import operator_table
 from run import CONFIG, build_for_training, load_setup, matmul_peak, train_loss, training_batches
 from torch.profiler import ProfilerActivity, profile
 
@@ -65,14 +66,8 @@ def main() -> None:
         f"operators' own time {total / 1000 / args.steps:.0f} ms a step; matrix products "
         f"(mm, addmm, bmm) {100 * matmuls / total:.0f}% of it. The bf16 matmul peak "
         f"measured in the same process: {peak / 1e12:.2f} TFLOP/s.\n",
-        "| operator | self CPU ms a step | share | calls a step |",
-        "|---|---:|---:|---:|",
     ]
-    for e in events[:15]:
-        lines.append(
-            f"| `{e.key}` | {e.self_cpu_time_total / 1000 / args.steps:.1f} | "
-            f"{100 * e.self_cpu_time_total / total:.0f}% | {e.count // args.steps} |"
-        )
+    lines += operator_table(events, total, per=args.steps)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
