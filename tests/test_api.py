@@ -193,19 +193,3 @@ def test_a_list_of_forecasting_runs_is_refused_in_one_line(forecast_run):
     run, _ = forecast_run
     with pytest.raises(UserError, match="forecasting runs load one at a time; to forecast with"):
         transduce.load([run, run])
-
-
-def test_a_bf16_translator_decodes_a_small_batch_in_float32(trained_run, monkeypatch):
-    import transduce.decoding.translator as translator_module
-    from transduce.decoding.translator import BF16_MIN_ROWS
-
-    model = transduce.load(trained_run, "cpu", "bf16", verbose=False)
-    used = []
-    real = translator_module.autocast
-    monkeypatch.setattr(translator_module, "autocast", lambda d, p: used.append(p) or real(d, p))
-    model.translate("six", beam=5)  # 5 rows
-    many = ["six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-    model.translate(many, beam=5)  # 35 rows in one batch
-    assert used == ["fp32", "bf16"] and 5 < BF16_MIN_ROWS <= 35
-    fp32 = transduce.load(trained_run, "cpu", "fp32", verbose=False)
-    assert fp32._precision_for(1000) == "fp32"

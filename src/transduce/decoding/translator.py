@@ -27,7 +27,6 @@ from transduce.nn import Transformer, padding_mask
 from transduce.nn.int8 import quantize_linears
 
 MAX_BEAM = 16  # a wider beam is refused everywhere (the CLI, the Python API, the server)
-BF16_MIN_ROWS = 32  # fewer decoder rows than this decode in float32 on a CPU (see _precision_for)
 
 
 class Translation(str):
@@ -206,21 +205,13 @@ class Translator(TranslateAPI):
             tok = self.tokenizer
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
-            with autocast(self.device, self._precision_for(len(rows) * width)):
+            with autocast(self.device, self.precision):
                 outputs = self._search(src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram)
             for i, hyps in zip(rows, outputs):
                 results[i] = hyps
             if progress is not None:
                 progress.update(len(rows))
         return results
-
-    def _precision_for(self, rows: int) -> str:
-        """The precision of a batch of ``rows`` decoder rows (sentences × beam): bf16's
-        products of a few rows cost more than float32's on a CPU (5 rows of a 256-wide
-        layer took 4× as long, benchmarks/speed/int8.md), so such a batch runs in float32."""
-        if self.precision == "bf16" and self.device.type == "cpu" and rows < BF16_MIN_ROWS:
-            return "fp32"
-        return self.precision
 
     @torch.no_grad()
     def attention(self, sentence: str, beam: int = 5) -> AttentionMaps:
