@@ -38,7 +38,10 @@ def test_an_int8_translator_translates_and_its_views_still_open(trained_run):
     assert "Int8Linear" in kinds and "Linear" not in kinds
     assert not any(isinstance(m, Int8Linear) for m in float32.model.modules())
     lines = ["five hundred", "six", "", "seventy two"]
-    assert len(int8.translate(lines, beam=3)) == 4 and int8.translate(lines)[2] == ""
+    together = int8.translate(lines, beam=3, nbest=2)
+    assert len(together) == 4 and together[2][0][0] == ""
+    for i in (0, 1, 3):  # the same translations and scores alone as in a batch
+        assert int8.translate([lines[i]], beam=3, nbest=2)[0] == together[i]
     maps = int8.attention("five hundred")
     assert maps.cross[0].shape[-1] == len(maps.source)
     assert int8.explain("five hundred", beam=2).steps
