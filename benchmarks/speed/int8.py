@@ -10,9 +10,9 @@ model would:
   fbgemm dynamic     torch.ops.quantized.linear_dynamic: W int8 per output channel, x
                      quantized per call (PyTorch's eager dynamic quantization)
   oneDNN dynamic     torch.ops.onednn.qlinear_pointwise: W int8 per output channel, x
-                     quantized per call to int8 with one scale, max|x| / 127 (the x86
-                     int8 kernel of PyTorch's compiler; transduce.nn.int8's), the
-                     quantization of x included in the time
+                     quantized per call to int8 with a scale per row, max|x_i| / 127,
+                     applied after the kernel (the x86 int8 kernel of PyTorch's
+                     compiler, as transduce.nn.int8 runs it), quantization included
   weight-only int8   torch.ops.aten._weight_int8pack_mm: W int8, x in bfloat16
 
 Shapes: the d_model 256 model's projections (256 → 256, 256 → 1024, 1024 → 256) and its
@@ -53,13 +53,15 @@ def candidates(w, b, rows):
     fbgemm = torch.ops.quantized.linear_prepack(qw, b)
     onednn = torch.ops.onednn.qlinear_prepack(wq, [rows, w.shape[1]])
     zeros, zero = torch.zeros(N, dtype=torch.int32), torch.zeros((), dtype=torch.int32)
+    unit = torch.ones(())
 
     def onednn_dynamic(x):
-        x_scale = x.abs().amax().div_(127).clamp_(min=1e-12)
+        x_scale = x.abs().amax(-1, keepdim=True).div_(127).clamp_(min=1e-12)
         qx = (x / x_scale).round_().to(torch.int8)
-        return torch.ops.onednn.qlinear_pointwise.tensor(
-            qx, x_scale, zero, onednn, scale, zeros, b, 1.0, 0, torch.float32, "none", [], ""
+        out = torch.ops.onednn.qlinear_pointwise.tensor(
+            qx, unit, zero, onednn, scale, zeros, None, 1.0, 0, torch.float32, "none", [], ""
         )
+        return out.mul_(x_scale).add_(b)
 
     return {
         "float32": lambda x: F.linear(x, w, b),
