@@ -19,6 +19,4 @@ _HOMES = {
 def __getattr__(name: str):
     if name not in _HOMES:
         raise AttributeError(f"module 'transduce.api' has no attribute {name!r}")
-    if name != "load":
-        importlib.import_module("transduce.api.panel")  # registers the class of global runs
     return getattr(importlib.import_module(f"transduce.api.{_HOMES[name]}"), name)

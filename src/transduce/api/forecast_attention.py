@@ -6,9 +6,10 @@ import numpy as np
 import torch
 
 from transduce.errors import UserError
+from transduce.runs import is_blend
 from transduce.tasks.forecasting.evaluation import Ahead
 from transduce.tasks.forecasting.models import MODELS
-from transduce.tasks.forecasting.rundir import check_finite, is_blend
+from transduce.tasks.forecasting.rundir import check_finite
 
 
 @torch.no_grad()

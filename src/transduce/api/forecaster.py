@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transduce import runs
+from transduce import families, runs
 from transduce.api.forecast_attention import attention_of
 from transduce.api.forecast_frames import (
     _frame_kept_only_if_used,
@@ -52,16 +52,17 @@ class Forecaster:
             ``forecast blend`` wrote.
     """
 
-    # The class that reads each layout's data, by the name its config.yaml gives: "long" is
-    # GlobalForecaster (api/panel.py registers it; it subclasses this one, which cannot
-    # import it without a cycle). Every method is called alike on both.
-    LAYOUTS: dict[str, type] = {}
+    # The class that reads each layout's data, by the name its config.yaml gives, as a
+    # "module:name" imported when first needed: GlobalForecaster subclasses this one, which
+    # cannot import it without a cycle. Every method is called alike on both.
+    LAYOUTS: dict[str, str] = {"long": "transduce.api.panel:GlobalForecaster"}
 
     def __new__(cls, path: str | Path, *args, **kwargs):
         """A Forecaster of the class the run's layout needs: ``Forecaster(RUN)`` opens any
         forecasting run, one series set or many series."""
         if cls is Forecaster:
-            cls = Forecaster.LAYOUTS.get(_layout_of(_run_dir(path)), Forecaster)
+            layout = Forecaster.LAYOUTS.get(_layout_of(_run_dir(path)))
+            cls = families.resolve(layout) if layout else Forecaster
         return super().__new__(cls)
 
     def __init__(self, path: str | Path) -> None:

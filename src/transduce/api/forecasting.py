@@ -4,7 +4,6 @@ blend of runs."""
 
 from __future__ import annotations
 
-from transduce.api import panel  # noqa: F401  registers the class of global runs
 from transduce.api.forecaster import Forecaster
 from transduce.api.loading import cpu_float32_only
 from transduce.errors import UserError

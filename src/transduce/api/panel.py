@@ -202,6 +202,3 @@ class GlobalForecaster(Forecaster):
             "forecast": ahead,
             "history": [{"ds": text, "y": float(v)} for text, v in zip(texts, values)],
         }
-
-
-Forecaster.LAYOUTS["long"] = GlobalForecaster
