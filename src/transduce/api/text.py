@@ -25,7 +25,7 @@ from transduce.errors import UserError
 from transduce.evaluation.entities import spans
 from transduce.tasks.text.config import TextConfig
 from transduce.tasks.text.data import IGNORE, encode, read
-from transduce.tasks.text.task import build_text_model, predict, scores
+from transduce.tasks.text.task import batch_of, build_text_model, predict, scores
 
 
 class TextModel:
@@ -121,8 +121,8 @@ class TextModel:
         layers = self.cfg.model.num_encoder_layers
         if not -layers <= layer < layers:
             raise UserError(f"layer must be between 0 and {layers - 1}, not {layer}")
-        ids = torch.tensor([encoded.ids[0]])
-        out = self.model(ids, need_weights=True)
+        ids, _, chars = batch_of(encoded, [0], self.model.per_token)
+        out = self.model(ids, need_weights=True, chars=chars)
         weights = out.weights[layer][0].float()  # (H, T, T)
         columns = ["[CLS]"] + self.tokenizer.pieces(encoded.ids[0][1:])
         if self.cfg.task == "classify":
@@ -162,7 +162,13 @@ class TextModel:
 
     def _encode(self, found, source: str = "<text>"):
         return encode(
-            self.tokenizer, found, self.labels, self.cfg.max_tokens, source, self.cfg.piece
+            self.tokenizer,
+            found,
+            self.labels,
+            self.cfg.max_tokens,
+            source,
+            self.cfg.piece,
+            self.cfg.chars > 0,
         )
 
     def _for(self, method: str, *tasks: str) -> None:

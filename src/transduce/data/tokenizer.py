@@ -104,6 +104,22 @@ class SubwordTokenizer:
         """Subword ids of each text (no BOS/EOS)."""
         return self.sp.encode(list(texts))
 
+    def encode_words(self, texts: Sequence[str]) -> list[tuple[list[int], list[str]]]:
+        """Subword ids of each text, and beside each subword the word it belongs to as the
+        text spells it (case kept, also where the model lowercases): a word starts at a
+        subword whose text begins with a space, or at the first."""
+        out = []
+        for text in texts:
+            pieces = self.sp.encode(text, out_type="proto").pieces
+            groups: list[list[str]] = []
+            for k, p in enumerate(pieces):
+                if k == 0 or p.surface[:1].isspace():
+                    groups.append([])
+                groups[-1].append(p.surface)
+            words = [w for group in groups for w in ["".join(group).strip()] * len(group)]
+            out.append(([p.id for p in pieces], words))
+        return out
+
     def unknown(self, text: str) -> list[str]:
         """The parts of ``text`` the model cannot read: those that map to unk (characters
         never seen in training), each once, in order."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from torch import Tensor, nn
 
 from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices, build_encoder
+from transduce.nn.chars import CharCNN
 from transduce.nn.masks import padding_mask
 from transduce.nn.positional import PositionalEncoding, TokenEmbedding
 from transduce.nn.transformer import Encoder
@@ -45,6 +46,7 @@ class EncoderOnly(nn.Module):
         per_token: a label for every token (tagging) rather than for the sequence.
         pooling: for a sequence label, "cls" or "mean" (see ``POOLINGS``).
         pad_id: the padding id: never attended to, never pooled, never labelled.
+        chars: a character model of each token's word, added to its embedding (or None).
     """
 
     def __init__(
@@ -57,22 +59,35 @@ class EncoderOnly(nn.Module):
         per_token: bool,
         pooling: str = "cls",
         pad_id: int = 0,
+        chars: CharCNN | None = None,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
         self.encoder, self.embed, self.positions, self.head = encoder, embed, positions, head
         self.per_token, self.pooling, self.pad_id = per_token, pooling, pad_id
+        self.chars = chars
 
     def forward(
-        self, tokens: Tensor, need_weights: bool = False, at: Tensor | None = None
+        self,
+        tokens: Tensor,
+        need_weights: bool = False,
+        at: Tensor | None = None,
+        chars: Tensor | None = None,
     ) -> EncoderOutput:
         """Args: tokens (B, L) ids, padded with ``pad_id`` on the right. at: for a
         per-token head, a (B, L) bool of the positions to label; the logits are then (N, K),
         one row per True in row-major order (a masked language model reads its ~15% so,
-        sparing the head's matmul over the rest)."""
+        sparing the head's matmul over the rest). chars: (B, L, C) character ids of each
+        token's word, for a model with a character model (and only for one)."""
+        if (chars is None) != (self.chars is None):
+            need = "needs" if self.chars is not None else "has no character model for"
+            raise ValueError(f"this model {need} the words' characters (chars=)")
         mask = padding_mask(tokens, self.pad_id)  # (B, 1, L)
-        hidden, weights = self.encoder(self.positions(self.embed(tokens)), mask, need_weights)
+        x = self.embed(tokens)
+        if self.chars is not None:
+            x = x + self.chars(chars)
+        hidden, weights = self.encoder(self.positions(x), mask, need_weights)
         if not self.per_token:
             read = self.pool(hidden, mask)
         else:
@@ -88,10 +103,15 @@ class EncoderOnly(nn.Module):
 
 
 def build_encoder_only(
-    config: TransformerConfig, labels: int, per_token: bool, pooling: str = "cls"
+    config: TransformerConfig,
+    labels: int,
+    per_token: bool,
+    pooling: str = "cls",
+    chars: int = 0,
 ) -> EncoderOnly:
     """An :class:`EncoderOnly` of ``config``'s encoder sizes (its decoder settings unused)
-    and a head of ``labels`` outputs, initialised as the encoder–decoder is."""
+    and a head of ``labels`` outputs, initialised as the encoder–decoder is; with
+    ``chars`` > 0, a character model of that many filters (:class:`CharCNN`)."""
     problems = config.problems(decoder=False)
     if problems:
         raise ValueError(problems[0][1])
@@ -111,4 +131,5 @@ def build_encoder_only(
         per_token=per_token,
         pooling=pooling,
         pad_id=c.pad_id,
+        chars=CharCNN(c.d_model, chars) if chars > 0 else None,
     )

@@ -46,6 +46,7 @@ class TextConfig:
     max_tokens: int = 128
     pooling: str = "cls"
     piece: str = "first"
+    chars: int = 0
     mask_share: float = 0.15
     init: str = ""
     model: TransformerConfig = TransformerConfig(
@@ -81,6 +82,8 @@ class TextConfig:
         "pooling": "classify: cls (the first token's output) or mean (over the real tokens)",
         "piece": "tag and entities: the subword of a word that its tag is learned and read "
         "at: first (as BERT's tagger) or last (where English keeps its suffixes)",
+        "chars": "filters of a character model of each word (a CNN over its letters, "
+        "added to each of its subwords' embeddings; 0: none). Not for mlm",
         "batch_size": "sentences per batch",
         "lr": "AdamW's peak learning rate",
         "weight_decay": "AdamW's weight decay",
@@ -98,11 +101,20 @@ class TextConfig:
             found.append(
                 ("mask_share", "mask_share must be above 0: mlm learns the hidden subwords")
             )
+        if self.task == "mlm" and self.chars:
+            found.append(
+                (
+                    "chars",
+                    "chars is for the labelled tasks: a masked word's letters would give "
+                    "it away; leave it at 0 for mlm (a fine-tuning run may add it)",
+                )
+            )
         if self.task == "mlm" and self.init:
             found.append(("init", "init is for fine-tuning a pre-trained run; leave it out"))
         if not self.train:
             found.append(("train", "train is not set; give train=PATH/TO/FILE"))
         found += at_least(self, 1, "vocab_size", "batch_size", "column")
+        found += at_least(self, 0, "chars")
         found += at_least(self, 2, "max_tokens") + at_least(self, 0, "warmup")
         found += in_range(self, "valid_share", 0, 1) + in_range(self, "label_smoothing", 0, 1)
         if not 0 < self.lr < math.inf:

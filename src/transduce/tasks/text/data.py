@@ -8,6 +8,7 @@ its last); the others carry no label (``IGNORE``), as BERT's tagger does.
 
 from __future__ import annotations
 
+import functools
 import random
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from transduce.data.labelled import Sentences, Tagged, read_lines, read_sentence
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.io import atomic_path
+from transduce.nn.chars import MAX_CHARS, char_ids
 from transduce.tasks.text.config import MASK, TextConfig
 
 IGNORE = -100  # the label of a position no loss or score reads (cross_entropy's default)
@@ -29,12 +31,14 @@ class Encoded:
     """Sentences as ids: ``ids`` (each starts with BOS), ``labels`` (an int a sentence, or a
     list parallel to ids, ``IGNORE`` but at the subword that speaks for each word), and for
     tagged sentences ``words`` and ``gold``, every word's tag index (also those of words past
-    ``max_tokens``, which a score counts as missed)."""
+    ``max_tokens``, which a score counts as missed); with characters asked for, ``chars``
+    parallel to ids: the character ids of each subword's word (none for BOS)."""
 
     ids: list[list[int]]
     labels: list
     words: list[list[str]]
     gold: list[list[int]] = field(default_factory=list)
+    chars: list[list[tuple[int, ...]]] = field(default_factory=list)
 
 
 @dataclass
@@ -91,9 +95,11 @@ def encode(
     max_tokens: int,
     source: str,
     piece: str = "first",
+    chars: bool = False,
 ) -> Encoded:
-    """``found`` as ids and label indices; a label not in ``labels`` is a UserError naming
-    its line (a validation or test file with a class the training file lacks)."""
+    """``found`` as ids and label indices (and with ``chars``, each subword's word's
+    character ids); a label not in ``labels`` is a UserError naming its line (a validation
+    or test file with a class the training file lacks)."""
     index = {name: k for k, name in enumerate(labels)}
 
     def label_of(name: str, line: int) -> int:
@@ -104,24 +110,44 @@ def encode(
             )
         return index[name]
 
+    none = (0,) * MAX_CHARS  # BOS's characters
     if isinstance(found, Sentences):
-        ids = [[tokenizer.bos_id, *s][:max_tokens] for s in tokenizer.encode(found.texts)]
-        if not labels:  # plain text for a masked language model: no label
-            return Encoded(ids, [0] * len(ids), [])
-        return Encoded(ids, [label_of(n, line) for n, line in zip(found.labels, found.lines)], [])
+        out = Encoded([], [], [])
+        if chars:
+            for pieces, spelled in tokenizer.encode_words(found.texts):
+                out.ids.append([tokenizer.bos_id, *pieces][:max_tokens])
+                out.chars.append([none, *map(_chars_of, spelled)][:max_tokens])
+        else:
+            out.ids = [[tokenizer.bos_id, *s][:max_tokens] for s in tokenizer.encode(found.texts)]
+        if labels:  # plain text for a masked language model has none
+            out.labels = [label_of(n, line) for n, line in zip(found.labels, found.lines)]
+        else:
+            out.labels = [0] * len(out.ids)
+        return out
     out = Encoded([], [], [])
     for words, tags, line in zip(found.words, found.tags, found.lines):
         ids, marks, gold = [tokenizer.bos_id], [IGNORE], [label_of(t, line) for t in tags]
-        for pieces, tag in zip(tokenizer.encode(words), gold):
+        letters = [none]
+        for word, pieces, tag in zip(words, tokenizer.encode(words), gold):
             pieces = pieces or [tokenizer.unk_id]  # a word SentencePiece makes nothing of
             ids += pieces
             rest = [IGNORE] * (len(pieces) - 1)
             marks += [tag, *rest] if piece == "first" else [*rest, tag]
+            if chars:
+                letters += [_chars_of(word)] * len(pieces)
         out.ids.append(ids[:max_tokens])
         out.labels.append(marks[:max_tokens])
         out.words.append(words)
         out.gold.append(gold)
+        if chars:
+            out.chars.append(letters[:max_tokens])
     return out
+
+
+@functools.lru_cache(maxsize=100_000)
+def _chars_of(word: str) -> tuple[int, ...]:
+    """char_ids(word), remembered (a corpus repeats its words)."""
+    return tuple(char_ids(word))
 
 
 def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
@@ -161,8 +187,8 @@ def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
         data = TextData(
             tokenizer,
             names,
-            encode(tokenizer, train, names, cfg.max_tokens, cfg.train, cfg.piece),
-            encode(tokenizer, valid, names, cfg.max_tokens, valid_source, cfg.piece),
+            encode(tokenizer, train, names, cfg.max_tokens, cfg.train, cfg.piece, cfg.chars > 0),
+            encode(tokenizer, valid, names, cfg.max_tokens, valid_source, cfg.piece, cfg.chars > 0),
         )
         if new:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from transduce import runs
 from transduce.data.vocab import pad_batch
 from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
+from transduce.nn.chars import MAX_CHARS
 from transduce.nn.encoder_only import EncoderOnly, build_encoder_only
 from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
@@ -28,7 +29,7 @@ def build_text_model(cfg: TextConfig, vocab: int, labels: int) -> EncoderOnly:
     a subword a token."""
     model = dataclasses.replace(cfg.model, src_vocab_size=vocab, pad_id=0)
     outputs = vocab if cfg.task == "mlm" else labels
-    return build_encoder_only(model, outputs, cfg.task != "classify", cfg.pooling)
+    return build_encoder_only(model, outputs, cfg.task != "classify", cfg.pooling, cfg.chars)
 
 
 def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
@@ -50,7 +51,8 @@ def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
 
 def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
     """``model`` with the encoder, embeddings and positions of the pre-trained run
-    ``init`` (its head, which predicts subwords, is left out)."""
+    ``init`` (its head, which predicts subwords, is left out; a character model the
+    pre-trained run lacks starts afresh)."""
     path = runs.checkpoint_dir(init) / runs.BEST
     state = runs.load_checkpoint(path, "text")
     weights = {k: v for k, v in state["model"].items() if not k.startswith("head.")}
@@ -58,7 +60,7 @@ def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
         missing, unexpected = model.load_state_dict(weights, strict=False)
     except RuntimeError:  # a tensor of another shape
         missing, unexpected = [], ["(sizes)"]
-    if unexpected or any(not k.startswith("head.") for k in missing):
+    if unexpected or any(not k.startswith(("head.", "chars.")) for k in missing):
         raise UserError(
             f"{path}: its encoder does not fit this run's model (other sizes?); give the "
             "pre-trained run's model settings"
@@ -66,15 +68,25 @@ def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
     return model
 
 
-def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor]:
-    """(B, L) ids padded with 0, and (B,) labels or (B, L) tags (padding ``IGNORE``)."""
+def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+    """(B, L) ids padded with 0; (B,) labels or (B, L) tags (padding ``IGNORE``); and
+    the (B, L, C) character ids of each token's word, or None if not encoded."""
     ids = pad_batch([encoded.ids[i] for i in rows], 0)
+    chars = None
+    if encoded.chars:
+        chars = torch.zeros(*ids.shape, MAX_CHARS, dtype=torch.long)
+        for row, i in enumerate(rows):
+            chars[row, : len(encoded.chars[i])] = torch.tensor(encoded.chars[i])
     if not per_token:
-        return ids, torch.tensor([encoded.labels[i] for i in rows])
+        return ids, torch.tensor([encoded.labels[i] for i in rows]), chars
     tags = torch.full_like(ids, IGNORE)
     for row, i in enumerate(rows):
         tags[row, : len(encoded.labels[i])] = torch.tensor(encoded.labels[i])
-    return ids, tags
+    return ids, tags, chars
+
+
+def _to(chars: Tensor | None, device) -> Tensor | None:
+    return None if chars is None else chars.to(device)
 
 
 @torch.no_grad()
@@ -86,8 +98,8 @@ def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list
     out, probabilities = [], []
     for start in range(0, len(encoded.ids), batch_size):
         rows = range(start, min(start + batch_size, len(encoded.ids)))
-        ids, tags = batch_of(encoded, rows, model.per_token)
-        logits = model(ids.to(device)).logits.float().cpu()
+        ids, tags, chars = batch_of(encoded, rows, model.per_token)
+        logits = model(ids.to(device), chars=_to(chars, device)).logits.float().cpu()
         if not model.per_token:
             probabilities += logits.softmax(-1).tolist()
             out += logits.argmax(-1).tolist()
@@ -150,7 +162,7 @@ class TextTask:
 
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
         per_token = self.cfg.task in ("tag", "entities")
-        ids, target = batch_of(self.data.train, batch.tolist(), per_token)
+        ids, target, chars = batch_of(self.data.train, batch.tolist(), per_token)
         if self.cfg.task == "mlm":  # a mask of its own for each batch drawn
             seed = int((batch.long() * 2654435761 % 2**31).sum()) + len(batch)
             ids, target = self.corrupt(ids, seed)
@@ -160,7 +172,7 @@ class TextTask:
             at = target != IGNORE
             logits, target = model(ids.to(device), at=at).logits.float(), target[at]
         else:
-            logits = model(ids.to(device)).logits.float()
+            logits = model(ids.to(device), chars=_to(chars, device)).logits.float()
         loss = F.cross_entropy(
             logits.flatten(0, -2),
             target.flatten(),
@@ -183,7 +195,7 @@ class TextTask:
         right = total = 0
         for start in range(0, len(self.data.valid.ids), 128):
             rows = range(start, min(start + 128, len(self.data.valid.ids)))
-            ids, _ = batch_of(self.data.valid, rows, False)
+            ids, _, _ = batch_of(self.data.valid, rows, False)
             ids, target = self.corrupt(ids, self.cfg.engine.seed + start)
             chosen = target != IGNORE
             best = model(ids.to(device), at=chosen.to(device)).logits.argmax(-1).cpu()

@@ -1,0 +1,61 @@
+"""A character model of each word: the whole word a subword belongs to, read letter by letter
+by a convolution and max-pooled to one vector (Kim et al. 2016's character CNN, as taggers
+since Ma & Hovy 2016 use it beside word embeddings). Added to every one of the word's
+subword embeddings, it gives a word the model has never seen its shape, its affixes and its
+case, which its subwords alone may hide.
+
+Characters are ids from :func:`char_ids` (0 pads; 1 marks a word's start and end; others
+are code points folded into ``CHAR_BUCKETS``), so a run needs no character vocabulary.
+
+Legend: B batch, L tokens, C characters a word, E character embedding, W filters, D d_model.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+CHAR_BUCKETS = 256  # 0 pad, 1 word boundary, 2.. code points modulo 254 (ASCII is exact)
+MAX_CHARS = 24  # boundaries included; a longer word keeps its first and last letters
+
+
+def char_ids(word: str, width: int = MAX_CHARS) -> list[int]:
+    """``word`` as ``width`` character ids: boundary, letters, boundary, then padding. A
+    word too long keeps its first and last ``(width - 2) // 2`` letters (prefix and suffix,
+    where a word's part of speech mostly shows)."""
+    letters = [2 + ord(c) % (CHAR_BUCKETS - 2) for c in word]
+    keep = width - 2
+    if len(letters) > keep:
+        letters = letters[: keep // 2] + letters[len(letters) - (keep - keep // 2) :]
+    out = [1, *letters, 1] if letters else []
+    return out + [0] * (width - len(out))
+
+
+class CharCNN(nn.Module):
+    """Character embeddings, one convolution of ``kernel`` letters, ReLU, a max over the
+    word's letters, and a linear map to ``d_model``. A token with no characters (padding,
+    the sentence's own first token) gets zeros.
+
+    Args:
+        d_model: the size of the subword embeddings it is added to.
+        filters: W, the convolution's channels.
+        dim: E, each character's embedding.
+        kernel: letters a filter reads at once.
+    """
+
+    def __init__(self, d_model: int, filters: int = 128, dim: int = 32, kernel: int = 3) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(CHAR_BUCKETS, dim, padding_idx=0)
+        self.conv = nn.Conv1d(dim, filters, kernel, padding=kernel // 2)
+        self.out = nn.Linear(filters, d_model)
+
+    def forward(self, chars: Tensor) -> Tensor:
+        """chars (B, L, C) ids → (B, L, D)."""
+        b, length, c = chars.shape
+        flat = chars.reshape(b * length, c)
+        x = self.embed(flat).transpose(1, 2)  # (BL, E, C)
+        x = torch.relu(self.conv(x))  # (BL, W, C)
+        real = (flat != 0).unsqueeze(1)  # (BL, 1, C)
+        x = x.masked_fill(~real, 0).amax(-1)  # ReLU ≥ 0, so 0 never wins over a letter
+        has = real.any(-1).to(x.dtype)  # (BL, 1): a word at all
+        return (self.out(x) * has).reshape(b, length, -1)
