@@ -50,12 +50,13 @@ class CharCNN(nn.Module):
         self.out = nn.Linear(filters, d_model)
 
     def forward(self, chars: Tensor) -> Tensor:
-        """chars (B, L, C) ids → (B, L, D)."""
+        """chars (B, L, C) ids → (B, L, D). Each distinct word of the batch is read once
+        (a word's subwords, and a word that recurs, share its spelling)."""
         b, length, c = chars.shape
-        flat = chars.reshape(b * length, c)
-        x = self.embed(flat).transpose(1, 2)  # (BL, E, C)
-        x = torch.relu(self.conv(x))  # (BL, W, C)
-        real = (flat != 0).unsqueeze(1)  # (BL, 1, C)
+        words, where = torch.unique(chars.reshape(b * length, c), dim=0, return_inverse=True)
+        x = self.embed(words).transpose(1, 2)  # (N, E, C), N distinct spellings
+        x = torch.relu(self.conv(x))  # (N, W, C)
+        real = (words != 0).unsqueeze(1)  # (N, 1, C)
         x = x.masked_fill(~real, 0).amax(-1)  # ReLU ≥ 0, so 0 never wins over a letter
-        has = real.any(-1).to(x.dtype)  # (BL, 1): a word at all
-        return (self.out(x) * has).reshape(b, length, -1)
+        has = real.any(-1).to(x.dtype)  # (N, 1): a word at all
+        return (self.out(x) * has)[where].reshape(b, length, -1)

@@ -47,6 +47,7 @@ class TextConfig:
     pooling: str = "cls"
     piece: str = "first"
     chars: int = 0
+    token_dropout: float = 0.0
     mask_share: float = 0.15
     init: str = ""
     model: TransformerConfig = TransformerConfig(
@@ -84,6 +85,8 @@ class TextConfig:
         "at: first (as BERT's tagger) or last (where English keeps its suffixes)",
         "chars": "filters of a character model of each word (a CNN over its letters, "
         "added to each of its subwords' embeddings; 0: none). Not for mlm",
+        "token_dropout": "the share of subwords replaced by unk in training (a word "
+        "dropout: the model must read a word from its context and its letters)",
         "batch_size": "sentences per batch",
         "lr": "AdamW's peak learning rate",
         "weight_decay": "AdamW's weight decay",
@@ -96,7 +99,7 @@ class TextConfig:
         found += one_of(self, "piece", PIECES)
         wanted = {"classify": FORMATS, "mlm": (LINES,)}.get(self.task, TAG_FORMATS)
         found += one_of(self, "format", wanted)
-        found += in_range(self, "mask_share", 0, 1)
+        found += in_range(self, "mask_share", 0, 1) + in_range(self, "token_dropout", 0, 1)
         if self.task == "mlm" and not self.mask_share > 0:
             found.append(
                 ("mask_share", "mask_share must be above 0: mlm learns the hidden subwords")

@@ -163,9 +163,13 @@ class TextTask:
     def loss(self, model, batch: Tensor) -> tuple[Tensor, int]:
         per_token = self.cfg.task in ("tag", "entities")
         ids, target, chars = batch_of(self.data.train, batch.tolist(), per_token)
+        seed = int((batch.long() * 2654435761 % 2**31).sum()) + len(batch)
         if self.cfg.task == "mlm":  # a mask of its own for each batch drawn
-            seed = int((batch.long() * 2654435761 % 2**31).sum()) + len(batch)
             ids, target = self.corrupt(ids, seed)
+        elif self.cfg.token_dropout > 0:
+            draw = torch.rand(ids.shape, generator=torch.Generator().manual_seed(seed))
+            hide = (draw < self.cfg.token_dropout) & (ids > self.data.tokenizer.unk_id)
+            ids = ids.masked_fill(hide, self.data.tokenizer.unk_id)
         device = self.session.device
         target = target.to(device)
         if self.cfg.task == "mlm":  # the head reads only the hidden subwords
