@@ -48,6 +48,7 @@ class TextConfig:
     piece: str = "first"
     chars: int = 0
     token_dropout: float = 0.0
+    outside_weight: float = 1.0
     mask_share: float = 0.15
     init: str = ""
     model: TransformerConfig = TransformerConfig(
@@ -87,6 +88,8 @@ class TextConfig:
         "added to each of its subwords' embeddings; 0: none). Not for mlm",
         "token_dropout": "the share of subwords replaced by unk in training (a word "
         "dropout: the model must read a word from its context and its letters)",
+        "outside_weight": "entities: the loss's weight on words outside every entity (tag O) "
+        "against 1 on entity words; below 1 trades precision for recall",
         "batch_size": "sentences per batch",
         "lr": "AdamW's peak learning rate",
         "weight_decay": "AdamW's weight decay",
@@ -100,6 +103,12 @@ class TextConfig:
         wanted = {"classify": FORMATS, "mlm": (LINES,)}.get(self.task, TAG_FORMATS)
         found += one_of(self, "format", wanted)
         found += in_range(self, "mask_share", 0, 1) + in_range(self, "token_dropout", 0, 1)
+        if not 0 < self.outside_weight <= 1:
+            found.append(
+                ("outside_weight", f"outside_weight must be in (0, 1], not {self.outside_weight}")
+            )
+        if self.outside_weight != 1 and self.task != "entities":
+            found.append(("outside_weight", "outside_weight is for task=entities"))
         if self.task == "mlm" and not self.mask_share > 0:
             found.append(
                 ("mask_share", "mask_share must be above 0: mlm learns the hidden subwords")

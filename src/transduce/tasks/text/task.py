@@ -143,6 +143,10 @@ class TextTask:
     def __init__(self, cfg: TextConfig, data: TextData, session: Session) -> None:
         self.cfg, self.data, self.session = cfg, data, session
         self.metric = "val_f1" if cfg.task == "entities" else "val_accuracy"
+        self.weights = None  # per label, in the loss: O's is outside_weight
+        if cfg.outside_weight != 1 and "O" in data.labels:
+            self.weights = torch.ones(len(data.labels), device=session.device)
+            self.weights[data.labels.index("O")] = cfg.outside_weight
 
     def build_model(self):
         model = build_text_model(self.cfg, len(self.data.tokenizer), len(self.data.labels))
@@ -180,6 +184,7 @@ class TextTask:
         loss = F.cross_entropy(
             logits.flatten(0, -2),
             target.flatten(),
+            weight=self.weights,
             ignore_index=IGNORE,
             reduction="sum",
             label_smoothing=self.cfg.label_smoothing,
