@@ -1,0 +1,131 @@
+"""Text runs with a character model of each word (chars=), subwords hidden in training
+(token_dropout=) and entity words weighed above O (outside_weight=): what each subword is
+given, what the loss reads, runs that train, load and explain, and settings refused."""
+
+import re
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import transduce
+from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+from transduce.cli.main import main
+from transduce.data.labelled import Sentences, Tagged
+from transduce.data.tokenizer import SubwordTokenizer
+from transduce.nn.chars import char_ids
+from transduce.tasks.text.config import TextConfig
+from transduce.tasks.text.data import Encoded, TextData, encode
+from transduce.tasks.text.task import TextTask
+
+
+@pytest.fixture(scope="module")
+def lowercasing(tmp_path_factory):
+    texts = ["the Red cat sat", "a dog ran on", "New York is big", "red owls fly"] * 20
+    path = tmp_path_factory.mktemp("spm") / "spm.model"
+    return SubwordTokenizer.train(texts, path, 40, "unigram", lowercase=True)
+
+
+def test_each_subword_carries_its_words_letters_as_the_text_spells_them(lowercasing):
+    text = "New  Yorker cats"
+    [(ids, words)] = lowercasing.encode_words([text])
+    assert ids == lowercasing.encode([text])[0]  # the same subwords as without letters
+    assert len(words) == len(ids) and set(words) == {"New", "Yorker", "cats"}  # case kept
+    assert words == sorted(words, key=text.split().index)  # in order, a word's run together
+    found = Sentences([text], ["x"], [1])
+    encoded = encode(lowercasing, found, ["x"], 64, "f", chars=True)
+    assert encoded.chars[0][0] == (0,) * len(encoded.chars[0][0])  # BOS: no word
+    assert [list(c) for c in encoded.chars[0][1:]] == [char_ids(w) for w in words]
+    tagged = Tagged([["New", "Yorker"]], [["B", "I"]], [1])
+    encoded = encode(lowercasing, tagged, ["B", "I"], 64, "f", chars=True)
+    pieces = lowercasing.encode(["New", "Yorker"])
+    spelled = [w for w, p in zip(["New", "Yorker"], pieces) for _ in p]
+    assert [list(c) for c in encoded.chars[0][1:]] == [char_ids(w) for w in spelled]
+    assert encode(lowercasing, tagged, ["B", "I"], 64, "f").chars == []  # not asked for
+
+
+def task_of(tmp_path, **settings) -> TextTask:
+    """A TextTask over three tagged words (O, B-X, I-X), a subword each."""
+    cfg = TextConfig(task="entities", format="conll", train="t", **settings)
+    encoded = Encoded([[1, 5, 6, 7]], [[-100, 0, 1, 2]], [["a", "b", "c"]])
+    tokenizer = SimpleNamespace(unk_id=3, __len__=lambda: 10)
+    data = TextData(tokenizer, ["O", "B-X", "I-X"], encoded, encoded)
+    session = SimpleNamespace(device=torch.device("cpu"))
+    return TextTask(cfg, data, session)
+
+
+class Seen(torch.nn.Module):
+    """A model that gives fixed logits and remembers the ids it was given."""
+
+    def forward(self, ids, chars=None):
+        self.ids = ids
+        if ids is None or ids.shape[0] == 1:
+            logits = torch.tensor([[[0.0, 0, 0], [2.0, 0, 0], [0.0, 1, 0], [1.0, 0, 3]]])
+        else:
+            logits = torch.zeros(*ids.shape, 3)
+        return SimpleNamespace(logits=logits)
+
+
+def test_outside_weight_weighs_o_words_in_the_loss(tmp_path):
+    model = Seen()
+    plain, n = task_of(tmp_path).loss(model, torch.tensor([0]))
+    logits = model(None).logits[0, 1:]
+    each = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2]), reduction="none")
+    assert n == 3 and plain.item() == pytest.approx(each.sum().item(), rel=1e-6)
+    weighed, _ = task_of(tmp_path, outside_weight=0.25).loss(model, torch.tensor([0]))
+    assert weighed.item() == pytest.approx(0.25 * each[0].item() + each[1:].sum().item(), rel=1e-6)
+
+
+def test_token_dropout_hides_real_subwords_behind_unk_and_never_bos_or_padding(tmp_path):
+    model, hidden = Seen(), 0
+    task = task_of(tmp_path, token_dropout=0.5)
+    task.data.train = Encoded([[1, 5, 6, 7, 8, 9, 10]] * 64, [[-100] * 7] * 64, [])
+    task.loss(model, torch.arange(64))
+    ids = model.ids
+    assert (ids[:, 0] == 1).all()  # BOS stays
+    hidden = (ids[:, 1:] == 3).float().mean().item()
+    assert 0.35 < hidden < 0.65
+    kept = ids[:, 1:] != 3
+    assert (ids[:, 1:][kept] == torch.tensor([5, 6, 7, 8, 9, 10]).expand(64, 6)[kept]).all()
+    task_of(tmp_path).loss(model, torch.tensor([0]))
+    assert not (model.ids == 3).any()  # none hidden without it
+
+
+def test_a_tagger_with_letters_trains_loads_tags_and_explains(tmp_path, capsys):
+    train = tagged_sentences(tmp_path / "train.conll", 200, 1)
+    test = tagged_sentences(tmp_path / "test.conll", 30, 2)
+    run = tmp_path / "run"
+    settings = ["task=entities", "format=conll", f"train={train}", f"test={test}", "chars=8"]
+    settings += ["outside_weight=0.5", "token_dropout=0.1"]
+    assert main(["text", "train", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
+    assert main(["text", "test", str(run)]) == 0
+    model = transduce.load(run)
+    assert model.model.chars is not None
+    assert [w for w, _ in model.tag("big Fox red")] == ["big", "Fox", "red"]
+    seen = model.attention("big Fox red")
+    assert len(seen["rows"]) == 3 and len(seen["weights"][0][0]) == len(seen["columns"])
+    classify = labelled_sentences(tmp_path / "l.tsv", 100, 3)
+    run = tmp_path / "cls"
+    argv = ["text", "train", f"train={classify}", "chars=8", *TEXT_SETTINGS, "--run-dir", str(run)]
+    assert main(argv) == 0
+    assert transduce.load(run).classify("red  Cat")["label"] in ("colour", "plain")
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (["task=mlm", "format=lines", "chars=8"], "chars is for the labelled tasks"),
+        (["outside_weight=0.5"], "outside_weight is for task=entities"),
+        (["task=entities", "format=conll", "outside_weight=0"], "outside_weight must be in"),
+        (["token_dropout=1.5"], "token_dropout"),
+        (["chars=-1"], "chars"),
+    ],
+)
+def test_bad_settings_of_these_are_one_line_errors(tmp_path, capsys, settings, message):
+    train = labelled_sentences(tmp_path / "t.tsv", 20, 1)
+    run = tmp_path / "run"
+    argv = ["text", "train", f"train={train}", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+    assert not run.exists() or not (run / "config.yaml").exists()
