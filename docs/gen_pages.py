@@ -623,7 +623,10 @@ def text_page() -> str:
         "test file scored. A candidate marked pre-trained is the BERT recipe at equal "
         "total time: a masked language model trained for half the minutes on unlabeled "
         "English (the three tasks' training sentences and Multi30k's training captions), "
-        "then fine-tuned for the other half.",
+        "then fine-tuned for the other half. A candidate named `_chars` adds a character "
+        "model of each word (`chars=64` for TREC, 128 for the taggers); `chars_recall` adds "
+        "it with `outside_weight=0.1` and `token_dropout=0.1`. Every candidate's settings "
+        "are in the results file.",
     ]
     for key, (what, measure, published) in TEXT_TASKS.items():
         if key not in data:
