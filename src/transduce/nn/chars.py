@@ -43,7 +43,7 @@ class CharCNN(nn.Module):
         kernel: letters a filter reads at once.
     """
 
-    def __init__(self, d_model: int, filters: int = 128, dim: int = 32, kernel: int = 3) -> None:
+    def __init__(self, d_model: int, *, filters: int = 128, dim: int = 32, kernel: int = 3) -> None:
         super().__init__()
         self.embed = nn.Embedding(CHAR_BUCKETS, dim, padding_idx=0)
         self.conv = nn.Conv1d(dim, filters, kernel, padding=kernel // 2)

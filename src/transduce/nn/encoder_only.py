@@ -131,5 +131,5 @@ def build_encoder_only(
         per_token=per_token,
         pooling=pooling,
         pad_id=c.pad_id,
-        chars=CharCNN(c.d_model, chars) if chars > 0 else None,
+        chars=CharCNN(c.d_model, filters=chars) if chars > 0 else None,
     )
