@@ -24,7 +24,7 @@ from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.evaluation.entities import spans
 from transduce.tasks.text.config import TextConfig
-from transduce.tasks.text.data import IGNORE, encode, read
+from transduce.tasks.text.data import IGNORE, encode_for, read
 from transduce.tasks.text.task import batch_of, build_text_model, predict, scores
 
 
@@ -161,15 +161,7 @@ class TextModel:
         return result
 
     def _encode(self, found, source: str = "<text>"):
-        return encode(
-            self.tokenizer,
-            found,
-            self.labels,
-            self.cfg.max_tokens,
-            source,
-            self.cfg.piece,
-            self.cfg.chars > 0,
-        )
+        return encode_for(self.cfg, self.tokenizer, found, self.labels, source)
 
     def _for(self, method: str, *tasks: str) -> None:
         if self.cfg.task not in tasks:

@@ -144,6 +144,14 @@ def encode(
     return out
 
 
+def encode_for(
+    cfg: TextConfig, tokenizer: SubwordTokenizer, found: Sentences | Tagged, labels, source: str
+) -> Encoded:
+    """:func:`encode` as the run ``cfg`` reads its text: its ``max_tokens``, its ``piece``,
+    and its words' letters if it has a character model."""
+    return encode(tokenizer, found, labels, cfg.max_tokens, source, cfg.piece, cfg.chars > 0)
+
+
 @functools.lru_cache(maxsize=100_000)
 def _chars_of(word: str) -> tuple[int, ...]:
     """char_ids(word), remembered (a corpus repeats its words)."""
@@ -187,8 +195,8 @@ def load_text_data(cfg: TextConfig, run_dir: str | Path, log) -> TextData:
         data = TextData(
             tokenizer,
             names,
-            encode(tokenizer, train, names, cfg.max_tokens, cfg.train, cfg.piece, cfg.chars > 0),
-            encode(tokenizer, valid, names, cfg.max_tokens, valid_source, cfg.piece, cfg.chars > 0),
+            encode_for(cfg, tokenizer, train, names, cfg.train),
+            encode_for(cfg, tokenizer, valid, names, valid_source),
         )
         if new:
             run_dir.mkdir(parents=True, exist_ok=True)
