@@ -15,6 +15,7 @@ from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices, 
 from transduce.nn.chars import CharCNN
 from transduce.nn.masks import padding_mask
 from transduce.nn.positional import PositionalEncoding, TokenEmbedding
+from transduce.nn.relative import RelativePositions
 from transduce.nn.transformer import Encoder
 
 # How a sequence becomes one vector for its label: the first token's output (a [CLS] token
@@ -47,6 +48,8 @@ class EncoderOnly(nn.Module):
         pooling: for a sequence label, "cls" or "mean" (see ``POOLINGS``).
         pad_id: the padding id: never attended to, never pooled, never labelled.
         chars: a character model of each token's word, added to its embedding (or None).
+        relative: a score of each key's distance from the query, added in every layer's
+            self-attention to the sinusoidal positions' information (or None).
     """
 
     def __init__(
@@ -60,13 +63,14 @@ class EncoderOnly(nn.Module):
         pooling: str = "cls",
         pad_id: int = 0,
         chars: CharCNN | None = None,
+        relative: RelativePositions | None = None,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, not {pooling!r}")
         self.encoder, self.embed, self.positions, self.head = encoder, embed, positions, head
         self.per_token, self.pooling, self.pad_id = per_token, pooling, pad_id
-        self.chars = chars
+        self.chars, self.relative = chars, relative
 
     def forward(
         self,
@@ -87,7 +91,8 @@ class EncoderOnly(nn.Module):
         x = self.embed(tokens)
         if self.chars is not None:
             x = x + self.chars(chars)
-        hidden, weights = self.encoder(self.positions(x), mask, need_weights)
+        keys = mask if self.relative is None else self.relative(mask)  # (B, 1|H, 1|L, L)
+        hidden, weights = self.encoder(self.positions(x), keys, need_weights)
         if not self.per_token:
             read = self.pool(hidden, mask)
         else:
@@ -107,11 +112,14 @@ def build_encoder_only(
     labels: int,
     per_token: bool,
     pooling: str = "cls",
+    *,
     chars: int = 0,
+    relative: int = 0,
 ) -> EncoderOnly:
     """An :class:`EncoderOnly` of ``config``'s encoder sizes (its decoder settings unused)
     and a head of ``labels`` outputs, initialised as the encoder–decoder is; with
-    ``chars`` > 0, a character model of that many filters (:class:`CharCNN`)."""
+    ``chars`` > 0, a character model of that many filters (:class:`CharCNN`); with
+    ``relative`` > 0, scores of distances up to it (:class:`RelativePositions`)."""
     problems = config.problems(decoder=False)
     if problems:
         raise ValueError(problems[0][1])
@@ -132,4 +140,5 @@ def build_encoder_only(
         pooling=pooling,
         pad_id=c.pad_id,
         chars=CharCNN(c.d_model, filters=chars) if chars > 0 else None,
+        relative=RelativePositions(num_heads=c.num_heads, window=relative) if relative else None,
     )

@@ -47,6 +47,7 @@ class TextConfig:
     pooling: str = "cls"
     piece: str = "first"
     chars: int = 0
+    relative: int = 0
     token_dropout: float = 0.0
     outside_weight: float = 1.0
     mask_share: float = 0.15
@@ -86,6 +87,9 @@ class TextConfig:
         "at: first (as BERT's tagger) or last (where English keeps its suffixes)",
         "chars": "filters of a character model of each word (a CNN over its letters, "
         "added to each of its subwords' embeddings; 0: none). Not for mlm",
+        "relative": "the farthest distance (in subwords, before or after) of which each "
+        "attention head learns a score of its own, added to its scores in every layer "
+        "(relative positions beside the sinusoidal ones; 0: none)",
         "token_dropout": "the share of subwords replaced by unk in training (a word "
         "dropout: the model must read a word from its context and its letters)",
         "outside_weight": "entities: the loss's weight on words outside every entity (tag O) "
@@ -126,7 +130,7 @@ class TextConfig:
         if not self.train:
             found.append(("train", "train is not set; give train=PATH/TO/FILE"))
         found += at_least(self, 1, "vocab_size", "batch_size", "column")
-        found += at_least(self, 0, "chars")
+        found += at_least(self, 0, "chars", "relative")
         found += at_least(self, 2, "max_tokens") + at_least(self, 0, "warmup")
         found += in_range(self, "valid_share", 0, 1) + in_range(self, "label_smoothing", 0, 1)
         if not 0 < self.lr < math.inf:

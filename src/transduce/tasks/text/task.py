@@ -29,7 +29,10 @@ def build_text_model(cfg: TextConfig, vocab: int, labels: int) -> EncoderOnly:
     a subword a token."""
     model = dataclasses.replace(cfg.model, src_vocab_size=vocab, pad_id=0)
     outputs = vocab if cfg.task == "mlm" else labels
-    return build_encoder_only(model, outputs, cfg.task != "classify", cfg.pooling, cfg.chars)
+    per_token = cfg.task != "classify"
+    return build_encoder_only(
+        model, outputs, per_token, cfg.pooling, chars=cfg.chars, relative=cfg.relative
+    )
 
 
 def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
@@ -52,7 +55,7 @@ def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
 def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
     """``model`` with the encoder, embeddings and positions of the pre-trained run
     ``init`` (its head, which predicts subwords, is left out; a character model the
-    pre-trained run lacks starts afresh)."""
+    pre-trained run lacks starts afresh, as do relative positions)."""
     path = runs.checkpoint_dir(init) / runs.BEST
     state = runs.load_checkpoint(path, "text")
     weights = {k: v for k, v in state["model"].items() if not k.startswith("head.")}
@@ -60,7 +63,7 @@ def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
         missing, unexpected = model.load_state_dict(weights, strict=False)
     except RuntimeError:  # a tensor of another shape
         missing, unexpected = [], ["(sizes)"]
-    if unexpected or any(not k.startswith(("head.", "chars.")) for k in missing):
+    if unexpected or any(not k.startswith(("head.", "chars.", "relative.")) for k in missing):
         raise UserError(
             f"{path}: its encoder does not fit this run's model (other sizes?); give the "
             "pre-trained run's model settings"
