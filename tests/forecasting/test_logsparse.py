@@ -8,6 +8,8 @@ import torch
 
 from transduce.nn.forecasting.logsparse import (
     ConvSelfAttention,
+    _ShiftedScores,
+    _ShiftedSum,
     LogSparseForecaster,
     key_offsets,
     logsparse_mask,
@@ -142,6 +144,31 @@ def test_the_shifted_keys_rebuild_the_mask_and_train_as_the_dense_path(mask):
         x.grad = None
     for dense, sparse in zip(*grads):
         torch.testing.assert_close(sparse, dense, atol=1e-5, rtol=1e-5)
+
+
+def test_the_shifted_products_and_their_hand_written_gradients_are_exact():
+    """The scores q_t · k_{t−o} and the sums Σ w_{t,m} v_{t−o_m} against the dense masked
+    products they stand for, and their backward against finite differences (float64)."""
+    torch.manual_seed(5)
+    offsets = (0, 1, 3, 6)
+    q, k, v = (torch.randn(2, 3, 9, 4, dtype=torch.float64, requires_grad=True) for _ in "qkv")
+    w = torch.randn(2, 3, 9, len(offsets), dtype=torch.float64, requires_grad=True)
+    dense = q @ k.transpose(-2, -1)  # (B, H, T, T)
+    steps = torch.arange(9)
+    for m, o in enumerate(offsets):
+        expected = torch.zeros(2, 3, 9, dtype=torch.float64)
+        expected[..., o:] = dense[..., steps[o:], steps[o:] - o]
+        torch.testing.assert_close(_ShiftedScores.apply(q, k, offsets)[..., m], expected)
+    spread = torch.zeros(2, 3, 9, 9, dtype=torch.float64)  # w as a dense (T, T) matrix
+    for m, o in enumerate(offsets):
+        spread[..., steps[o:], steps[o:] - o] = w[..., o:, m]
+    torch.testing.assert_close(_ShiftedSum.apply(w, v, offsets), spread @ v)
+    assert torch.autograd.gradcheck(
+        lambda a, b: _ShiftedScores.apply(a, b, offsets), (q, k), rtol=1e-6
+    )
+    assert torch.autograd.gradcheck(
+        lambda a, b: _ShiftedSum.apply(a, b, offsets), (w, v), rtol=1e-6
+    )
 
 
 def test_kernel_one_is_canonical_attention():
