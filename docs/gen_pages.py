@@ -522,7 +522,16 @@ def speed_page() -> str:
         cold = harness("speed/cold.py")
         lines += ["", "## Whole process, started cold", ""]
         lines.append(cold.summarise(load("speed/cold.json")))
-    for name in ("int8", "profile_train", "attention", "dropout", "allocator", "profile_beam"):
+    names = (
+        "int8",
+        "profile_train",
+        "attention",
+        "dropout",
+        "allocator",
+        "profile_beam",
+        "gpu_h100",
+    )
+    for name in names:
         lines += [
             "",
             f"## {name.replace('_', ' ').capitalize()}",

@@ -45,7 +45,7 @@ class TorchTransformerMT:
 
             def forward(self, src, tgt_in):
                 causal = nn.Transformer.generate_square_subsequent_mask(
-                    tgt_in.shape[1], dtype=torch.bool
+                    tgt_in.shape[1], device=tgt_in.device, dtype=torch.bool
                 )
                 hidden = self.transformer(
                     self.embed_positions(src),
@@ -68,7 +68,8 @@ class MarianTranslator:
         from transduce.export.marian import to_marian
 
         self.tokenizer = ours.tokenizer
-        self.model = to_marian(ours.model, ours.tokenizer)
+        self.device = next(ours.model.parameters()).device  # where ours was loaded
+        self.model = to_marian(ours.model, ours.tokenizer).to(self.device)
 
     def search(
         self,
@@ -92,6 +93,7 @@ class MarianTranslator:
         for batch in token_batches([len(ids[i]) + 2 for i in todo], max_tokens // beam_size):
             rows = [todo[j] for j in batch]
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
+            src = src.to(self.device)
             with torch.no_grad():
                 out = self.model.generate(
                     input_ids=src,

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 
-def machine() -> str:
-    """The CPU model, its cores and the threads used, for the figure and results.json."""
+def machine(device: str = "cpu") -> str:
+    """The CPU model, its cores and the threads used, for the figure and results.json (and
+    the GPU first, for ``device="cuda"``)."""
     import platform
 
     name = platform.processor() or platform.machine()
@@ -18,7 +19,12 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{name}, {os.cpu_count()} cores, torch {torch_version()}"
+    cpu = f"{name}, {os.cpu_count()} cores, torch {torch_version()}"
+    if device == "cuda":
+        import torch
+
+        return f"{torch.cuda.get_device_name(0)} (with {cpu})"
+    return cpu
 
 
 def model_shape(settings: dict) -> str:

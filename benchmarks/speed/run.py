@@ -174,18 +174,24 @@ def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
     return 3.0 * total
 
 
-def matmul_peak(dtype_name: str, size: int = 2048, repeats: int = 10) -> float:
-    """Measured FLOP/s of a square matrix multiplication in ``dtype`` on this machine."""
+def matmul_peak(dtype_name: str, device=None, size: int = 2048, repeats: int = 10) -> float:
+    """Measured FLOP/s of a square matrix multiplication in ``dtype`` on ``device`` (the
+    CPU by default; a GPU gets 8,192-wide matrices and a synchronisation a product)."""
     import torch
 
+    device = torch.device(device or "cpu")
+    size = 8192 if device.type == "cuda" else size
     dtype = getattr(torch, dtype_name)
-    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a, b = (torch.randn(size, size, dtype=dtype, device=device) for _ in "ab")
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda: None
     for _ in range(3):
         a @ b
     times = []
     for _ in range(repeats):
+        sync()
         start = time.perf_counter()
         a @ b
+        sync()
         times.append(time.perf_counter() - start)
     return 2 * size**3 / min(times)
 
@@ -199,15 +205,16 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
     cfg, tokenizer, src, tgt = load_setup(args)
     if system == "transduce-torch-dropout":
         use_torch_dropout()
-    device = torch.device("cpu")
+    device = torch.device(args.device)
     precision = resolve_precision(args.precision, device)
     batches = training_batches(src, tgt, tokenizer, max_tokens, args.warmup_steps + args.steps)
-    model = build_for_training(system, cfg, tokenizer).train()
+    model = build_for_training(system, cfg, tokenizer).train().to(device)
     optimizer = paper_adam(model.parameters())
     for group in optimizer.param_groups:
         group["lr"] = 1e-4
     rates, flops = [], []
     for i, (s, t) in enumerate(batches):
+        s, t = s.to(device), t.to(device)
         start = time.perf_counter()
         with autocast(device, precision):
             loss = train_loss(system, model, s, t, tokenizer.pad_id, cfg.label_smoothing)
@@ -215,6 +222,8 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         if i >= args.warmup_steps:
             rates.append(int((t[:, 1:] != tokenizer.pad_id).sum()) / seconds)
@@ -225,7 +234,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         "max_tokens": max_tokens,
         "tokens_per_s": round(statistics.median(rates)),
         "model_flops_per_s": statistics.median(flops),
-        "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32"),
+        "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32", device),
         "steps": len(rates),
         "peak_rss_mb": peak_rss_mb(),
     }
@@ -237,15 +246,15 @@ def make_translator(args, system: str, workdir: Path):
     from transduce.api.loading import load as load_translator
 
     if system.startswith("transduce"):
-        return load_translator(args.run_dir, "cpu", system.split("-")[1])
+        return load_translator(args.run_dir, args.device, system.split("-")[1])
     if system.startswith("ct2"):
         from transduce.export.ctranslate2 import CTranslate2Translator, export_ctranslate2
 
         out = workdir / system
         export_ctranslate2(args.run_dir, out, system.split("-")[1])
-        return CTranslate2Translator(model_dir=out, device="cpu", threads=args.threads)
+        return CTranslate2Translator(model_dir=out, device=args.device, threads=args.threads)
     if system == "marian-generate":
-        return MarianTranslator(load_translator(args.run_dir, "cpu", "fp32"))
+        return MarianTranslator(load_translator(args.run_dir, args.device, "fp32"))
     raise ValueError(system)
 
 
@@ -297,6 +306,8 @@ def child(args) -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.device == "cuda" and args.no_cudnn_attention:  # for every system alike
+        torch.backends.cuda.enable_cudnn_sdp(False)
     kind, system, max_tokens = args.child.split(":")
     measure = measure_training if kind == "train" else measure_translation
     print(json.dumps(measure(args, system, int(max_tokens))))
@@ -330,6 +341,9 @@ def run_child(args, job: str) -> dict:
         str(args.translate_tokens),
         "--latency-sentences",
         str(args.latency_sentences),
+        "--device",
+        args.device,
+        *(["--no-cudnn-attention"] if args.no_cudnn_attention else []),
     ]
     print(f"[{time.strftime('%H:%M:%S')}] {job}", file=sys.stderr, flush=True)
     done = subprocess.run(
@@ -381,7 +395,7 @@ def summarise(results: dict) -> str:
         mfu = r["model_flops_per_s"] / r["peak_flops_per_s"]
         lines.append(
             f"| {name} ({r['precision']}) | {r['tokens_per_s']:,} | "
-            f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.0%} | "
+            f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.{0 if mfu >= 0.1 else 1}%} | "
             f"{r['peak_rss_mb']:,.0f} MB |"
         )
     lines.append(
@@ -420,6 +434,12 @@ def main() -> None:
         help="the training config whose model and dropout are measured",
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where all run")
+    parser.add_argument(
+        "--no-cudnn-attention",
+        action="store_true",
+        help="cuda: turn PyTorch's cuDNN attention off for every system, the peers too",
+    )
     parser.add_argument("--steps", type=int, default=12, help="measured training steps")
     parser.add_argument("--warmup-steps", type=int, default=3)
     parser.add_argument("--beam", type=int, default=5)
@@ -466,7 +486,7 @@ def main() -> None:
             for k, v in vars(args).items()
             if k not in ("child", "only", "out", "replot")
         },
-        "machine": machine(),
+        "machine": machine(args.device),
         "training": [],
         "translation": [],
     }

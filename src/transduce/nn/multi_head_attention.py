@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transduce.nn.attention import scaled_dot_product_attention
 
@@ -131,6 +132,11 @@ def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
 
 # Training under CPU bf16 autocast: sequences up to this length take the explicit path.
 EXPLICIT_BF16_MAX_LENGTH = 192
+# On a GPU, every fused backend but cuDNN's: in bfloat16 PyTorch chose cuDNN's, which
+# built a plan for each new shape, 13 ms of host time a call, and beam search asks a new
+# length every step (an H100 translated 18× slower in bf16 than in fp32; see
+# benchmarks/speed/results_h100.md)
+GPU_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 def _attention_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
@@ -153,4 +159,7 @@ def _attention_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: f
         with torch.autocast("cpu", enabled=False):
             out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), mask, p)
         return out.to(q.dtype)
+    if q.device.type == "cuda":
+        with sdpa_kernel(GPU_BACKENDS):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
