@@ -8,9 +8,9 @@ import torch
 
 from transduce.nn.forecasting.logsparse import (
     ConvSelfAttention,
+    LogSparseForecaster,
     _ShiftedScores,
     _ShiftedSum,
-    LogSparseForecaster,
     key_offsets,
     logsparse_mask,
 )

@@ -130,3 +130,18 @@ def write_text_files(folder):
     tagged_sentences(folder / "en_ewt-ud-dev.conllu", 20, 2, conllu=True)
     tagged_sentences(folder / "wnut17train.conll", 100, 3)
     tagged_sentences(folder / "emerging.dev.conll", 20, 4)
+
+
+def tiny_encoder(layers: int = 1, **parts):
+    """A seeded per-token encoder (16 wide, 2 heads, 3 labels) in eval mode; ``parts`` are
+    build_encoder_only's ``chars=`` or ``relative=``."""
+    import torch
+
+    from transduce.nn.builders import TransformerConfig
+    from transduce.nn.encoder_only import build_encoder_only
+
+    torch.manual_seed(0)
+    config = TransformerConfig(
+        src_vocab_size=20, d_model=16, d_ff=32, num_heads=2, num_encoder_layers=layers, dropout=0.0
+    )
+    return build_encoder_only(config, 3, per_token=True, **parts).eval()

@@ -4,9 +4,8 @@ encoder that adds it to every subword of the word."""
 import pytest
 import torch
 
-from transduce.nn.builders import TransformerConfig
+from tests.helpers.text import tiny_encoder
 from transduce.nn.chars import CHAR_BUCKETS, MAX_CHARS, CharCNN, char_ids
-from transduce.nn.encoder_only import build_encoder_only
 
 
 def test_char_ids_mark_the_word_pad_it_and_keep_both_ends_of_a_long_one():
@@ -50,11 +49,7 @@ def test_the_cnn_reads_each_distinct_word_once_and_gives_what_reading_each_token
 
 
 def encoder(chars: int):
-    torch.manual_seed(0)
-    config = TransformerConfig(
-        src_vocab_size=20, d_model=16, d_ff=32, num_heads=2, num_encoder_layers=1, dropout=0.0
-    )
-    return build_encoder_only(config, 3, per_token=True, chars=chars).eval()
+    return tiny_encoder(chars=chars)
 
 
 def test_the_encoder_adds_each_words_letters_to_its_subwords_and_ignores_padding():

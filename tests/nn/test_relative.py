@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from tests.helpers.text import tiny_encoder
 from transduce.nn.builders import TransformerConfig
 from transduce.nn.encoder_only import build_encoder_only
 from transduce.nn.relative import RelativePositions
@@ -54,11 +55,7 @@ def test_a_score_on_the_gate_is_a_score_added_to_the_attention_logits():
 
 
 def encoder(relative: int):
-    torch.manual_seed(0)
-    config = TransformerConfig(
-        src_vocab_size=20, d_model=16, d_ff=32, num_heads=2, num_encoder_layers=2, dropout=0.0
-    )
-    return build_encoder_only(config, 3, per_token=True, relative=relative).eval()
+    return tiny_encoder(layers=2, relative=relative)
 
 
 def test_at_zero_it_changes_nothing_then_it_learns_and_padding_stays_ignored():
