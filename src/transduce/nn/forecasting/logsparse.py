@@ -135,6 +135,25 @@ def _shifted_products(a: Tensor, b: Tensor, offsets: tuple[int, ...]) -> Tensor:
     return out
 
 
+def _shifted_sum(w: Tensor, x: Tensor, offsets: tuple[int, ...]) -> Tensor:
+    """(B, H, T, Dh): out_t = Σ_m w[t, m] · x_{t − offsets[m]}, each offset added in place."""
+    T = x.shape[-2]
+    out = torch.zeros_like(x)
+    for m, o in enumerate(offsets):
+        out[..., o:, :].addcmul_(w[..., o:, m, None], x[..., : T - o, :])
+    return out
+
+
+def _spread_back(w: Tensor, x: Tensor, offsets: tuple[int, ...]) -> Tensor:
+    """(B, H, T, Dh): out_s = Σ_m w[s + offsets[m], m] · x_{s + offsets[m]}, what each step
+    gave the steps that read it (the transpose of :func:`_shifted_sum`)."""
+    T = x.shape[-2]
+    out = torch.zeros_like(x)
+    for m, o in enumerate(offsets):
+        out[..., : T - o, :].addcmul_(w[..., o:, m, None], x[..., o:, :])
+    return out
+
+
 class _ShiftedScores(torch.autograd.Function):
     """scores[..., t, m] = q_t · k_{t − offsets[m]} (0 where t < offsets[m]), and a backward
     that adds each offset's share into the gradients of q and k in place: autograd through
@@ -150,13 +169,7 @@ class _ShiftedScores(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         q, k = ctx.saved_tensors
-        T = q.shape[-2]
-        dq, dk = torch.zeros_like(q), torch.zeros_like(k)
-        for m, o in enumerate(ctx.offsets):
-            g = grad[..., o:, m, None]  # (B, H, T − o, 1)
-            dq[..., o:, :].addcmul_(g, k[..., : T - o, :])
-            dk[..., : T - o, :].addcmul_(g, q[..., o:, :])
-        return dq, dk, None
+        return _shifted_sum(grad, k, ctx.offsets), _spread_back(grad, q, ctx.offsets), None
 
 
 class _ShiftedSum(torch.autograd.Function):
@@ -166,23 +179,15 @@ class _ShiftedSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weights: Tensor, v: Tensor, offsets: tuple[int, ...]) -> Tensor:
-        T = v.shape[-2]
-        out = torch.zeros_like(v)  # (B, H, T, Dh)
-        for m, o in enumerate(offsets):
-            out[..., o:, :].addcmul_(weights[..., o:, m, None], v[..., : T - o, :])
         ctx.save_for_backward(weights, v)
         ctx.offsets = offsets
-        return out
+        return _shifted_sum(weights, v, offsets)  # (B, H, T, Dh)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         weights, v = ctx.saved_tensors
-        T = v.shape[-2]
         dweights = _shifted_products(grad, v, ctx.offsets)
-        dv = torch.zeros_like(v)
-        for m, o in enumerate(ctx.offsets):
-            dv[..., : T - o, :].addcmul_(weights[..., o:, m, None], grad[..., o:, :])
-        return dweights, dv, None
+        return dweights, _spread_back(weights, grad, ctx.offsets), None
 
 
 def shifted_attention(
