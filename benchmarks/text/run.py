@@ -81,7 +81,7 @@ TASKS = {
         {  # plain last_subword (at 64e6736: dev 90.89, below last_subword_chars' 91.02) left
             # out, so that the two candidates run side by side in the task's 30 minutes
             "last_subword_chars": ["piece=last", "chars=128"],
-            "last_subword_chars_relative": ["piece=last", "chars=128", "relative=16"],
+            "last_subword_chars_relative": ["piece=last", "chars=128", RELATIVE],
         },
     ),
     "wnut": (
