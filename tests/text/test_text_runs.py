@@ -2,8 +2,10 @@
 predicting and served; bad files and settings refused in one line."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 import transduce
 from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
@@ -72,6 +74,30 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
     assert [w for w, _ in tags] == ["big", "fox", "red"]
     for found in model.entities("big fox red"):
         assert set(found) == {"type", "text", "start", "end"}
+    # its words are decoded under BIO's rules: where I-ANIMAL wins word by word, a lone I-
+    # cannot start the sentence, and B- I- I- (0.8 + 1.5 + 1.5) beats O O O (1 + 1 + 1)
+    scores_by_tag = {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5}
+    bias = torch.tensor([scores_by_tag[t] for t in model.labels])
+    real = model.model
+
+    class Leaning(torch.nn.Module):
+        per_token = True
+
+        def __init__(self):
+            super().__init__()
+            self.real = real
+
+        def forward(self, ids, chars=None, need_weights=False):
+            out = real(ids, chars=chars, need_weights=need_weights)
+            return SimpleNamespace(logits=torch.zeros_like(out.logits) + bias, weights=out.weights)
+
+    model.model = Leaning()
+    assert [t for _, t in model.tag("big fox red")] == ["B-ANIMAL", "I-ANIMAL", "I-ANIMAL"]
+    assert model.entities("big fox red") == [
+        {"type": "ANIMAL", "text": "big fox red", "start": 0, "end": 2}
+    ]
+    assert model.attention("big fox red")["rows"][0] == "big (B-ANIMAL)"  # as tag() reads
+    model.model = real
     # a sentence cut at max_tokens: the words past the cut are scored, as missed
     from transduce.data.labelled import Tagged
     from transduce.tasks.text.data import encode

@@ -23,9 +23,16 @@ from transduce.data.labelled import Sentences, Tagged
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.evaluation.entities import spans
+from transduce.tasks.text.bio import best_allowed
 from transduce.tasks.text.config import TextConfig
 from transduce.tasks.text.data import IGNORE, encode_for, read
-from transduce.tasks.text.task import batch_of, build_text_model, predict, scores
+from transduce.tasks.text.task import (
+    batch_of,
+    build_text_model,
+    entity_rules,
+    predict,
+    scores,
+)
 
 
 class TextModel:
@@ -56,6 +63,7 @@ class TextModel:
             state,
             lambda _: build_text_model(self.cfg, len(self.tokenizer), len(self.labels)),
         ).eval()
+        self._rules = entity_rules(self.cfg, self.labels)
 
     def __repr__(self) -> str:
         return f"TextModel({str(self.run_dir)!r}: {self.describe()})"
@@ -88,7 +96,7 @@ class TextModel:
         if not words:
             return []
         found = Tagged([words], [[self.labels[0]] * len(words)], [1])
-        tags, _ = predict(self.model, self._encode(found))
+        tags, _ = predict(self.model, self._encode(found), rules=self._rules)
         return list(zip(words, [self.labels[t] for t in tags[0]]))
 
     def entities(self, text: str | list[str]) -> list[dict]:
@@ -131,9 +139,13 @@ class TextModel:
             names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
         else:
             speaks = [k for k, t in enumerate(encoded.labels[0]) if t != IGNORE]
-            tags = out.logits[0].argmax(-1)
+            spoken = out.logits[0][speaks].float()  # (words, tags)
+            if self._rules is None:
+                tags = spoken.argmax(-1).tolist()
+            else:  # as tag() reads them
+                tags = best_allowed(spoken.log_softmax(-1), self._rules)
             rows = weights[:, speaks]
-            names = [f"{w} ({self.labels[int(tags[k])]})" for w, k in zip(words, speaks)]
+            names = [f"{w} ({self.labels[t]})" for w, t in zip(words, tags)]
         return {
             "model": self.describe(),
             "layout": "tokens",
@@ -154,7 +166,7 @@ class TextModel:
             raise UserError(f"{self.run_dir} was trained without test=; give the test file")
         found = read(self.cfg, str(path))
         encoded = self._encode(found, str(path))
-        predicted, _ = predict(self.model, encoded)
+        predicted, _ = predict(self.model, encoded, rules=self._rules)
         result = {"task": self.cfg.task, "file": str(path)}
         result.update(scores(self.cfg.task, self.labels, encoded, predicted))
         runs.write_json(self.run_dir, runs.TEST_RESULTS, result)

@@ -14,7 +14,7 @@ from typing import Sequence
 Span = tuple[str, int, int]  # type, first token, last token
 
 
-def _split(tag: str) -> tuple[str, str]:
+def split_tag(tag: str) -> tuple[str, str]:
     """(prefix, type) of a tag: ("O", "") for O, ("B", "PER") for B-PER."""
     if tag == "O" or not tag:
         return "O", ""
@@ -45,7 +45,7 @@ def spans(tags: Sequence[str]) -> list[Span]:
     found: list[Span] = []
     previous, start = ("O", ""), None
     for i, tag in enumerate([*tags, "O"]):  # an O closes the last entity
-        current = _split(tag)
+        current = split_tag(tag)
         if start is not None and _ends(previous, current):
             found.append((previous[1], start, i - 1))
             start = None

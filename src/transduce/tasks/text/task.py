@@ -18,6 +18,7 @@ from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
 from transduce.nn.chars import MAX_CHARS
 from transduce.nn.encoder_only import EncoderOnly, build_encoder_only
+from transduce.tasks.text.bio import Rules, best_allowed, scheme_rules
 from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
 from transduce.training.distributed import Session
@@ -93,9 +94,12 @@ def _to(chars: Tensor | None, device) -> Tensor | None:
 
 
 @torch.no_grad()
-def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list:
-    """Per sentence, its label index, or its words' tag indices (read where each is learned);
-    and the label probabilities of each sentence (classify only)."""
+def predict(
+    model: EncoderOnly, encoded: Encoded, batch_size: int = 128, rules: Rules | None = None
+) -> list:
+    """Per sentence, its label index, or its words' tag indices (read where each is learned;
+    with an entity scheme's ``rules``, the best sequence they allow, :mod:`.bio`); and the
+    label probabilities of each sentence (classify only)."""
     model.eval()
     device = next(model.parameters()).device
     out, probabilities = [], []
@@ -110,8 +114,16 @@ def predict(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> list
         best = logits.argmax(-1)
         for row in range(len(rows)):
             speaks = tags[row] != IGNORE  # the subword of each word its tag is read at
-            out.append(best[row][speaks].tolist())
+            if rules is None:
+                out.append(best[row][speaks].tolist())
+            else:
+                out.append(best_allowed(logits[row][speaks].log_softmax(-1), rules))
     return out, probabilities
+
+
+def entity_rules(cfg: TextConfig, labels: list[str]) -> Rules | None:
+    """The rules an entity tagger's words are decoded under; None for the other tasks."""
+    return scheme_rules(labels) if cfg.task == "entities" else None
 
 
 def scores(task: str, labels: list[str], encoded: Encoded, predicted: list) -> dict:
@@ -218,7 +230,9 @@ class TextTask:
     def validate(self, model) -> dict:
         if self.cfg.task == "mlm":
             return self.validate_mlm(model)
-        predicted, _ = predict(model, self.data.valid)
+        predicted, _ = predict(
+            model, self.data.valid, rules=entity_rules(self.cfg, self.data.labels)
+        )
         found = scores(self.cfg.task, self.data.labels, self.data.valid, predicted)
         out = {"val_accuracy": round(found["accuracy"], 4)}
         if "entities" in found:
