@@ -1,11 +1,15 @@
 """Text runs with relative positions (relative=): a tagger that trains, loads and explains
 with them, a fine-tuning run that keeps a pre-trained run's scores, and a bad window."""
 
+import dataclasses
+
+import pytest
 import torch
 
 import transduce
 from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
 from transduce.cli.main import main
+from transduce.errors import UserError
 
 
 def train(tmp_path, name, *settings):
@@ -50,6 +54,9 @@ def test_fine_tuning_keeps_the_pretrained_scores_and_a_run_without_them_starts_a
     )
     fresh = build_text_model(tuned.cfg, len(tuned.tokenizer), 2)
     assert torch.equal(load_init(fresh, str(pre)).relative.scores, learned["relative.scores"])
+    without = build_text_model(dataclasses.replace(tuned.cfg, relative=0), len(tuned.tokenizer), 2)
+    with pytest.raises(UserError, match=r"the pre-trained run has relative; give relative=3$"):
+        load_init(without, str(pre))
     plain = train(tmp_path, "plain", "task=mlm", "format=lines", f"train={text}")
     added = transduce.load(
         train(tmp_path, "added", f"train={train_file}", f"init={plain}", "relative=3")

@@ -64,6 +64,11 @@ def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
         missing, unexpected = model.load_state_dict(weights, strict=False)
     except RuntimeError:  # a tensor of another shape
         missing, unexpected = [], ["(sizes)"]
+    lacking = sorted({k.split(".")[0] for k in unexpected} & {"chars", "relative"})
+    if lacking:  # parts the pre-trained run has and this run's settings leave out
+        had = state.get("model_config", {})
+        wanted = " ".join(f"{name}={had.get(name, '?')}" for name in lacking)
+        raise UserError(f"{path}: the pre-trained run has {' and '.join(lacking)}; give {wanted}")
     if unexpected or any(not k.startswith(("head.", "chars.", "relative.")) for k in missing):
         raise UserError(
             f"{path}: its encoder does not fit this run's model (other sizes?); give the "
