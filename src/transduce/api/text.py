@@ -23,7 +23,6 @@ from transduce.data.labelled import Sentences, Tagged
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.evaluation.entities import spans
-from transduce.tasks.text.bio import best_allowed
 from transduce.tasks.text.config import TextConfig
 from transduce.tasks.text.data import IGNORE, encode_for, read
 from transduce.tasks.text.task import (
@@ -32,6 +31,7 @@ from transduce.tasks.text.task import (
     entity_rules,
     predict,
     scores,
+    word_tags,
 )
 
 
@@ -139,11 +139,7 @@ class TextModel:
             names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
         else:
             speaks = [k for k, t in enumerate(encoded.labels[0]) if t != IGNORE]
-            spoken = out.logits[0][speaks].float()  # (words, tags)
-            if self._rules is None:
-                tags = spoken.argmax(-1).tolist()
-            else:  # as tag() reads them
-                tags = best_allowed(spoken.log_softmax(-1), self._rules)
+            tags = word_tags(out.logits[0][speaks].float(), self._rules)  # as tag() reads
             rows = weights[:, speaks]
             names = [f"{w} ({self.labels[t]})" for w, t in zip(words, tags)]
         return {

@@ -116,14 +116,18 @@ def predict(
             probabilities += logits.softmax(-1).tolist()
             out += logits.argmax(-1).tolist()
             continue
-        best = logits.argmax(-1)
         for row in range(len(rows)):
             speaks = tags[row] != IGNORE  # the subword of each word its tag is read at
-            if rules is None:
-                out.append(best[row][speaks].tolist())
-            else:
-                out.append(best_allowed(logits[row][speaks].log_softmax(-1), rules))
+            out.append(word_tags(logits[row][speaks], rules))
     return out, probabilities
+
+
+def word_tags(scores: Tensor, rules: Rules | None) -> list[int]:
+    """Each word's tag index from its scores (words, tags): the highest, or with an entity
+    scheme's ``rules`` the sequence of highest summed log-probability they allow."""
+    if rules is None:
+        return scores.argmax(-1).tolist()
+    return best_allowed(scores.log_softmax(-1), rules)
 
 
 def entity_rules(cfg: TextConfig, labels: list[str]) -> Rules | None:
