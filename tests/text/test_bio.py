@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transduce.evaluation.entities import spans
-from transduce.tasks.text.bio import best_allowed, scheme_rules
+from transduce.tasks.text.bio import best_allowed, scheme_rules, training_rules
 
 BIO = ["B-PER", "I-PER", "B-LOC", "I-LOC", "O"]
 IOBES = ["B-PER", "I-PER", "E-PER", "S-PER", "O"]
@@ -89,3 +89,14 @@ def test_the_best_allowed_sequence_of_every_small_case(labels):
 
 def test_no_words():
     assert best_allowed(torch.zeros(0, len(BIO)), scheme_rules(BIO)) == []
+
+
+def test_the_rules_hold_only_where_the_training_tags_keep_them():
+    def ids(*sentences):
+        return [[BIO.index(t) for t in s] for s in sentences]
+
+    bio = ids(["B-PER", "I-PER", "O"], ["O", "B-LOC"], [])
+    assert training_rules(BIO, bio) is not None
+    iob1 = ids(["I-PER", "I-PER", "O"], ["O", "I-LOC", "B-LOC"])  # an entity starts at I-
+    assert training_rules(BIO, bio + iob1) is None
+    assert training_rules(BIO, bio + ids(["B-LOC", "I-PER"])) is None

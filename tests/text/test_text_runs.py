@@ -29,6 +29,25 @@ def train(tmp_path, name, *settings):
     return run
 
 
+def leaning(model, scores_by_tag):
+    """A stand-in for ``model``'s network whose every position scores the tags as given."""
+    real = model.model
+    bias = torch.tensor([scores_by_tag[t] for t in model.labels])
+
+    class Leaning(torch.nn.Module):
+        per_token = True
+
+        def __init__(self):
+            super().__init__()
+            self.real = real
+
+        def forward(self, ids, chars=None, need_weights=False):
+            out = real(ids, chars=chars, need_weights=need_weights)
+            return SimpleNamespace(logits=torch.zeros_like(out.logits) + bias, weights=out.weights)
+
+    return Leaning()
+
+
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
     root = tmp_path_factory.mktemp("text")
@@ -76,22 +95,7 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
         assert set(found) == {"type", "text", "start", "end"}
     # its words are decoded under BIO's rules: where I-ANIMAL wins word by word, a lone I-
     # cannot start the sentence, and B- I- I- (0.8 + 1.5 + 1.5) beats O O O (1 + 1 + 1)
-    scores_by_tag = {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5}
-    bias = torch.tensor([scores_by_tag[t] for t in model.labels])
-    real = model.model
-
-    class Leaning(torch.nn.Module):
-        per_token = True
-
-        def __init__(self):
-            super().__init__()
-            self.real = real
-
-        def forward(self, ids, chars=None, need_weights=False):
-            out = real(ids, chars=chars, need_weights=need_weights)
-            return SimpleNamespace(logits=torch.zeros_like(out.logits) + bias, weights=out.weights)
-
-    model.model = Leaning()
+    real, model.model = model.model, leaning(model, {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5})
     assert [t for _, t in model.tag("big fox red")] == ["B-ANIMAL", "I-ANIMAL", "I-ANIMAL"]
     assert model.entities("big fox red") == [
         {"type": "ANIMAL", "text": "big fox red", "start": 0, "end": 2}
@@ -112,6 +116,21 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
     found = scores("entities", model.labels, cut, predicted)
     assert found["words"] == 12 and found["accuracy"] <= 100 * len(predicted[0]) / 12
     assert found["entities"]["micro"]["true"] == 6
+
+
+def test_an_entity_tagger_trained_on_iob1_reads_its_tags_one_by_one(tmp_path):
+    """IOB1 (CoNLL-2003's first release) starts an entity at I-: BIO's rules would forbid
+    the tags it was trained on, so such a run reads each word's best tag."""
+    iob1 = tmp_path / "iob1.conll"
+    iob1.write_text(
+        tagged(tmp_path / "bio.conll", 100, 1).read_text().replace("B-ANIMAL", "I-ANIMAL")
+        + "\nbig\tI-ANIMAL\nfox\tI-ANIMAL\nowl\tB-ANIMAL\n"
+    )
+    run = train(tmp_path, "iob1", "task=entities", "format=conll", f"train={iob1}")
+    model = transduce.load(run)
+    model.model = leaning(model, {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5})
+    assert [t for _, t in model.tag("big fox red")] == ["I-ANIMAL", "I-ANIMAL", "I-ANIMAL"]
+    assert [e["text"] for e in model.entities("big fox red")] == ["big fox red"]
 
 
 @pytest.mark.parametrize(

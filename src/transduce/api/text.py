@@ -63,7 +63,8 @@ class TextModel:
             state,
             lambda _: build_text_model(self.cfg, len(self.tokenizer), len(self.labels)),
         ).eval()
-        self._rules = entity_rules(self.cfg, self.labels)
+        kept = state["extra"].get("scheme_kept", True)  # runs before it was recorded: BIO
+        self._rules = entity_rules(self.cfg, self.labels, kept)
 
     def __repr__(self) -> str:
         return f"TextModel({str(self.run_dir)!r}: {self.describe()})"

@@ -9,7 +9,9 @@ to "allowed" or "forbidden" and nothing learned.
 
 The rules: ``I-X`` (and IOBES's ``E-X``) only after ``B-X`` or ``I-X``; in IOBES, ``B-X``
 and ``I-X`` only before ``I-X`` or ``E-X`` and never last. A sentence may start with ``O``,
-``B-`` or ``S-``.
+``B-`` or ``S-``. They hold only where the training tags keep them: in IOB1 (CoNLL-2003's
+first release) and IO an entity starts at ``I-``, and such a run reads its words' tags one
+by one (:func:`training_rules`).
 
 Legend: W words, T tags.
 """
@@ -72,3 +74,16 @@ def best_allowed(log_probs: Tensor, rules: Rules) -> list[int]:
     for came in reversed(back):
         tags.append(int(came[tags[-1]]))
     return tags[::-1]
+
+
+def training_rules(labels: list[str], sentences: list[list[int]]) -> Rules | None:
+    """The scheme's rules if every training sentence's tags (indices into ``labels``) keep
+    them; None (read the tags one by one) if any breaks them, as IOB1 and IO do."""
+    rules = scheme_rules(labels)
+    start, follows, end = rules.start.tolist(), rules.follows.tolist(), rules.end.tolist()
+    for tags in sentences:
+        if tags and not (
+            start[tags[0]] and end[tags[-1]] and all(follows[a][b] for a, b in zip(tags, tags[1:]))
+        ):
+            return None
+    return rules

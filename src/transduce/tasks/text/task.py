@@ -18,7 +18,7 @@ from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
 from transduce.nn.chars import MAX_CHARS
 from transduce.nn.encoder_only import EncoderOnly, build_encoder_only
-from transduce.tasks.text.bio import Rules, best_allowed, scheme_rules
+from transduce.tasks.text.bio import Rules, best_allowed, scheme_rules, training_rules
 from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
 from transduce.training.distributed import Session
@@ -130,9 +130,10 @@ def word_tags(scores: Tensor, rules: Rules | None) -> list[int]:
     return best_allowed(scores.log_softmax(-1), rules)
 
 
-def entity_rules(cfg: TextConfig, labels: list[str]) -> Rules | None:
-    """The rules an entity tagger's words are decoded under; None for the other tasks."""
-    return scheme_rules(labels) if cfg.task == "entities" else None
+def entity_rules(cfg: TextConfig, labels: list[str], kept: bool = True) -> Rules | None:
+    """The rules an entity tagger's words are decoded under, if its training tags ``kept``
+    them (:func:`.bio.training_rules`); None for the other tasks."""
+    return scheme_rules(labels) if cfg.task == "entities" and kept else None
 
 
 def scores(task: str, labels: list[str], encoded: Encoded, predicted: list) -> dict:
@@ -171,6 +172,9 @@ class TextTask:
         if cfg.outside_weight != 1 and "O" in data.labels:
             self.weights = torch.ones(len(data.labels), device=session.device)
             self.weights[data.labels.index("O")] = cfg.outside_weight
+        self.rules = None  # an entity tagger's, if its training tags keep their scheme
+        if cfg.task == "entities":
+            self.rules = training_rules(data.labels, data.train.gold)
 
     def build_model(self):
         model = build_text_model(self.cfg, len(self.data.tokenizer), len(self.data.labels))
@@ -239,9 +243,7 @@ class TextTask:
     def validate(self, model) -> dict:
         if self.cfg.task == "mlm":
             return self.validate_mlm(model)
-        predicted, _ = predict(
-            model, self.data.valid, rules=entity_rules(self.cfg, self.data.labels)
-        )
+        predicted, _ = predict(model, self.data.valid, rules=self.rules)
         found = scores(self.cfg.task, self.data.labels, self.data.valid, predicted)
         out = {"val_accuracy": round(found["accuracy"], 4)}
         if "entities" in found:
@@ -252,7 +254,7 @@ class TextTask:
         return {
             "model_config": dataclasses.asdict(self.cfg),
             "tokenizer": self.data.tokenizer.fingerprint,
-            "extra": {"labels": list(self.data.labels)},
+            "extra": {"labels": list(self.data.labels), "scheme_kept": self.rules is not None},
         }
 
 
