@@ -1,4 +1,5 @@
-"""The candidates for transduce's int8 linear layers, timed at the shapes beam search runs.
+"""The candidates for transduce's fast linear layers (int8, and bfloat16 packed once),
+timed at the shapes beam search runs.
 
     python benchmarks/speed/int8.py [--threads N]
 
@@ -7,6 +8,8 @@ model would:
 
   float32            F.linear
   bfloat16           F.linear on bfloat16 x and W (what bf16 autocast runs)
+  bfloat16 packed    W in bfloat16, laid out once in oneDNN's blocked format
+                     (transduce.nn.packed, what bf16 translation runs on a CPU)
   fbgemm dynamic     torch.ops.quantized.linear_dynamic: W int8 per output channel, x
                      quantized per call (PyTorch's eager dynamic quantization)
   oneDNN dynamic     torch.ops.onednn.qlinear_pointwise: W int8 per output channel, x
@@ -32,6 +35,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from transduce.nn.packed import PackedLinear, packing_supported
 
 HERE = Path(__file__).parent
 LAYERS = {"256 → 256": (256, 256), "256 → 1024": (256, 1024), "1024 → 256": (1024, 256)}
@@ -63,7 +69,7 @@ def candidates(w, b, rows):
         )
         return out.mul_(x_scale).add_(b)
 
-    return {
+    found = {
         "float32": lambda x: F.linear(x, w, b),
         "bfloat16": lambda x: F.linear(x.bfloat16(), wb, bb).float(),
         "fbgemm dynamic": lambda x: torch.ops.quantized.linear_dynamic(x, fbgemm, False),
@@ -72,6 +78,12 @@ def candidates(w, b, rows):
             torch.ops.aten._weight_int8pack_mm(x.bfloat16(), wq, scale.bfloat16()) + bb
         ).float(),
     }
+    if packing_supported():
+        linear = nn.Linear(w.shape[1], N)
+        linear.weight.data, linear.bias.data = w, b
+        packed = PackedLinear(linear)
+        found["bfloat16 packed"] = lambda x: packed(x).float()
+    return found
 
 
 def timed(fn, x, repeats: int) -> float:

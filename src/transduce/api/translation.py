@@ -9,8 +9,9 @@ from pathlib import Path
 
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
-from transduce.device import pick_device, resolve_precision
+from transduce.device import bf16_is_fast, pick_device, resolve_precision
 from transduce.export.ctranslate2 import CTranslate2Translator
+from transduce.nn.packed import pack_linears, packing_supported
 from transduce.runs import ensemble_members
 from transduce.tasks.translation.loading import load_ensemble, load_translation
 
@@ -42,4 +43,6 @@ def load_translator(path, device: str, precision: str, verbose: bool):
 def _translator(model, tokenizer, device: str, precision: str) -> Translator:
     dev = pick_device(device)
     precision = resolve_precision(precision, dev, decoding=True)
+    if precision == "bf16" and dev.type == "cpu" and bf16_is_fast(dev) and packing_supported():
+        pack_linears(model)  # loaded for decoding only: its layers need not train
     return Translator(model=model, tokenizer=tokenizer, device=dev, precision=precision)
