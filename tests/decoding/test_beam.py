@@ -193,3 +193,48 @@ def test_no_repeat_ngram_blocks_a_loop():
     assert blocked.tokens == [A, B, EOS]  # A A B EOS (0.09) loses to A B EOS (0.1)
     [[trigram]] = search(TableModel(loop), beam_size=3, alpha=0.0, no_repeat_ngram=3)
     assert trigram.tokens == [A, A, A, EOS]  # A A A holds no trigram twice
+
+
+@pytest.mark.parametrize("V", [64, 100, 8000, 7])
+def test_best_extensions_are_the_flat_top_k(V):
+    # every chunk size against the plain top-k over all K·V sums, vocabularies that fill
+    # their chunks, that do not (padding), and smaller than one chunk
+    from transduce.decoding.beam import best_extensions
+
+    torch.manual_seed(V)
+    n, K, k = 6, 5, 10
+    log_probs = torch.randn(n, K, V).log_softmax(-1)
+    scores = torch.randn(n, K) * 3
+    scores[0, 1:] = float("-inf")  # the first step: only beam 0 is live
+    expected, flat = (scores[..., None] + log_probs).view(n, K * V).topk(k, dim=1)
+    for chunk in (1, 8, 64, 128):
+        top, beam, token = best_extensions(log_probs, scores, k, chunk)
+        assert torch.equal(top, expected), chunk
+        possible = expected.isfinite()  # random values: no ties among them
+        assert torch.equal((beam * V + token)[possible], flat[possible]), chunk
+
+
+def test_best_extensions_with_fewer_possible_than_asked_stay_in_the_vocabulary():
+    from transduce.decoding.beam import best_extensions
+
+    n, K, V = 2, 3, 100  # 100 tokens: the last 64-token chunk is padded
+    log_probs = torch.full((n, K, V), float("-inf"))
+    log_probs[:, :, EOS] = -0.5  # at the maximum length only EOS may follow
+    scores = torch.tensor([[-1.0, -2.0, -3.0], [-1.0, float("-inf"), float("-inf")]])
+    top, beam, token = best_extensions(log_probs, scores, 2 * K)
+    assert top[0, :3].tolist() == [-1.5, -2.5, -3.5] and beam[0, :3].tolist() == [0, 1, 2]
+    assert (token[:, 0] == EOS).all() and top[1, 0] == -1.5
+    assert torch.isinf(top[0, 3:]).all() and torch.isinf(top[1, 1:]).all()
+    assert (token >= 0).all() and (token < V).all() and (beam < K).all()
+
+
+def test_an_impossible_pick_in_the_padding_is_read_as_a_real_token():
+    from transduce.decoding.beam import best_extensions
+
+    # 65 tokens: the second chunk is token 64 and 63 padding slots, and only token 64 is
+    # possible, so the second pick (-inf) falls next to it, in the padding
+    log_probs = torch.full((1, 1, 65), float("-inf"))
+    log_probs[0, 0, 64] = -0.5
+    top, beam, token = best_extensions(log_probs, torch.zeros(1, 1), 2, chunk=64)
+    assert top[0, 0] == -0.5 and token[0, 0] == 64 and torch.isinf(top[0, 1])
+    assert 0 <= token[0, 1] < 65 and beam[0, 1] == 0

@@ -60,6 +60,7 @@ class BeamStep:
 
 
 LENPEN_STYLES = ("wu", "power")
+CHUNK = 64  # vocabulary tokens a chunk of best_extensions
 
 
 def length_penalty(length: int | Tensor, alpha: float, style: str = "wu") -> float | Tensor:
@@ -160,9 +161,7 @@ def beam_search(
             candidates[ending] = torch.where(
                 torch.arange(V, device=device) == eos_id, candidates[ending], float("-inf")
             )
-        candidates = candidates.add_(scores.unsqueeze(-1)).view(n, K * V)
-        top_scores, top = candidates.topk(2 * K, dim=1)  # (n, 2K): K of them are not EOS
-        beam, token = top // V, top % V  # (n, 2K)
+        top_scores, beam, token = best_extensions(candidates, scores, 2 * K)  # (n, 2K)
         is_eos = token == eos_id
         _finish(finished, alive, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
         # the K best non-EOS candidates continue, in score order
@@ -203,6 +202,44 @@ def beam_search(
         prefixes = torch.cat([prefixes[source_rows], tokens.view(-1, 1)], 1)
         state = state.reorder(source_rows, kept) if grouped else state.reorder(source_rows)
     return [sorted(f, key=lambda h: -h.score)[:nbest] for f in finished]
+
+
+def best_extensions(
+    log_probs: Tensor, scores: Tensor, k: int, chunk: int = CHUNK
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The k best one-token extensions of each sentence's beams, best first: (n, k) each of
+    their summed log-probability (scores + log_probs), their beam and their token; as
+    ``(scores[..., None] + log_probs).view(n, K·V).topk(k)`` would give them, up to the
+    order of ties.
+
+    A top-k over K·V values a sentence costs more than the softmax before it on a CPU.
+    So the vocabulary is read in chunks of ``chunk`` tokens: each chunk's best value, plus
+    its beam's score, ranks the chunks, and the k best extensions lie in the k best chunks
+    (a chunk outside them has k chunks above it, each holding an extension better than all
+    of its own). The top-k then runs over k·chunk values, not K·V.
+
+    Args:
+        log_probs: (n, K, V) each beam's next-token log-probabilities.
+        scores: (n, K) each beam's summed log-probability so far (-inf: an empty slot).
+        k: how many extensions.
+        chunk: tokens a chunk.
+    """
+    n, K, V = log_probs.shape
+    pad = -V % chunk
+    if pad:  # the last chunk filled up with impossible tokens
+        log_probs = F.pad(log_probs, (0, pad), value=float("-inf"))
+    C = (V + pad) // chunk  # chunks a beam
+    blocks = log_probs.reshape(n, K * C, chunk)
+    chunk_scores = scores.repeat_interleave(C, dim=1)  # (n, K·C): the beam's score
+    m = min(k, K * C)
+    chosen = (blocks.amax(-1) + chunk_scores).topk(m, dim=1).indices  # (n, m) in K·C
+    values = blocks.gather(1, chosen.unsqueeze(-1).expand(n, m, chunk))  # (n, m, chunk)
+    values = values + chunk_scores.gather(1, chosen).unsqueeze(-1)
+    top_scores, where = values.view(n, m * chunk).topk(k, dim=1)  # (n, k)
+    picked = chosen.gather(1, where // chunk)  # (n, k): the chunk of each
+    token = (picked % C) * chunk + where % chunk
+    # an impossible pick (-inf: fewer than k possible extensions) may sit in the padding
+    return top_scores, picked // C, token.clamp_(max=V - 1)
 
 
 def _block_repeats(log_probs: Tensor, prefixes: Tensor, n: int) -> None:
