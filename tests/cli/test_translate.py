@@ -55,6 +55,30 @@ def test_every_precision_translates_a_file(trained_run, tmp_path, capsys, precis
     assert len(lines) == 4 and lines[0] and not lines[1] and lines[2]
 
 
+def test_early_exit_translates_a_file_as_the_api_does(trained_run, tmp_path, monkeypatch):
+    import transduce
+    from transduce.decoding.translator import Translator
+
+    asked = []
+    search = Translator.search
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("early_exit", False))
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(Translator, "search", spy)
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(LINES[:3]) + "\n", encoding="utf-8")
+    args = ["translate", str(trained_run), "--input", str(source), "--output", str(out)]
+    assert main([*args, "--early-exit", "--beam", "3", "--device", "cpu"]) == 0
+    model = transduce.load(trained_run, "cpu", verbose=False)
+    expected = [
+        t for ((t, _),) in model.search(LINES[:3], 3, model.decoding.lenpen, early_exit=True)
+    ]
+    assert out.read_text(encoding="utf-8").split("\n")[:3] == expected
+    assert asked[0] is True
+
+
 def test_standard_input_and_greedy(trained_run):
     result = subprocess.run(
         [sys.executable, "-m", "transduce", "translate", str(trained_run), "--beam", "1"],
@@ -101,6 +125,7 @@ def test_a_checkpoint_with_another_tokenizer_is_refused(trained_run, tmp_path, c
         (["RUN", "--beam", "2", "--nbest", "3"], "--nbest between 1 and --beam"),
         (["RUN", "--input", "missing.txt"], "missing.txt: cannot read"),
         (["RUN", "--engine", "ctranslate2", "--precision", "int8"], "is for our engine"),
+        (["RUN", "--engine", "ctranslate2", "--early-exit"], "--early-exit is for our engine"),
     ],
 )
 def test_bad_arguments(trained_run, tmp_path, monkeypatch, capsys, args, message):

@@ -238,3 +238,26 @@ def test_an_impossible_pick_in_the_padding_is_read_as_a_real_token():
     top, beam, token = best_extensions(log_probs, torch.zeros(1, 1), 2, chunk=64)
     assert top[0, 0] == -0.5 and token[0, 0] == 64 and torch.isinf(top[0, 1])
     assert 0 <= token[0, 1] < 65 and beam[0, 1] == 0
+
+
+def test_early_exit_ends_a_sentence_when_its_best_candidate_is_eos():
+    # step 1: EOS (0.6) is the best candidate, A (0.4) goes on; step 2: "A EOS" (0.4)
+    # has the better score under α = 1 (log 0.4 / 2 > log 0.6 / 1 with |Y|^α)
+    table = {(): {EOS: 0.6, A: 0.4}, (A,): {EOS: 1.0}}
+    exact, early = TableModel(table), TableModel(table)
+    [[best]] = search(exact, beam_size=2, alpha=1.0, lenpen_style="power")
+    [[first]] = search(early, beam_size=2, alpha=1.0, lenpen_style="power", early_exit=True)
+    assert best.tokens == [A, EOS] and exact.calls == 2
+    assert first.tokens == [EOS] and early.calls == 1
+    # TABLE's best candidate is A at step 1, so the search goes on; at step 2 it is
+    # "B EOS" (0.36), which ends it, where the exact search finds "A C EOS" (see above)
+    model = TableModel(TABLE)
+    [[shorter]] = search(model, beam_size=2, alpha=1.0, early_exit=True)
+    assert shorter.tokens == [B, EOS] and model.calls == 2
+
+
+def test_early_exit_waits_for_nbest_finished_hypotheses():
+    table = {(): {EOS: 0.6, A: 0.4}, (A,): {EOS: 1.0}}
+    model = TableModel(table)
+    hyps = search(model, beam_size=2, alpha=0.0, nbest=2, early_exit=True)[0]
+    assert [h.tokens for h in hyps] == [[EOS], [A, EOS]] and model.calls == 2

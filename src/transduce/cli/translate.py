@@ -72,6 +72,12 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
         "off)",
     )
     parser.add_argument(
+        "--early-exit",
+        action="store_true",
+        help="end a sentence's beam search at the first step whose best candidate ends it: "
+        "faster, but a longer hypothesis the length penalty would prefer may be given up",
+    )
+    parser.add_argument(
         "--max-tokens", type=int, default=6000, help="source tokens × beam per batch (default 6000)"
     )
     parser.add_argument(
@@ -111,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
     def translate(lines: list[str], bar=None) -> list:
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
+        if args.early_exit:
+            extra["early_exit"] = True
         return translator.search(
             lines,
             d.beam,
@@ -204,6 +212,8 @@ def check_arguments(args: argparse.Namespace) -> None:
             f"--precision {args.precision} is for our engine; a CTranslate2 export keeps the "
             "quantization it was exported with (transduce export --quantization)"
         )
+    if args.engine == "ctranslate2" and args.early_exit:
+        raise UserError("--early-exit is for our engine; CTranslate2 ends its search its own way")
     if args.output:
         check_output_file(args.output, "--output")
 

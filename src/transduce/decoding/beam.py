@@ -101,6 +101,7 @@ def beam_search(
     lenpen_style: str = "wu",
     no_repeat_ngram: int = 0,
     trace: Callable[[BeamStep], None] | None = None,
+    early_exit: bool = False,
 ) -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
@@ -123,6 +124,10 @@ def beam_search(
             (a remedy for outputs that loop on a subword); 0 is off.
         trace: called after each step with a :class:`BeamStep` (what the beams were, what
             they could become, which continue, finish or fall out): the explainer's view.
+        early_exit: also end a sentence at the first step whose best candidate is EOS
+            (once it has ``nbest`` finished hypotheses): fewer steps, but a live beam that
+            the length penalty would still have preferred is given up. By default a sentence ends only when no live beam can
+            beat its finished ones.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
@@ -186,10 +191,12 @@ def beam_search(
         source_rows = torch.arange(n, device=device)[:, None] * K + beam.gather(1, keep)  # (n, K)
         tokens = token.gather(1, keep)
         best_alive = scores.max(1).values.tolist()
+        top_eos = is_eos[:, 0].tolist() if early_exit else [False] * n
         stay = [
             i
             for i, b in enumerate(alive)
-            if not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)
+            if not (top_eos[i] and len(finished[b]) >= nbest)
+            and not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)
         ]
         if not stay:
             break

@@ -188,12 +188,15 @@ class Translator(TranslateAPI):
         progress=None,
         lenpen_style: str = "wu",
         no_repeat_ngram: int = 0,
+        early_exit: bool = False,
     ) -> list[list[tuple[str, float]]]:
         """For each line, ``nbest`` (translation, score) pairs, best first. An empty line gives
         empty translations; a source longer than the model's positions is cut, with a
         warning logged; a line all in capitals is read in sentence case. ``beam_size`` 1 is
         greedy search (score 0). ``no_repeat_ngram`` N > 0 forbids any N-gram of subwords
-        twice in an output (beam search)."""
+        twice in an output (beam search). ``early_exit`` ends a sentence's search at the
+        first step whose best candidate is EOS (faster; see
+        :func:`~transduce.decoding.beam.beam_search`)."""
         ids = encode_sources(
             self.tokenizer, [sentence_case(line) for line in lines], self.max_source
         )
@@ -206,7 +209,9 @@ class Translator(TranslateAPI):
             src, _ = collate([ids[i] for i in rows], None, tok.pad_id, tok.bos_id, tok.eos_id)
             src = src.to(self.device)
             with autocast(self.device, self.precision):
-                outputs = self._search(src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram)
+                outputs = self._search(
+                    src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram, early_exit
+                )
             for i, hyps in zip(rows, outputs):
                 results[i] = hyps
             if progress is not None:
@@ -280,7 +285,9 @@ class Translator(TranslateAPI):
                 f"the sentence is empty (or control characters only); give one to {what}"
             )
 
-    def _search(self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0):
+    def _search(
+        self, src, beam_size, alpha, nbest, lenpen_style, no_repeat_ngram=0, early_exit=False
+    ):
         tok, mask = self.tokenizer, padding_mask(src, self.tokenizer.pad_id)
         if beam_size == 1 and not no_repeat_ngram:
             limits = mask.reshape(src.shape[0], -1).sum(-1) + EXTRA_OUTPUT  # (B,) as beam's
@@ -300,5 +307,6 @@ class Translator(TranslateAPI):
             extra_len=EXTRA_OUTPUT,
             lenpen_style=lenpen_style,
             no_repeat_ngram=no_repeat_ngram,
+            early_exit=early_exit,
         )
         return [[(tok.decode(h.tokens), h.score) for h in hyps] for hyps in found]
