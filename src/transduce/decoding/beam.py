@@ -126,8 +126,8 @@ def beam_search(
             they could become, which continue, finish or fall out): the explainer's view.
         early_exit: also end a sentence at the first step whose best candidate is EOS
             (once it has ``nbest`` finished hypotheses): fewer steps, but a live beam that
-            the length penalty would still have preferred is given up. By default a sentence ends only when no live beam can
-            beat its finished ones.
+            the length penalty would still have preferred is given up. By default a
+            sentence ends only when no live beam can beat its finished ones.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
