@@ -6,7 +6,8 @@ script a CTranslate2 user writes (the one an export's README.md gives), both sta
 Each system is a fresh process reading the 1,000 sentences from a file and writing their
 translations to one (beam 5, α 0.6 over length^α, 6,000 source tokens × beam a batch, the
 same threads); the rounds interleave the systems, and the median wall time of each counts.
-Also timed: the same commands on one sentence (start-up: imports, loading, one search).
+transduce-bf16-early adds --early-exit (a sentence ends at the first step whose best
+candidate is EOS). Also timed: the same commands on one sentence (start-up: imports, loading, one search).
 The export is written once before the rounds, at the quantization each CTranslate2 system
 names. Results go to benchmarks/speed/cold.json and cold.md (``--out`` names another stem).
 """
@@ -26,7 +27,7 @@ from plot import machine
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-SYSTEMS = ("transduce-bf16", "transduce-int8", "ct2-int8")
+SYSTEMS = ("transduce-bf16", "transduce-bf16-early", "transduce-int8", "ct2-int8")
 
 # What a CTranslate2 user runs: SentencePiece + translate_batch, nothing of transduce.
 CT2_SCRIPT = """
@@ -55,6 +56,7 @@ def command(system: str, args, exports: dict, source: Path, target: Path) -> lis
         transduce, "translate", args.run_dir, "--input", str(source), "--output", str(target),
         "--beam", "5", "--lenpen", "0.6", "--lenpen-style", "power",
         "--precision", system.split("-")[1], "--device", "cpu", "--threads", str(args.threads),
+        *(["--early-exit"] if system.endswith("-early") else []),
     ]  # fmt: skip
 
 

@@ -14,8 +14,9 @@ Training (target tokens/s, median over steps after warm-up):
   torch          nn.Transformer + embeddings + output layer + F.cross_entropy, same autocast
   marian         Hugging Face MarianMTModel of the same sizes, random init, same loss
 Translation of test_2016_flickr (beam 5), sentences/s, target tokens/s, latency p50/p95:
-  transduce-fp32, transduce-bf16, transduce-int8, marian-generate (our weights),
-  ct2-float32, ct2-int8
+  transduce-fp32, transduce-bf16, transduce-bf16-early (beam search ends a sentence at
+  the first step whose best candidate is EOS), transduce-int8, marian-generate (our
+  weights), ct2-float32, ct2-int8
 The peers are built in peers.py.
 """
 
@@ -45,6 +46,7 @@ ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
 TRANSLATE_SYSTEMS = (
     "transduce-fp32",
     "transduce-bf16",
+    "transduce-bf16-early",
     "transduce-int8",
     "marian-generate",
     "ct2-float32",
@@ -81,6 +83,8 @@ def measure_translation(args, system: str, max_tokens: int) -> dict:
         # Every engine scores by log-probability / length^α (the only form CTranslate2 and
         # generate offer), so that all of them search for the same translations.
         style = {"lenpen_style": "power"}
+        if system.endswith("-early"):
+            style["early_exit"] = True
         translator.search(sources[:20], args.beam, args.lenpen, **style)  # warm-up
         start = time.perf_counter()
         hyps = [
