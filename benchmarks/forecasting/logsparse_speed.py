@@ -2,7 +2,8 @@
 side in one process: the keys as shifted views with a backward of its own (the library's
 sparse path), the same views differentiated by autograd through the slices (the path at
 f6e59a7), the keys gathered per step (the sparse path before that, the issue's reference),
-and the dense masked scores.
+and the dense masked scores; and the same step with no attention at all, the bound of
+what any of them can reach.
 
     python benchmarks/forecasting/logsparse_speed.py [--steps 60] [--threads 2]
 
@@ -90,8 +91,14 @@ def model_for(path: str) -> torch.nn.Module:
     return model
 
 
+def no_attention(q, k, v, keys, dropout):
+    """Not attention: the values passed on as they are. The step without attention's cost
+    bounds what any way of computing the attention can reach."""
+    return v
+
+
 def use(path: str) -> None:
-    own = {"gathered": gathered_attention, "sliced": sliced_attention}
+    own = {"gathered": gathered_attention, "sliced": sliced_attention, "none": no_attention}
     logsparse.shifted_attention = own.get(path, SHIFTED)
 
 
@@ -175,14 +182,23 @@ def summarise(record: dict) -> str:
         f"the dense one's to {record['largest_difference_from_dense']:.1e}.",
         "",
         "| precision | shifted keys, own backward (now) | shifted keys, autograd (f6e59a7) "
-        "| gathered keys (before) | dense masked | now / gathered |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| gathered keys (before) | dense masked | now / gathered | no attention "
+        "| no attention / gathered |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for precision, v in record["values_per_s"].items():
         lines.append(
             f"| {precision} | {v['shifted']:,} | {v['sliced']:,} | {v['gathered']:,} | "
-            f"{v['dense']:,} | {v['shifted_over_gathered']:.2f}× |"
+            f"{v['dense']:,} | {v['shifted_over_gathered']:.2f}× | {v['none']:,} | "
+            f"{v['none_over_gathered']:.2f}× |"
         )
+    lines += [
+        "",
+        "No attention: the same step with each attention layer's output replaced by its "
+        "values, so the rest of the step (convolutions, feed-forward layers, norms, "
+        "dropout, loss, AdamW) alone. No way of computing the attention can pass it: "
+        "its ratio to the gathered keys bounds what the attention's speed can buy.",
+    ]
     lines += [
         "",
         "Peak memory of one attention layer's forward (MB above the process's memory "
@@ -208,8 +224,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     record = {"largest_difference_from_dense": same_outputs(), "values_per_s": {}}
     for precision in ("fp32", "bf16"):
-        speeds = {path: round(values_per_s(path, precision, args.steps)) for path in PATHS}
+        speeds = {p: round(values_per_s(p, precision, args.steps)) for p in (*PATHS, "none")}
         speeds["shifted_over_gathered"] = round(speeds["shifted"] / speeds["gathered"], 2)
+        speeds["none_over_gathered"] = round(speeds["none"] / speeds["gathered"], 2)
         record["values_per_s"][precision] = speeds
         print(precision, speeds, flush=True)
     record["peak_mb"] = {

@@ -7,7 +7,8 @@ Each system is a fresh process reading the 1,000 sentences from a file and writi
 translations to one (beam 5, α 0.6 over length^α, 6,000 source tokens × beam a batch, the
 same threads); the rounds interleave the systems, and the median wall time of each counts.
 transduce-bf16-early adds --early-exit (a sentence ends at the first step whose best
-candidate is EOS). Also timed: the same commands on one sentence (start-up: imports, loading, one search).
+candidate is EOS). Also timed: the same commands on one sentence (start-up: imports,
+loading, one search).
 The export is written once before the rounds, at the quantization each CTranslate2 system
 names. Results go to benchmarks/speed/cold.json and cold.md (``--out`` names another stem).
 """

@@ -82,7 +82,12 @@ def candidates(w, b, rows):
         linear = nn.Linear(w.shape[1], N)
         linear.weight.data, linear.bias.data = w, b
         packed = PackedLinear(linear)
-        found["bfloat16 packed"] = lambda x: packed(x).float()
+
+        def bf16_packed(x):
+            with torch.autocast("cpu", torch.bfloat16):  # it packs for autocast
+                return packed(x).float()
+
+        found["bfloat16 packed"] = bf16_packed
     return found
 
 
