@@ -99,5 +99,8 @@ def test_readme_speed_ratios_are_those_of_the_results_file():
         train["transduce"] / train["marian"],
         sent["transduce-bf16"] / sent["ct2-int8"],
         sent["transduce-int8"] / sent["ct2-int8"],
+        sent["transduce-bf16-early"] / sent["ct2-int8"],
     ):
         assert f"{ratio:.2f}×" in text, f"{ratio:.2f}×"
+    bleu = {r["system"]: r["bleu"] for r in results["translation"] if r["max_tokens"] == 6000}
+    assert f"BLEU {bleu['transduce-bf16-early']:.2f} against {bleu['transduce-bf16']:.2f}" in text
