@@ -196,3 +196,19 @@ def test_a_list_of_forecasting_runs_is_refused_in_one_line(forecast_run):
     run, _ = forecast_run
     with pytest.raises(UserError, match="forecasting runs load one at a time; to forecast with"):
         transduce.load([run, run])
+
+
+def test_translate_passes_early_exit_to_the_search_and_ctranslate2_refuses_it(trained_run):
+    from transduce.export.ctranslate2 import CTranslate2Translator
+
+    model = transduce.load(trained_run, verbose=False)
+    asked = []
+    search = model.search
+    model.search = lambda *a, **kw: asked.append(kw.get("early_exit", False)) or search(*a, **kw)
+    model.translate("five hundred", beam=3, early_exit=True)
+    model.translate("five hundred", beam=3)
+    assert asked == [True, False]
+    with pytest.raises(UserError, match="early_exit is for our engine"):
+        CTranslate2Translator.search(
+            object.__new__(CTranslate2Translator), ["six"], early_exit=True
+        )

@@ -391,3 +391,21 @@ def test_requests_without_settings_use_the_runs_decoding(trained_run, tmp_path):
             "error": "nbest must not exceed beam (2)"
         }
     assert seen == [(2, 0.0, 2), (4, 1.0, 2)]
+
+
+def test_early_exit_reaches_the_search_and_batches_apart(trained_run):
+    model = transduce.load(trained_run, verbose=False)
+    expected = model.translate("five hundred", early_exit=True)
+    seen = []
+    search = model.search
+    model.search = lambda lines, beam, lenpen, nbest, **kw: (
+        seen.append((tuple(lines), kw.get("early_exit", False)))
+        or search(lines, beam, lenpen, nbest, **kw)
+    )
+    with TestClient(create_app(model, describe(str(trained_run), model))) as c:
+        early = c.post("/translate", json={"sentences": ["five hundred"], "early_exit": True})
+        plain = c.post("/translate", json={"sentences": ["six"]})
+        bad = c.post("/translate", json={"sentences": ["six"], "early_exit": "yes"})
+    assert early.status_code == plain.status_code == 200 and bad.status_code == 422
+    assert early.json()["translations"] == [expected]
+    assert sorted(seen) == [(("five hundred",), True), (("six",), False)]

@@ -99,6 +99,7 @@ class TranslateAPI:
         nbest: int = 1,
         lenpen: float | None = None,
         no_repeat_ngram: int | None = None,
+        early_exit: bool = False,
     ):
         """Translate one sentence (a string) or a list of them, in order.
 
@@ -108,6 +109,8 @@ class TranslateAPI:
         its source (also logged). ``beam`` 1 is
         greedy search; ``lenpen`` is the length penalty α; ``no_repeat_ngram`` N forbids any
         N-gram of subwords twice. Those not given come from :attr:`decoding`.
+        ``early_exit`` ends a sentence's beam search at the first step whose best candidate
+        is EOS (faster; our engine only).
         """
         one = isinstance(lines, str)
         batch = [lines] if one else _strings(lines)
@@ -118,6 +121,8 @@ class TranslateAPI:
         if nbest > d.beam:
             raise ValueError(f"nbest {nbest} exceeds the beam size {d.beam}; give a larger beam")
         extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
+        if early_exit:
+            extra["early_exit"] = True
         found = self.search(batch, d.beam, d.lenpen, nbest, **extra)
         notes = self.notes(batch)
         out = [
@@ -145,6 +150,7 @@ class TranslateAPI:
         progress=None,
         lenpen_style: str = "wu",
         no_repeat_ngram: int = 0,
+        early_exit: bool = False,
     ) -> list[list[tuple[str, float]]]:
         raise NotImplementedError
 

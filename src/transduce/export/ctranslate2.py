@@ -335,9 +335,13 @@ class CTranslate2Translator(TranslateAPI):
         progress=None,
         lenpen_style: str = "power",
         no_repeat_ngram: int = 0,
+        early_exit: bool = False,
     ) -> list[list[tuple[str, float]]]:
         """As :meth:`Translator.search`: ``nbest`` (translation, score) pairs per line.
-        CTranslate2 divides scores by length^α only (``lenpen_style="power"``)."""
+        CTranslate2 divides scores by length^α only (``lenpen_style="power"``), and ends its
+        search its own way (``early_exit`` is refused)."""
+        if early_exit:
+            raise UserError("early_exit is for our engine; CTranslate2 ends its search its own way")
         if lenpen_style != "power" and alpha:
             raise UserError(
                 "CTranslate2 divides scores by length^alpha only; use "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class _Request:
-    key: tuple  # (beam, nbest, lenpen): requests batch only with equal settings
+    key: tuple  # (beam, nbest, lenpen, n-gram block, early exit): equal settings batch
     lines: list[str]
     done: asyncio.Future = field(repr=False)
 
@@ -56,10 +56,17 @@ class Batcher:
             await asyncio.gather(self.task, return_exceptions=True)
 
     async def translate(
-        self, lines: list[str], beam: int, nbest: int, lenpen: float, no_repeat_ngram: int = 0
+        self,
+        lines: list[str],
+        beam: int,
+        nbest: int,
+        lenpen: float,
+        no_repeat_ngram: int = 0,
+        early_exit: bool = False,
     ):
         done = asyncio.get_running_loop().create_future()
-        await self.queue.put(_Request((beam, nbest, lenpen, no_repeat_ngram), lines, done))
+        key = (beam, nbest, lenpen, no_repeat_ngram, early_exit)
+        await self.queue.put(_Request(key, lines, done))
         return await done
 
     async def _collect(self) -> list[_Request]:
@@ -84,9 +91,11 @@ class Batcher:
             groups: dict[tuple, list[_Request]] = {}
             for request in batch:
                 groups.setdefault(request.key, []).append(request)
-            for (beam, nbest, lenpen, block), requests in groups.items():
+            for (beam, nbest, lenpen, block, early), requests in groups.items():
                 lines = [line for r in requests for line in r.lines]
                 extra = {"no_repeat_ngram": block} if block else {}
+                if early:
+                    extra["early_exit"] = True
                 try:
                     found = await loop.run_in_executor(
                         self.worker,

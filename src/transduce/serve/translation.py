@@ -28,6 +28,7 @@ class TranslateRequest(BaseModel):
     nbest: int = Field(1, ge=1, le=MAX_BEAM)
     lenpen: float | None = Field(None, ge=0, le=5, allow_inf_nan=False)
     no_repeat_ngram: int | None = Field(None, ge=0, le=10)
+    early_exit: bool = False
 
 
 class AttentionRequest(BaseModel):
@@ -62,8 +63,10 @@ def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
         if body.nbest > d.beam:
             raise HTTPException(422, f"nbest must not exceed beam ({d.beam})")
         lines = [" ".join(s.split()) for s in body.sentences]  # a line break is a space
+        if body.early_exit and info["kind"] == "ctranslate2":
+            raise HTTPException(422, "early_exit is for our engine; CTranslate2 ends its own way")
         found = await tools.batcher.translate(
-            lines, d.beam, body.nbest, d.lenpen, d.no_repeat_ngram
+            lines, d.beam, body.nbest, d.lenpen, d.no_repeat_ngram, body.early_exit
         )
         if body.nbest == 1:
             out = [hyps[0][0] for hyps in found]
