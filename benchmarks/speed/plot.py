@@ -114,6 +114,10 @@ def plot(results: dict, path: Path) -> None:
         bars.set_xlim(right=max(values) * 1.15)
         bars.grid(axis="x", alpha=0.3)
         sizes = sorted({r["max_tokens"] for r in done})
+        if len(sizes) < 2:  # no curve to draw
+            curves.axis("off")
+            curves.text(0.5, 0.5, f"{kind}: measured at one batch size only", ha="center")
+            continue
         for system in sorted({r["system"] for r in done}):
             points = sorted((r["max_tokens"], r[rate]) for r in done if r["system"] == system)
             if len(points) > 1:
