@@ -1,12 +1,10 @@
-import copy
-
 import pytest
 import torch
 from torch import nn
 
+from tests.helpers.linears import tiny_and_swapped
 from transduce.device import int8_supported
 from transduce.nn import padding_mask
-from transduce.nn.builders import TransformerConfig, build_transformer
 from transduce.nn.int8 import Int8Linear, quantize_linears
 
 pytestmark = pytest.mark.skipif(
@@ -61,16 +59,7 @@ def test_a_row_gives_the_same_output_alone_or_in_any_batch():
 
 
 def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
-    torch.manual_seed(0)
-    config = TransformerConfig(
-        src_vocab_size=300, d_model=64, d_ff=128, num_heads=4,
-        num_encoder_layers=2, num_decoder_layers=2,
-    )  # fmt: skip
-    model = build_transformer(config).eval()
-    quantized = copy.deepcopy(model)
-    linears = sum(type(m) is nn.Linear for m in model.modules())
-    assert quantize_linears(quantized) == linears > 0
-    assert not any(type(m) is nn.Linear for m in quantized.modules())
+    model, quantized = tiny_and_swapped(quantize_linears)
     # 64 sentences: 704 source and 576 target rows, enough for the int8 kernel everywhere
     src, tgt = torch.randint(4, 300, (64, 11)), torch.randint(4, 300, (64, 9))
     src[0, 8:] = 0  # padding

@@ -1,13 +1,11 @@
-import copy
-
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.helpers.linears import tiny_and_swapped
 from transduce.device import bf16_is_fast
 from transduce.nn import padding_mask
-from transduce.nn.builders import TransformerConfig, build_transformer
 from transduce.nn.packed import PackedLinear, pack_linears, packing_supported
 
 pytestmark = pytest.mark.skipif(
@@ -47,16 +45,7 @@ def test_outside_autocast_a_packed_layer_is_the_float_layer():
 
 
 def test_every_linear_of_a_transformer_is_packed_and_it_computes_as_under_autocast():
-    torch.manual_seed(0)
-    config = TransformerConfig(
-        src_vocab_size=300, d_model=64, d_ff=128, num_heads=4,
-        num_encoder_layers=2, num_decoder_layers=2,
-    )  # fmt: skip
-    model = build_transformer(config).eval()
-    packed = copy.deepcopy(model)
-    linears = sum(type(m) is nn.Linear for m in model.modules())
-    assert pack_linears(packed) == linears > 0
-    assert not any(type(m) is nn.Linear for m in packed.modules())
+    model, packed = tiny_and_swapped(pack_linears)
     src, tgt = torch.randint(4, 300, (8, 11)), torch.randint(4, 300, (8, 9))
     src[0, 8:] = 0
     mask = padding_mask(src, 0)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transduce.nn.linears import replace_linears
+
 
 class Int8Linear(nn.Module):
     """An inference-only stand-in for ``nn.Linear`` with int8 weights; see the module.
@@ -57,12 +59,4 @@ class Int8Linear(nn.Module):
 def quantize_linears(model: nn.Module) -> int:
     """Replace, in place, every ``nn.Linear`` inside ``model`` by an :class:`Int8Linear`
     (for inference on a CPU; the model should be in eval mode). Returns how many."""
-    swaps = [
-        (parent, name, child)
-        for parent in model.modules()
-        for name, child in parent.named_children()
-        if type(child) is nn.Linear
-    ]
-    for parent, name, child in swaps:
-        setattr(parent, name, Int8Linear(child))
-    return len(swaps)
+    return replace_linears(model, Int8Linear)

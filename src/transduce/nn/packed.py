@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transduce.nn.linears import replace_linears
+
 # the batch rows the layout is chosen for: a decoder step of ~60 sentences at beam 5;
 # any number of rows runs on it
 ROWS_HINT = 300
@@ -69,12 +71,4 @@ def pack_linears(model: nn.Module) -> int:
     """Replace, in place, every ``nn.Linear`` inside ``model`` by a :class:`PackedLinear`
     (for bfloat16 inference on a CPU; the model should be in eval mode and used for nothing
     else: its linear layers no longer train). Returns how many."""
-    swaps = [
-        (parent, name, child)
-        for parent in model.modules()
-        for name, child in parent.named_children()
-        if type(child) is nn.Linear
-    ]
-    for parent, name, child in swaps:
-        setattr(parent, name, PackedLinear(child))
-    return len(swaps)
+    return replace_linears(model, PackedLinear)
