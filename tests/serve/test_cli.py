@@ -40,3 +40,23 @@ def test_port_zero_serves_on_a_free_port_and_says_which(trained_run):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_precision_reaches_the_loader_and_an_export_refuses_it(trained_run, monkeypatch, capsys):
+    import transduce.cli.serve as serve
+    from transduce.errors import UserError
+    from transduce.export.ctranslate2 import CTranslate2Translator
+
+    asked = []
+
+    def spy(path, device, precision):
+        asked.append(precision)
+        raise UserError("loaded")  # no need to serve
+
+    monkeypatch.setattr(serve, "load", spy)
+    assert main(["serve", str(trained_run), "--port", "0", "--precision", "fp32"]) == 2
+    assert asked == ["fp32"] and "loaded" in capsys.readouterr().err
+    export = object.__new__(CTranslate2Translator)
+    monkeypatch.setattr(serve, "load", lambda path, device, precision: export)
+    assert main(["serve", "EXPORT", "--port", "0", "--precision", "int8"]) == 2
+    assert "--precision int8 is for our engine" in capsys.readouterr().err

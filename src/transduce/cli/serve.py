@@ -11,7 +11,9 @@ import uvicorn
 from transduce.api.describe import describe
 from transduce.api.loading import load
 from transduce.cli.args import positive_float, positive_int
+from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
+from transduce.export.ctranslate2 import CTranslate2Translator
 from transduce.serve.app import create_app
 from transduce.serve.http import READ_TIMEOUT, with_read_timeout
 
@@ -52,6 +54,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: all)")
     parser.add_argument("--device", default="auto", help="auto, cpu, mps, cuda or cuda:N")
     parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=list(DECODING_PRECISIONS),
+        help="a translator's: auto (bf16 where the hardware is fast at it), bf16, fp32 or "
+        "int8 (CPU; see the serving guide for which answers one sentence fastest); other "
+        "models run in float32",
+    )
+    parser.add_argument(
         "--known",
         metavar="FILE",
         help="a global forecasting run that reads known covariates: a long "
@@ -83,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     sock = _listen(args.host, args.port)  # before the model loads: a taken port fails fast
-    model = load(args.model, args.device)
+    model = load(args.model, args.device, args.precision)
+    if args.precision != "auto" and isinstance(model, CTranslate2Translator):
+        raise UserError(
+            f"--precision {args.precision} is for our engine; a CTranslate2 export keeps the "
+            "quantization it was exported with (transduce export --quantization)"
+        )
     if args.known:
         if not hasattr(model, "read_known"):  # a translator
             raise UserError(
