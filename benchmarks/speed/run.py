@@ -57,6 +57,11 @@ TRANSLATE_SYSTEMS = (
 )
 
 
+# the systems also measured at the other batch sizes: float32, our fastest path and the
+# fastest peer, so that each is compared where it is fastest
+SWEPT = ("transduce-fp32", "transduce-bf16-early", "ct2-int8")
+
+
 # ----------------------------------------------------------------------------- translation
 def make_translator(args, system: str, workdir: Path):
     """Something with .search(lines, beam, alpha) → [[(text, score)]]."""
@@ -250,8 +255,31 @@ def summarise(results: dict) -> str:
             f"{r.get('latency_p50_ms', '')} | {r.get('latency_p95_ms', '')} | "
             f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |"
         )
+    lines += batch_table(results)
     skips = not_run(results)
     return "\n".join(lines + ([""] + skips if skips else [])) + "\n"
+
+
+def batch_table(results: dict) -> list[str]:
+    """Sentences/s (first pass) of each system at each batch size measured, when more than
+    one was: where each system is fastest."""
+    done = measured(results["translation"])
+    sizes = sorted({r["max_tokens"] for r in done})
+    if len(sizes) < 2:
+        return []
+    at = {(r["system"], r["max_tokens"]): r["sentences_per_s"] for r in done}
+    lines = [
+        "",
+        "| sentences/s at a batch of (source tokens × beam) | "
+        + " | ".join(f"{n:,}" for n in sizes)
+        + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for system in dict.fromkeys(r["system"] for r in done):
+        lines.append(
+            f"| {system} | " + " | ".join(f"{at.get((system, n), '')}" for n in sizes) + " |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -337,9 +365,10 @@ def main() -> None:
             results["translation"].append(
                 run_child(args, f"translate:{system}:{args.translate_tokens}")
             )
+        swept = [s for s in SWEPT if s in args.translate_systems.split(",")]
         for size in map(int, args.translate_sizes.split(",")):
             if size != args.translate_tokens:
-                for system in ("transduce-fp32", "ct2-int8"):
+                for system in swept:
                     results["translation"].append(run_child(args, f"translate:{system}:{size}"))
     if args.only and out.with_suffix(".json").exists():  # keep the other half's figures
         other = "translation" if args.only == "train" else "training"
