@@ -11,7 +11,7 @@ import torch
 
 from transduce.api.loading import load
 from transduce.data.text import lines_of, read_lines
-from transduce.decoding.defaults import lenpen_ok, resolve
+from transduce.decoding.defaults import lenpen_ok, resolve, search_options
 from transduce.decoding.translator import MAX_BEAM
 from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
@@ -116,9 +116,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"transduce: decoding with {d.describe()}", file=sys.stderr)
 
     def translate(lines: list[str], bar=None) -> list:
-        extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
-        if args.early_exit:
-            extra["early_exit"] = True
+        extra = search_options(d.no_repeat_ngram, args.early_exit)
         return translator.search(
             lines,
             d.beam,

@@ -97,6 +97,15 @@ def write(run_dir: str | os.PathLike, chosen: Decoding, details: dict) -> Path:
     return path
 
 
+def search_options(no_repeat_ngram: int = 0, early_exit: bool = False) -> dict:
+    """The keywords a ``search`` takes beyond beam, α and n-best, only those switched on:
+    a search that knows neither (a peer's, in the speed benchmark) is called as before."""
+    options: dict = {"no_repeat_ngram": no_repeat_ngram} if no_repeat_ngram else {}
+    if early_exit:
+        options["early_exit"] = True
+    return options
+
+
 def resolve(
     default: Decoding,
     beam: int | None = None,

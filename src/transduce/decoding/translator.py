@@ -10,7 +10,7 @@ import torch
 from transduce.data.batching import collate, token_batches
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.decoding.beam import beam_search
-from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve
+from transduce.decoding.defaults import PAPER, Decoding, lenpen_ok, resolve, search_options
 from transduce.decoding.explain import Explanation, HeadNumbers, explain, head_numbers
 from transduce.decoding.greedy import greedy_search
 from transduce.decoding.inspect import AttentionMaps, attention_maps
@@ -120,9 +120,7 @@ class TranslateAPI:
         d = resolve(self.decoding, beam, lenpen, no_repeat_ngram)
         if nbest > d.beam:
             raise ValueError(f"nbest {nbest} exceeds the beam size {d.beam}; give a larger beam")
-        extra = {"no_repeat_ngram": d.no_repeat_ngram} if d.no_repeat_ngram else {}
-        if early_exit:
-            extra["early_exit"] = True
+        extra = search_options(d.no_repeat_ngram, early_exit)
         found = self.search(batch, d.beam, d.lenpen, nbest, **extra)
         notes = self.notes(batch)
         out = [

@@ -14,6 +14,8 @@ import functools
 import time
 from dataclasses import dataclass, field
 
+from transduce.decoding.defaults import search_options
+
 
 @dataclass
 class _Request:
@@ -93,9 +95,7 @@ class Batcher:
                 groups.setdefault(request.key, []).append(request)
             for (beam, nbest, lenpen, block, early), requests in groups.items():
                 lines = [line for r in requests for line in r.lines]
-                extra = {"no_repeat_ngram": block} if block else {}
-                if early:
-                    extra["early_exit"] = True
+                extra = search_options(block, early)
                 try:
                     found = await loop.run_in_executor(
                         self.worker,

@@ -100,8 +100,9 @@ def _score(
 ) -> dict:
     """One setting's row: validation scores, looping rate and seconds taken."""
     start = time.perf_counter()
-    extra = {"no_repeat_ngram": block} if block else {}
-    found = translator.search(sources, grid.beam, lenpen, progress=bar, **extra)
+    found = translator.search(
+        sources, grid.beam, lenpen, progress=bar, **defaults.search_options(block)
+    )
     hyps = [h[0][0] for h in found]
     scores = corpus_scores(hyps, references, lang if grid.metric == "bleu_tok" else None)
     return {
