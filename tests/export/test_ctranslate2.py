@@ -284,3 +284,22 @@ def test_force_replaces_an_earlier_export_and_nothing_else(trained_run, tmp_path
     assert main(["export", str(trained_run), str(other), "--force"]) == 2
     assert "not a transduce export" in capsys.readouterr().err
     assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_a_served_export_answers_early_exit_with_its_searchs_refusal(trained_run, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from transduce.api.describe import describe
+    from transduce.serve.app import create_app
+
+    run, _ = random_run(trained_run, tmp_path)
+    out = export_ctranslate2(run, tmp_path / "ct2")
+    model = load_translator(out, "cpu")
+    with TestClient(create_app(model, describe(str(out), model))) as c:
+        refused = c.post("/translate", json={"sentences": ["seven"], "early_exit": True})
+        served = c.post("/translate", json={"sentences": ["seven"], "beam": 1})
+    assert refused.status_code == 422
+    assert refused.json() == {
+        "error": "early_exit is for our engine; CTranslate2 ends its search its own way"
+    }
+    assert served.status_code == 200  # and the server goes on

@@ -63,8 +63,6 @@ def add_routes(app: FastAPI, model, info: dict, tools: Tools) -> None:
         if body.nbest > d.beam:
             raise HTTPException(422, f"nbest must not exceed beam ({d.beam})")
         lines = [" ".join(s.split()) for s in body.sentences]  # a line break is a space
-        if body.early_exit and info["kind"] == "ctranslate2":
-            raise HTTPException(422, "early_exit is for our engine; CTranslate2 ends its own way")
         found = await tools.batcher.translate(
             lines, d.beam, body.nbest, d.lenpen, d.no_repeat_ngram, body.early_exit
         )
