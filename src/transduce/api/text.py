@@ -73,7 +73,10 @@ class TextModel:
         if self.cfg.task == "mlm":
             return f"masked language model over {len(self.tokenizer)} subwords"
         what = {"classify": "classifier", "tag": "tagger", "entities": "entity tagger"}
-        return f"{what[self.cfg.task]} over {len(self.labels)} labels"
+        found = f"{what[self.cfg.task]} over {len(self.labels)} labels"
+        if self.cfg.members > 1:  # the attention view shows one of them
+            found += f", {self.cfg.members} encoders (attention: the first's)"
+        return found
 
     def classify(self, text: str | list[str]) -> dict | list[dict]:
         """The label of ``text`` (or of each of a list) and every label's probability."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from transduce.nn.builders import RESIDUALS, TransformerConfig, _init_matrices, build_encoder
@@ -105,6 +106,42 @@ class EncoderOnly(nn.Module):
             return hidden[:, 0]
         real = mask.transpose(1, 2).to(hidden.dtype)  # (B, L, 1)
         return (hidden * real).sum(1) / real.sum(1).clamp(min=1)
+
+
+class EncoderEnsemble(nn.Module):
+    """Several :class:`EncoderOnly` of one shape, trained side by side from different
+    initial weights and dropout, labelling by the mean of their probabilities (a deep
+    ensemble, as ``members`` is for the forecasters).
+
+    In training mode the logits are every member's, stacked on a new first axis
+    (M, B[, L], K), so that the loss trains each member on its own error; in eval mode
+    they are the log of the members' mean probabilities (B[, L], K), whose softmax is that
+    mean. ``hidden`` and ``weights`` are the first member's: the members' features and
+    heads are not aligned, so a mean over members would mix unrelated maps.
+    """
+
+    def __init__(self, members: list[EncoderOnly]) -> None:
+        super().__init__()
+        if len(members) < 2:
+            raise ValueError("an ensemble needs at least two members")
+        self.members = nn.ModuleList(members)
+        self.per_token, self.pooling = members[0].per_token, members[0].pooling
+
+    def forward(
+        self,
+        tokens: Tensor,
+        need_weights: bool = False,
+        at: Tensor | None = None,
+        chars: Tensor | None = None,
+    ) -> EncoderOutput:
+        outs = [
+            member(tokens, need_weights and k == 0, at, chars)
+            for k, member in enumerate(self.members)
+        ]
+        logits = torch.stack([out.logits.float() for out in outs])  # (M, B[, L], K)
+        if not self.training:
+            logits = logits.softmax(-1).mean(0).log()
+        return EncoderOutput(logits, outs[0].real, outs[0].hidden, outs[0].weights)
 
 
 def build_encoder_only(

@@ -51,6 +51,7 @@ class TextConfig:
     token_dropout: float = 0.0
     outside_weight: float = 1.0
     mask_share: float = 0.15
+    members: int = 1
     init: str = ""
     model: TransformerConfig = TransformerConfig(
         d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, dropout=0.1, max_len=512
@@ -70,6 +71,9 @@ class TextConfig:
         "mask_share": "mlm: the share of subwords hidden (80% masked, 10% another subword, "
         "10% kept) and predicted",
         "init": "a run of task=mlm whose tokenizer and encoder this run starts from",
+        "members": "train this many encoders from different initial weights side by side "
+        "and label by the mean of their probabilities (a deep ensemble; each step costs "
+        "members x as much)",
         "train": "the training file",
         "valid": "the validation file (empty: valid_share of train)",
         "test": "the test file `text test` scores (it may also be given there)",
@@ -125,11 +129,13 @@ class TextConfig:
                     "it away; leave it at 0 for mlm (a fine-tuning run may add it)",
                 )
             )
+        if self.task == "mlm" and self.members != 1:
+            found.append(("members", "members is for the labelled tasks; pre-train one encoder"))
         if self.task == "mlm" and self.init:
             found.append(("init", "init is for fine-tuning a pre-trained run; leave it out"))
         if not self.train:
             found.append(("train", "train is not set; give train=PATH/TO/FILE"))
-        found += at_least(self, 1, "vocab_size", "batch_size", "column")
+        found += at_least(self, 1, "vocab_size", "batch_size", "column", "members")
         found += at_least(self, 0, "chars", "relative")
         found += at_least(self, 2, "max_tokens") + at_least(self, 0, "warmup")
         found += in_range(self, "valid_share", 0, 1) + in_range(self, "label_smoothing", 0, 1)

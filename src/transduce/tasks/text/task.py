@@ -17,7 +17,7 @@ from transduce.data.vocab import pad_batch
 from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
 from transduce.nn.chars import MAX_CHARS
-from transduce.nn.encoder_only import EncoderOnly, build_encoder_only
+from transduce.nn.encoder_only import EncoderEnsemble, EncoderOnly, build_encoder_only
 from transduce.tasks.text.bio import Rules, best_allowed, scheme_rules, training_rules
 from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
@@ -25,15 +25,19 @@ from transduce.training.distributed import Session
 from transduce.training.train import train_task
 
 
-def build_text_model(cfg: TextConfig, vocab: int, labels: int) -> EncoderOnly:
+def build_text_model(cfg: TextConfig, vocab: int, labels: int) -> EncoderOnly | EncoderEnsemble:
     """The encoder and the task's head: a label a sentence, a tag a token, or for ``mlm``
-    a subword a token."""
+    a subword a token; with ``members`` > 1, an ensemble of such encoders."""
     model = dataclasses.replace(cfg.model, src_vocab_size=vocab, pad_id=0)
     outputs = vocab if cfg.task == "mlm" else labels
     per_token = cfg.task != "classify"
-    return build_encoder_only(
-        model, outputs, per_token, cfg.pooling, chars=cfg.chars, relative=cfg.relative
-    )
+    made = [
+        build_encoder_only(
+            model, outputs, per_token, cfg.pooling, chars=cfg.chars, relative=cfg.relative
+        )
+        for _ in range(cfg.members)
+    ]
+    return made[0] if cfg.members == 1 else EncoderEnsemble(made)
 
 
 def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
@@ -53,13 +57,20 @@ def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
     return corrupted, targets
 
 
-def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
+def load_init(model: EncoderOnly | EncoderEnsemble, init: str) -> EncoderOnly | EncoderEnsemble:
     """``model`` with the encoder, embeddings and positions of the pre-trained run
     ``init`` (its head, which predicts subwords, is left out; a character model the
-    pre-trained run lacks starts afresh, as do relative positions)."""
+    pre-trained run lacks starts afresh, as do relative positions); every member of an
+    ensemble starts from them, each with a head of its own."""
     path = runs.checkpoint_dir(init) / runs.BEST
     state = runs.load_checkpoint(path, "text")
     weights = {k: v for k, v in state["model"].items() if not k.startswith("head.")}
+    for member in getattr(model, "members", [model]):
+        _load_encoder(member, weights, state, path)
+    return model
+
+
+def _load_encoder(model: EncoderOnly, weights: dict, state: dict, path: Path) -> None:
     try:
         missing, unexpected = model.load_state_dict(weights, strict=False)
     except RuntimeError:  # a tensor of another shape
@@ -74,7 +85,6 @@ def load_init(model: EncoderOnly, init: str) -> EncoderOnly:
             f"{path}: its encoder does not fit this run's model (other sizes?); give the "
             "pre-trained run's model settings"
         )
-    return model
 
 
 def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -209,6 +219,8 @@ class TextTask:
             logits, target = model(ids.to(device), at=at).logits.float(), target[at]
         else:
             logits = model(ids.to(device), chars=_to(chars, device)).logits.float()
+            # an ensemble's members each answer on their own (M, B[, L], K)
+            target = target.expand(logits.shape[:-1])
         loss = F.cross_entropy(
             logits.flatten(0, -2),
             target.flatten(),
