@@ -42,11 +42,17 @@ def test_port_zero_serves_on_a_free_port_and_says_which(trained_run):
         process.wait(timeout=20)
 
 
-def test_precision_reaches_the_loader_and_an_export_refuses_it(trained_run, monkeypatch, capsys):
+def test_precision_reaches_the_loader_and_an_export_refuses_it(
+    trained_run, monkeypatch, capsys, tmp_path
+):
     import transduce.cli.serve as serve
     from transduce.errors import UserError
-    from transduce.export.ctranslate2 import CTranslate2Translator
 
+    export = tmp_path / "export"  # what the loader reads an export by; refused before use
+    export.mkdir()
+    (export / "model.bin").write_bytes(b"")
+    assert main(["serve", str(export), "--port", "0", "--precision", "int8"]) == 2
+    assert "precision int8 is for our engine" in capsys.readouterr().err
     asked = []
 
     def spy(path, device, precision):
@@ -56,7 +62,3 @@ def test_precision_reaches_the_loader_and_an_export_refuses_it(trained_run, monk
     monkeypatch.setattr(serve, "load", spy)
     assert main(["serve", str(trained_run), "--port", "0", "--precision", "fp32"]) == 2
     assert asked == ["fp32"] and "loaded" in capsys.readouterr().err
-    export = object.__new__(CTranslate2Translator)
-    monkeypatch.setattr(serve, "load", lambda path, device, precision: export)
-    assert main(["serve", "EXPORT", "--port", "0", "--precision", "int8"]) == 2
-    assert "--precision int8 is for our engine" in capsys.readouterr().err

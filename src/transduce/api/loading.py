@@ -48,7 +48,8 @@ def load(
     Args:
         device: "auto" (CUDA, then Apple MPS, then CPU), "cpu", "mps", "cuda" or "cuda:N".
         precision: "auto" (bf16 where fast), "bf16", "fp16" or "fp32"; a translator on
-            the CPU also takes "int8" (int8 weights for its linear layers).
+            the CPU also takes "int8" (int8 weights for its linear layers). A
+            CTranslate2 export keeps the quantization it was exported with: "auto" only.
             A forecaster runs on the CPU in float32: for one, only "auto" or "cpu" and
             "auto" or "fp32".
         verbose: say which checkpoint is used (on the "transduce" logger).

@@ -10,7 +10,7 @@ from pathlib import Path
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
 from transduce.device import bf16_is_fast, pick_device, resolve_precision
-from transduce.export.ctranslate2 import CTranslate2Translator
+from transduce.export.ctranslate2 import CTranslate2Translator, keeps_its_quantization
 from transduce.nn.packed import pack_linears, packing_supported
 from transduce.runs import ensemble_members
 from transduce.tasks.translation.loading import load_ensemble, load_translation
@@ -33,6 +33,7 @@ def load_translator(path, device: str, precision: str, verbose: bool):
         translator.decoding = defaults.read(first_run if listed else path)
         return translator
     if (Path(path) / "model.bin").is_file():  # its decoding: from its transduce.json
+        keeps_its_quantization(precision)
         return CTranslate2Translator(model_dir=path, device=device)
     loaded = load_translation(path, verbose)
     translator = _translator(loaded.model, loaded.tokenizer, device, precision)

@@ -13,7 +13,6 @@ from transduce.api.loading import load
 from transduce.cli.args import positive_float, positive_int
 from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
-from transduce.export.ctranslate2 import CTranslate2Translator
 from transduce.serve.app import create_app
 from transduce.serve.http import READ_TIMEOUT, with_read_timeout
 
@@ -93,12 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     sock = _listen(args.host, args.port)  # before the model loads: a taken port fails fast
-    model = load(args.model, args.device, args.precision)
-    if args.precision != "auto" and isinstance(model, CTranslate2Translator):
-        raise UserError(
-            f"--precision {args.precision} is for our engine; a CTranslate2 export keeps the "
-            "quantization it was exported with (transduce export --quantization)"
-        )
+    model = load(args.model, args.device, args.precision)  # an export refuses a precision
     if args.known:
         if not hasattr(model, "read_known"):  # a translator
             raise UserError(

@@ -15,7 +15,7 @@ from transduce.decoding.defaults import lenpen_ok, resolve, search_options
 from transduce.decoding.translator import MAX_BEAM
 from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
-from transduce.export.ctranslate2 import CTranslate2Translator
+from transduce.export.ctranslate2 import CTranslate2Translator, keeps_its_quantization
 from transduce.io import check_output_file, write_text
 from transduce.logs import progress
 
@@ -205,11 +205,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.lenpen is not None and not lenpen_ok(args.lenpen):
         raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not {args.lenpen}")
-    if args.engine == "ctranslate2" and args.precision != "auto":
-        raise UserError(
-            f"--precision {args.precision} is for our engine; a CTranslate2 export keeps the "
-            "quantization it was exported with (transduce export --quantization)"
-        )
+    if args.engine == "ctranslate2":
+        keeps_its_quantization(args.precision, "--precision")
     if args.engine == "ctranslate2" and args.early_exit:
         raise UserError("--early-exit is for our engine; CTranslate2 ends its search its own way")
     if args.output:

@@ -44,6 +44,16 @@ README = "README.md"  # how to use the folder with CTranslate2 and SentencePiece
 EXPORT_POSITIONS = 1024
 
 
+def keeps_its_quantization(precision: str, name: str = "precision") -> None:
+    """Refuse a ``precision`` other than "auto" for an export, in one line naming the
+    setting (``name``): it computes in the quantization it was exported with."""
+    if precision != "auto":
+        raise UserError(
+            f"{name} {precision} is for our engine; a CTranslate2 export keeps the "
+            "quantization it was exported with (transduce export --quantization)"
+        )
+
+
 def _require_ctranslate2():
     try:
         import ctranslate2
