@@ -197,6 +197,17 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench" / "text")
     parser.add_argument("--out", type=Path, default=HERE / "results.json")
     args = parser.parse_args()
+    earlier = [  # `text train` resumes a run folder: an earlier run would be read as new
+        path.name
+        for task in args.tasks.split(",")
+        for name in TASKS[task][-1]
+        for path in (args.runs / f"{task}_{name}", args.runs / f"{task}_{name}_pretrain")
+        if path.exists()
+    ]
+    if earlier:
+        raise SystemExit(
+            f"{args.runs} holds earlier runs ({', '.join(earlier)}); give --runs an empty folder"
+        )
     args.runs.mkdir(parents=True, exist_ok=True)
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     commit = subprocess.run(
