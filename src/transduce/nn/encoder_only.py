@@ -7,6 +7,7 @@ Legend: B batch, L tokens, D d_model, H heads, K labels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -139,8 +140,8 @@ class EncoderEnsemble(nn.Module):
             for k, member in enumerate(self.members)
         ]
         logits = torch.stack([out.logits.float() for out in outs])  # (M, B[, L], K)
-        if not self.training:
-            logits = logits.softmax(-1).mean(0).log()
+        if not self.training:  # log of the mean probability, without a log of 0
+            logits = logits.log_softmax(-1).logsumexp(0) - math.log(len(self.members))
         return EncoderOutput(logits, outs[0].real, outs[0].hidden, outs[0].weights)
 
 
