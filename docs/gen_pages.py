@@ -636,7 +636,9 @@ def text_page() -> str:
         "then fine-tuned for the other half. A candidate named `_chars` adds a character "
         "model of each word (`chars=64` for TREC, 128 for the taggers); `chars_recall` adds "
         "it with `outside_weight=0.1` and `token_dropout=0.1`; `_relative` adds relative "
-        "positions (`relative=16`); `_16k` tags over 16,000 subwords rather than 8,000. "
+        "positions (`relative=16`); `_16k` tags over 16,000 subwords rather than 8,000; "
+        "`_membersN` trains N such encoders side by side and labels by the mean of their "
+        "probabilities (`members=N`). "
         "Every candidate's settings are in the results file.",
     ]
     for key, (what, measure, published) in TEXT_TASKS.items():
