@@ -135,6 +135,7 @@ class EncoderEnsemble(nn.Module):
         at: Tensor | None = None,
         chars: Tensor | None = None,
     ) -> EncoderOutput:
+        """The arguments of :meth:`EncoderOnly.forward`, given to every member."""
         outs = [
             member(tokens, need_weights and k == 0, at, chars)
             for k, member in enumerate(self.members)
