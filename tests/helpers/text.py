@@ -96,6 +96,22 @@ def labelled_sentences(path, n, seed, trec=False):
     return path
 
 
+def plain_sentences(path, n, seed):
+    """The texts of ``labelled_sentences``, a line each (for masked-LM pre-training)."""
+    lines = labelled_sentences(path.with_suffix(".tsv"), n, seed).read_text().splitlines()
+    path.write_text("\n".join(line.split("\t")[1] for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def train_text(folder, name, *settings):
+    """``transduce text train`` of ``settings`` and TEXT_SETTINGS into folder/name."""
+    from transduce.cli.main import main
+
+    run = folder / name
+    assert main(["text", "train", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
+    return run
+
+
 def tagged_sentences(path, n, seed, conllu=False):
     """token<TAB>tag sentences (or CoNLL-U with the tag as UPOS): 'big X' is B-ANIMAL
     I-ANIMAL, a colour O."""

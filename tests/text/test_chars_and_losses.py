@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import transduce
-from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences, train_text
 from transduce.cli.main import main
 from transduce.data.labelled import Sentences, Tagged
 from transduce.data.tokenizer import SubwordTokenizer
@@ -94,10 +94,9 @@ def test_token_dropout_hides_real_subwords_behind_unk_and_never_bos_or_padding(t
 def test_a_tagger_with_letters_trains_loads_tags_and_explains(tmp_path, capsys):
     train = tagged_sentences(tmp_path / "train.conll", 200, 1)
     test = tagged_sentences(tmp_path / "test.conll", 30, 2)
-    run = tmp_path / "run"
     settings = ["task=entities", "format=conll", f"train={train}", f"test={test}", "chars=8"]
     settings += ["outside_weight=0.5", "token_dropout=0.1"]
-    assert main(["text", "train", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
+    run = train_text(tmp_path, "run", *settings)
     assert main(["text", "test", str(run)]) == 0
     model = transduce.load(run)
     assert model.model.chars is not None
@@ -105,9 +104,7 @@ def test_a_tagger_with_letters_trains_loads_tags_and_explains(tmp_path, capsys):
     seen = model.attention("big Fox red")
     assert len(seen["rows"]) == 3 and len(seen["weights"][0][0]) == len(seen["columns"])
     classify = labelled_sentences(tmp_path / "l.tsv", 100, 3)
-    run = tmp_path / "cls"
-    argv = ["text", "train", f"train={classify}", "chars=8", *TEXT_SETTINGS, "--run-dir", str(run)]
-    assert main(argv) == 0
+    run = train_text(tmp_path, "cls", f"train={classify}", "chars=8")
     assert transduce.load(run).classify("red  Cat")["label"] in ("colour", "plain")
 
 

@@ -6,7 +6,13 @@ import pytest
 import torch
 
 import transduce
-from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+from tests.helpers.text import (
+    TEXT_SETTINGS,
+    labelled_sentences,
+    plain_sentences,
+    tagged_sentences,
+    train_text,
+)
 from transduce.cli.main import main
 from transduce.data.labelled import Sentences
 from transduce.nn.builders import TransformerConfig
@@ -25,12 +31,6 @@ def ensemble(per_token: bool, members: int = 3) -> EncoderEnsemble:
     return EncoderEnsemble(
         [build_encoder_only(config, 4, per_token, "mean") for _ in range(members)]
     )
-
-
-def train(tmp_path, name, *settings):
-    run = tmp_path / name
-    assert main(["text", "train", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
-    return run
 
 
 @pytest.mark.parametrize("per_token", [False, True], ids=["sequence", "token"])
@@ -74,7 +74,7 @@ def test_the_loss_is_the_mean_of_each_members_own_loss():
 
 def test_a_run_of_members_trains_loads_labels_and_explains(tmp_path):
     train_file = labelled_sentences(tmp_path / "train.tsv", 200, 1)
-    run = train(tmp_path, "run", f"train={train_file}", "pooling=mean", "members=2")
+    run = train_text(tmp_path, "run", f"train={train_file}", "pooling=mean", "members=2")
     model = transduce.load(run)
     assert isinstance(model.model, EncoderEnsemble) and len(model.model.members) == 2
     texts = ["red cat", "big dog runs"]
@@ -93,14 +93,12 @@ def test_a_run_of_members_trains_loads_labels_and_explains(tmp_path):
 
 
 def test_every_member_starts_from_the_pretrained_encoder_and_mlm_trains_one(tmp_path, capsys):
-    lines = labelled_sentences(tmp_path / "l.tsv", 200, 5).read_text().splitlines()
-    text = tmp_path / "text.txt"
-    text.write_text("\n".join(line.split("\t")[1] for line in lines) + "\n")
-    pre = train(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
+    text = plain_sentences(tmp_path / "text.txt", 200, 5)
+    pre = train_text(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
     learned = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
     train_file = tagged_sentences(tmp_path / "train.conll", 100, 1)
     tuned = transduce.load(
-        train(
+        train_text(
             tmp_path,
             "tuned",
             "task=tag",

@@ -7,21 +7,21 @@ import pytest
 import torch
 
 import transduce
-from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+from tests.helpers.text import (
+    TEXT_SETTINGS,
+    labelled_sentences,
+    plain_sentences,
+    tagged_sentences,
+    train_text,
+)
 from transduce.cli.main import main
 from transduce.errors import UserError
-
-
-def train(tmp_path, name, *settings):
-    run = tmp_path / name
-    assert main(["text", "train", *settings, *TEXT_SETTINGS, "--run-dir", str(run)]) == 0
-    return run
 
 
 def test_a_tagger_with_relative_positions_trains_loads_tags_and_explains(tmp_path):
     train_file = tagged_sentences(tmp_path / "train.conll", 200, 1)
     test = tagged_sentences(tmp_path / "test.conll", 30, 2)
-    run = train(
+    run = train_text(
         tmp_path,
         "run",
         "task=tag",
@@ -41,25 +41,23 @@ def test_a_tagger_with_relative_positions_trains_loads_tags_and_explains(tmp_pat
 
 
 def test_fine_tuning_keeps_the_pretrained_scores_and_a_run_without_them_starts_afresh(tmp_path):
-    lines = labelled_sentences(tmp_path / "l.tsv", 200, 5).read_text().splitlines()
-    text = tmp_path / "text.txt"
-    text.write_text("\n".join(line.split("\t")[1] for line in lines) + "\n")
-    pre = train(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}", "relative=3")
+    text = plain_sentences(tmp_path / "text.txt", 200, 5)
+    pre = train_text(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}", "relative=3")
     train_file = labelled_sentences(tmp_path / "train.tsv", 100, 1)
     from transduce.tasks.text.task import build_text_model, load_init
 
     learned = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
     tuned = transduce.load(
-        train(tmp_path, "tuned", f"train={train_file}", f"init={pre}", "relative=3")
+        train_text(tmp_path, "tuned", f"train={train_file}", f"init={pre}", "relative=3")
     )
     fresh = build_text_model(tuned.cfg, len(tuned.tokenizer), 2)
     assert torch.equal(load_init(fresh, str(pre)).relative.scores, learned["relative.scores"])
     without = build_text_model(dataclasses.replace(tuned.cfg, relative=0), len(tuned.tokenizer), 2)
     with pytest.raises(UserError, match=r"the pre-trained run has relative; give relative=3$"):
         load_init(without, str(pre))
-    plain = train(tmp_path, "plain", "task=mlm", "format=lines", f"train={text}")
+    plain = train_text(tmp_path, "plain", "task=mlm", "format=lines", f"train={text}")
     added = transduce.load(
-        train(tmp_path, "added", f"train={train_file}", f"init={plain}", "relative=3")
+        train_text(tmp_path, "added", f"train={train_file}", f"init={plain}", "relative=3")
     )
     assert added.model.relative is not None
 

@@ -8,7 +8,13 @@ import pytest
 import torch
 
 import transduce
-from tests.helpers.text import TEXT_SETTINGS, labelled_sentences, tagged_sentences
+from tests.helpers.text import (
+    TEXT_SETTINGS,
+    labelled_sentences,
+    plain_sentences,
+    tagged_sentences,
+    train_text,
+)
 from transduce.cli.main import main
 from transduce.errors import UserError
 
@@ -21,12 +27,6 @@ def sentences(path, n, seed):
 
 def tagged(path, n, seed):
     return tagged_sentences(path, n, seed)
-
-
-def train(tmp_path, name, *settings):
-    run = tmp_path / name
-    assert main(["text", "train", *settings, *TINY, "--run-dir", str(run)]) == 0
-    return run
 
 
 def leaning(model, scores_by_tag):
@@ -53,7 +53,7 @@ def classifier(tmp_path_factory):
     root = tmp_path_factory.mktemp("text")
     train_file = sentences(root / "train.tsv", 400, 1)
     test_file = sentences(root / "test.tsv", 100, 2)
-    return train(root, "run", f"train={train_file}", f"test={test_file}", "pooling=mean")
+    return train_text(root, "run", f"train={train_file}", f"test={test_file}", "pooling=mean")
 
 
 def test_a_classifier_trains_tests_loads_and_predicts(classifier, capsys):
@@ -82,7 +82,7 @@ def test_a_classifier_trains_tests_loads_and_predicts(classifier, capsys):
 
 def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp_path, capsys):
     train_file, test_file = tagged(tmp_path / "train.conll", 300, 1), tagged(tmp_path / "t", 50, 2)
-    run = train(tmp_path, "ent", "task=entities", "format=conll", f"train={train_file}")
+    run = train_text(tmp_path, "ent", "task=entities", "format=conll", f"train={train_file}")
     assert main(["text", "test", str(run), "--data", str(test_file)]) == 0
     out = capsys.readouterr().out
     assert "entities: precision" in out
@@ -126,7 +126,7 @@ def test_an_entity_tagger_trained_on_iob1_reads_its_tags_one_by_one(tmp_path):
         tagged(tmp_path / "bio.conll", 100, 1).read_text().replace("B-ANIMAL", "I-ANIMAL")
         + "\nbig\tI-ANIMAL\nfox\tI-ANIMAL\nowl\tB-ANIMAL\n"
     )
-    run = train(tmp_path, "iob1", "task=entities", "format=conll", f"train={iob1}")
+    run = train_text(tmp_path, "iob1", "task=entities", "format=conll", f"train={iob1}")
     model = transduce.load(run)
     model.model = leaning(model, {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5})
     assert [t for _, t in model.tag("big fox red")] == ["I-ANIMAL", "I-ANIMAL", "I-ANIMAL"]
@@ -215,16 +215,14 @@ def test_masked_language_model_pretraining_then_fine_tuning_from_it(tmp_path, ca
     assert 0.7 < shares[0] < 0.9 and 0.05 < shares[1].mean() < 0.2  # 80% masked, ~10% kept
     assert (corrupted[~chosen] == ids[~chosen]).all()
 
-    text = tmp_path / "text.txt"
-    lines = labelled_sentences(tmp_path / "l.tsv", 300, 5).read_text().splitlines()
-    text.write_text("\n".join(line.split("\t")[1] for line in lines) + "\n")
-    pre = train(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
+    text = plain_sentences(tmp_path / "text.txt", 300, 5)
+    pre = train_text(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
     model = transduce.load(pre)
     assert model.describe().startswith("masked language model")
     with pytest.raises(UserError, match="fine-tune it with init=RUN"):
         model.classify("red cat")
     train_file = sentences(tmp_path / "train.tsv", 200, 1)
-    tuned = train(tmp_path, "tuned", f"train={train_file}", f"init={pre}")
+    tuned = train_text(tmp_path, "tuned", f"train={train_file}", f"init={pre}")
     assert (tuned / "spm.model").read_bytes() == (pre / "spm.model").read_bytes()
     start = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
     from transduce.tasks.text.task import build_text_model, load_init
