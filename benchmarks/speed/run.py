@@ -70,11 +70,25 @@ def make_translator(args, system: str, workdir: Path):
     if system.startswith("transduce"):
         return load_translator(args.run_dir, args.device, system.split("-")[1])
     if system.startswith("ct2"):
-        from transduce.export.ctranslate2 import CTranslate2Translator, export_ctranslate2
+        from transduce.export.ctranslate2 import (
+            QUANTIZATIONS,
+            CTranslate2Translator,
+            export_ctranslate2,
+        )
 
-        out = workdir / system
-        export_ctranslate2(args.run_dir, out, system.split("-")[1])
-        return CTranslate2Translator(model_dir=out, device=args.device, threads=args.threads)
+        out, kind = workdir / system, system.split("-")[1]
+        # A GPU's compute types (float16, int8_float16) are made by CTranslate2 at load time
+        # from the exported float32 or int8 weights.
+        exported = (
+            kind if kind in QUANTIZATIONS else kind.partition("_")[0].replace("float16", "float32")
+        )
+        export_ctranslate2(args.run_dir, out, exported)
+        return CTranslate2Translator(
+            model_dir=out,
+            device=args.device,
+            threads=args.threads,
+            compute_type="default" if kind in QUANTIZATIONS else kind,
+        )
     if system == "marian-generate":
         return MarianTranslator(load_translator(args.run_dir, args.device, "fp32"))
     raise ValueError(system)
