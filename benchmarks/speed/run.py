@@ -386,7 +386,14 @@ def main() -> None:
                     results["translation"].append(run_child(args, f"translate:{system}:{size}"))
     if args.only and out.with_suffix(".json").exists():  # keep the other half's figures
         other = "translation" if args.only == "train" else "training"
-        results[other] = json.loads(out.with_suffix(".json").read_text())[other]
+        kept = json.loads(out.with_suffix(".json").read_text())
+        results[other] = kept[other]
+        half = {
+            "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
+            "training": ("train_systems", "train_sizes", "steps", "warmup_steps"),
+        }
+        for key in half[other]:  # the settings the kept half ran with
+            results["settings"][key] = kept["settings"].get(key)
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     if results["training"] and results["translation"]:
         out.with_suffix(".md").write_text(summarise(results))

@@ -95,7 +95,9 @@ def test_a_run_of_members_trains_loads_labels_and_explains(tmp_path):
 def test_every_member_starts_from_the_pretrained_encoder_and_mlm_trains_one(tmp_path, capsys):
     text = plain_sentences(tmp_path / "text.txt", 200, 5)
     pre = train_text(tmp_path, "pre", "task=mlm", "format=lines", f"train={text}")
-    learned = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
+    learned = torch.load(pre / "checkpoints" / "best.pt", map_location="cpu", weights_only=True)[
+        "model"
+    ]
     train_file = tagged_sentences(tmp_path / "train.conll", 100, 1)
     tuned = transduce.load(
         train_text(

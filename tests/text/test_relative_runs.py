@@ -46,7 +46,9 @@ def test_fine_tuning_keeps_the_pretrained_scores_and_a_run_without_them_starts_a
     train_file = labelled_sentences(tmp_path / "train.tsv", 100, 1)
     from transduce.tasks.text.task import build_text_model, load_init
 
-    learned = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
+    learned = torch.load(pre / "checkpoints" / "best.pt", map_location="cpu", weights_only=True)[
+        "model"
+    ]
     tuned = transduce.load(
         train_text(tmp_path, "tuned", f"train={train_file}", f"init={pre}", "relative=3")
     )

@@ -224,7 +224,9 @@ def test_masked_language_model_pretraining_then_fine_tuning_from_it(tmp_path, ca
     train_file = sentences(tmp_path / "train.tsv", 200, 1)
     tuned = train_text(tmp_path, "tuned", f"train={train_file}", f"init={pre}")
     assert (tuned / "spm.model").read_bytes() == (pre / "spm.model").read_bytes()
-    start = torch.load(pre / "checkpoints" / "best.pt", weights_only=True)["model"]
+    start = torch.load(pre / "checkpoints" / "best.pt", map_location="cpu", weights_only=True)[
+        "model"
+    ]
     from transduce.tasks.text.task import build_text_model, load_init
 
     tuned_model = transduce.load(tuned)
