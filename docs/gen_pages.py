@@ -529,6 +529,7 @@ def speed_page() -> str:
         "dropout",
         "allocator",
         "profile_beam",
+        "gpu_h200",
         "gpu_h100",
     )
     for name in names:

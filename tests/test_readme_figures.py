@@ -107,3 +107,8 @@ def test_readme_speed_ratios_are_those_of_the_results_file():
     assert f"BLEU {early['bleu']:.2f} against {bf16['bleu']:.2f}" in text
     warm = early["warm_sentences_per_s"] / rows["ct2-int8"]["warm_sentences_per_s"]
     assert f"{warm:.2f}× once every shape has been met" in text
+    gpu = json.loads((ROOT / "benchmarks/speed/results_h200.json").read_text())
+    train = {r["system"]: r["tokens_per_s"] for r in gpu["training"]}
+    sent = {r["system"]: r["sentences_per_s"] for r in gpu["translation"]}
+    assert f"trained at {train['transduce'] / train['marian']:.2f}× Marian's" in text
+    assert f"translated at {sent['transduce-fp32'] / sent['ct2-float32']:.2f}× CTranslate2" in text
