@@ -55,6 +55,8 @@ LABELS = {
     "marian-generate": "Hugging Face Marian generate()",
     "ct2-float32": "CTranslate2 float32",
     "ct2-int8": "CTranslate2 int8",
+    "ct2-float16": "CTranslate2 float16",
+    "ct2-int8_float16": "CTranslate2 int8_float16",
 }
 
 
