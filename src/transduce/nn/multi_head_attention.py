@@ -135,7 +135,7 @@ EXPLICIT_BF16_MAX_LENGTH = 192
 # On a GPU, every fused backend but cuDNN's: in bfloat16 PyTorch chose cuDNN's, which
 # built a plan for each new shape, 13 ms of host time a call, and beam search asks a new
 # length every step (an H100 translated 18× slower in bf16 than in fp32; see
-# benchmarks/speed/results_h100.md)
+# benchmarks/speed/gpu_h100.md)
 GPU_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
