@@ -72,12 +72,16 @@ def main() -> None:
     print("\n".join(lines))
 
 
+# the runtime's and the driver's kernel launches (cudaLaunchKernelExC, cuLaunchKernelEx, ...)
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel")
+
+
 def gpu_line(events, wall: float, steps: int, name: str) -> str:
     """How busy the GPU was: its kernels' time against the search's wall time without the
     profiler, and a step's kernel launches and host syncs (each sync waits for the GPU)."""
     kernels = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
     calls = {e.key: e.count for e in events}
-    launches = calls.get("cudaLaunchKernel", 0) + calls.get("cuLaunchKernel", 0)
+    launches = sum(n for key, n in calls.items() if key.startswith(LAUNCHES))
     syncs = calls.get("cudaStreamSynchronize", 0) + calls.get("cudaDeviceSynchronize", 0)
     copies = calls.get("cudaMemcpyAsync", 0)
     return (
