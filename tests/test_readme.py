@@ -47,10 +47,22 @@ TOUR = console_block("--output attention.html")
 GLOBAL = console_block("layout=long")  # attention pictures, then the study figures
 TEXT = console_block("transduce text test runs/trec")
 MLM = console_block("task=mlm")
+SHIPPED = console_block("configs/text_upos.yaml")
 COMMANDS = [
     c
     for c in COMMANDS
-    if c not in PIPELINE + SERVING + FORECAST + BLEND + BAG + BACKTEST + TOUR + GLOBAL + TEXT + MLM
+    if c
+    not in PIPELINE
+    + SERVING
+    + FORECAST
+    + BLEND
+    + BAG
+    + BACKTEST
+    + TOUR
+    + GLOBAL
+    + TEXT
+    + MLM
+    + SHIPPED
 ]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
 

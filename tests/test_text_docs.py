@@ -5,6 +5,7 @@ from tests.helpers.text import write_text_files
 
 TEXT = console_block("transduce text test runs/trec")
 MLM = console_block("task=mlm")
+SHIPPED = console_block("configs/text_upos.yaml")
 
 
 def test_text_commands_run_in_order(tmp_path, monkeypatch, capsys):
@@ -43,3 +44,21 @@ def test_text_pretraining_commands_run_in_order(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "runs" / "trec_mlm" / "spm.model").read_bytes() == (
         tmp_path / "runs" / "mlm" / "spm.model"
     ).read_bytes()
+
+
+def test_the_shipped_config_command_runs(tmp_path, monkeypatch, capsys):
+    """The guide's run of a shipped config (the UPOS recipe, at a tiny size), its files
+    given on the line."""
+    import shutil
+
+    from tests.helpers.docs import ROOT
+    from tests.helpers.text import TEXT_SETTINGS
+
+    [command] = SHIPPED
+    monkeypatch.chdir(tmp_path)
+    write_text_files(tmp_path)
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    output = run_console(command, capsys, extra=TEXT_SETTINGS)
+    assert output.startswith("best validation accuracy ")
+    saved = (tmp_path / "runs" / "upos" / "config.yaml").read_text()
+    assert "relative: 16" in saved and "piece: last" in saved  # the recipe's own settings

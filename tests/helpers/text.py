@@ -144,6 +144,7 @@ def write_text_files(folder):
     labelled_sentences(folder / "TREC.test", 40, 2, trec=True)
     tagged_sentences(folder / "en_ewt-ud-train.conllu", 100, 1, conllu=True)
     tagged_sentences(folder / "en_ewt-ud-dev.conllu", 20, 2, conllu=True)
+    tagged_sentences(folder / "en_ewt-ud-test.conllu", 20, 5, conllu=True)
     tagged_sentences(folder / "wnut17train.conll", 100, 3)
     tagged_sentences(folder / "emerging.dev.conll", 20, 4)
 

@@ -1,0 +1,44 @@
+"""The shipped text configs (configs/text_*.yaml) are the text benchmark's recipes: each
+equals the settings its results file records for the arm it names, paths and threads
+aside, so that a config cannot drift from the figures the docs give for it."""
+
+import dataclasses
+import json
+
+import pytest
+
+from tests.helpers.docs import ROOT
+from transduce.cli.args import config_and_overrides
+from transduce.config import apply_overrides
+from transduce.tasks.text.config import TextConfig
+
+# config -> (task, arm of benchmarks/text/results.json; None: the arm chosen on validation)
+SHIPPED = {
+    "text_trec.yaml": ("trec", None),
+    "text_upos.yaml": ("upos", None),
+    "text_wnut.yaml": ("wnut", "chars_recall_members2"),  # the best without pre-training
+}
+MACHINE = ("train", "valid", "test", "init", "threads")  # where the files are, the cores
+
+
+def _recipe(cfg: TextConfig) -> TextConfig:
+    return dataclasses.replace(
+        cfg,
+        train="",
+        valid="",
+        test="",
+        init="",
+        engine=dataclasses.replace(cfg.engine, threads=0),
+    )
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_each_shipped_text_config_is_its_benchmark_arm(name):
+    task, arm = SHIPPED[name]
+    results = json.loads((ROOT / "benchmarks/text/results.json").read_text())[task]
+    settings = results["candidates"][arm or results["chosen"]]["settings"]
+    bench = apply_overrides(TextConfig(), [s for s in settings if s.split("=")[0] not in MACHINE])
+    shipped, source = config_and_overrides(TextConfig, [str(ROOT / "configs" / name)], None)
+    shipped.validate(source)
+    assert _recipe(shipped) == _recipe(bench)
+    assert shipped.train  # it names the files it is for
