@@ -19,7 +19,8 @@ sentences/s the median of ``--passes`` passes more (oneDNN builds a kernel the f
 it meets a matrix shape, about a millisecond each, and a pass meets hundreds):
   transduce-fp32, transduce-bf16, transduce-bf16-early (beam search ends a sentence at
   the first step whose best candidate is EOS), transduce-int8, marian-generate (our
-  weights), ct2-float32, ct2-int8
+  weights), ct2-float32, ct2-int8 (on a GPU also ct2-float16 and ct2-int8_float16, which
+  CTranslate2 offers there)
 The peers are built in peers.py.
 """
 
@@ -46,17 +47,15 @@ TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 # Ablations: our model with the plain output layer + loss over every position, and with
 # PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
 ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
-TRANSLATE_SYSTEMS = (
-    "transduce-fp32",
-    "transduce-bf16",
-    "transduce-bf16-early",
-    "transduce-int8",
-    "marian-generate",
-    "ct2-float32",
-    "ct2-int8",
-)
+TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "transduce-bf16-early", "transduce-int8")
+TRANSLATE_SYSTEMS += ("marian-generate", "ct2-float32", "ct2-int8")
 
 
+# the settings of each half, kept with its figures when the other half is measured again
+HALF_SETTINGS = {
+    "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
+    "training": ("train_systems", "train_sizes", "steps", "warmup_steps"),
+}
 # the systems also measured at the other batch sizes: float32, our fastest path and the
 # fastest peer, so that each is compared where it is fastest
 SWEPT = ("transduce-fp32", "transduce-bf16-early", "ct2-int8")
@@ -70,24 +69,19 @@ def make_translator(args, system: str, workdir: Path):
     if system.startswith("transduce"):
         return load_translator(args.run_dir, args.device, system.split("-")[1])
     if system.startswith("ct2"):
-        from transduce.export.ctranslate2 import (
-            QUANTIZATIONS,
-            CTranslate2Translator,
-            export_ctranslate2,
-        )
+        from transduce.export import ctranslate2 as ct2
 
         out, kind = workdir / system, system.split("-")[1]
-        # A GPU's compute types (float16, int8_float16) are made by CTranslate2 at load time
-        # from the exported float32 or int8 weights.
-        exported = (
-            kind if kind in QUANTIZATIONS else kind.partition("_")[0].replace("float16", "float32")
-        )
-        export_ctranslate2(args.run_dir, out, exported)
-        return CTranslate2Translator(
+        # a GPU's compute types (float16, int8_float16) CTranslate2 makes at load time from
+        # the float32 or int8 export
+        ours = kind in ct2.QUANTIZATIONS
+        made_from = kind if ours else ("int8" if kind.startswith("int8") else "float32")
+        ct2.export_ctranslate2(args.run_dir, out, made_from)
+        return ct2.CTranslate2Translator(
             model_dir=out,
             device=args.device,
             threads=args.threads,
-            compute_type="default" if kind in QUANTIZATIONS else kind,
+            compute_type="default" if ours else kind,
         )
     if system == "marian-generate":
         return MarianTranslator(load_translator(args.run_dir, args.device, "fp32"))
@@ -388,11 +382,7 @@ def main() -> None:
         other = "translation" if args.only == "train" else "training"
         kept = json.loads(out.with_suffix(".json").read_text())
         results[other] = kept[other]
-        half = {
-            "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
-            "training": ("train_systems", "train_sizes", "steps", "warmup_steps"),
-        }
-        for key in half[other]:  # the settings the kept half ran with
+        for key in HALF_SETTINGS[other]:  # the settings the kept half ran with
             results["settings"][key] = kept["settings"].get(key)
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     if results["training"] and results["translation"]:
