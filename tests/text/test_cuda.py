@@ -24,7 +24,7 @@ RICH = ["chars=16", "relative=4"]  # the parts with code of their own on a devic
 
 def _started_on_the_gpu(run):
     line = next(s for s in (run / "train.log").read_text().splitlines() if "parameters;" in s)
-    wanted = "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    wanted = "bf16" if torch.cuda.is_bf16_supported() else "fp16"  # auto on a GPU
     assert "cuda" in line and wanted in line, line
 
 
