@@ -18,18 +18,13 @@ SHIPPED = {
     "text_upos.yaml": ("upos", None),
     "text_wnut.yaml": ("wnut", "chars_recall_members2"),  # the best without pre-training
 }
-MACHINE = ("train", "valid", "test", "init", "threads")  # where the files are, the cores
+MACHINE = (*TextConfig.PATH_KEYS, "threads")  # where the files are, the cores
 
 
 def _recipe(cfg: TextConfig) -> TextConfig:
-    return dataclasses.replace(
-        cfg,
-        train="",
-        valid="",
-        test="",
-        init="",
-        engine=dataclasses.replace(cfg.engine, threads=0),
-    )
+    """``cfg`` without what depends on the machine it runs on."""
+    paths = dict.fromkeys(TextConfig.PATH_KEYS, "")
+    return dataclasses.replace(cfg, **paths, engine=dataclasses.replace(cfg.engine, threads=0))
 
 
 @pytest.mark.parametrize("name", list(SHIPPED))
