@@ -73,6 +73,24 @@ def test_a_finished_sentence_leaves_the_batch():
     assert model.rows == [[0, 1, 2], [0, 1, 2], [1], [1]]
 
 
+def test_a_done_sentence_waits_for_its_group_and_finds_nothing_more():
+    long = {(): {A: 1.0}, (A,): {A: 1.0}, (A, A): {A: 1.0}, (A, A, A): {EOS: 1.0}}
+    alone, grouped = TableModel(TABLE, long, TABLE), TableModel(TABLE, long, TABLE)
+    # early exit ends sentences 0 and 2 at "B EOS" after step 2, though under α = 1 "A C
+    # EOS" (next step) would score better: sentence 0, waiting beside sentence 1 in a group
+    # of two, must not take it
+    kwargs = {"sentences": 3, "beam_size": 2, "alpha": 1.0, "early_exit": True}
+    expected = search(alone, **kwargs)
+    assert [[h.tokens for h in hyps] for hyps in expected] == [
+        [[B, EOS]],
+        [[A, A, A, EOS]],
+        [[B, EOS]],
+    ]
+    assert search(grouped, group=2, **kwargs) == expected
+    assert alone.rows == [[0, 1, 2], [0, 1, 2], [1], [1]]
+    assert grouped.rows == [[0, 1, 2], [0, 1, 2], [0, 1], [0, 1]]
+
+
 def test_length_penalty_prefers_the_longer_hypothesis():
     [[best]] = search(TableModel(TABLE), beam_size=2, alpha=1.0)
     assert best.tokens == [A, C, EOS]
@@ -155,6 +173,21 @@ def test_a_batch_equals_its_sentences_one_by_one():
         )[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batch[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-5)
+
+
+@pytest.mark.parametrize("early_exit", [False, True])
+def test_a_grouped_search_equals_one_whose_sentences_leave_at_once(early_exit):
+    torch.manual_seed(0)
+    model, src = random_model(), sources()
+    mask = padding_mask(src, PAD)
+    runs = [
+        beam_search(model, src, mask, BOS, EOS, beam_size=3, nbest=2, early_exit=early_exit,
+                    group=group)
+        for group in (1, 3)
+    ]  # fmt: skip
+    for a, b in zip(*runs):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
 
 
 def test_cached_search_equals_uncached_search():

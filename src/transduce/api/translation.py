@@ -9,7 +9,7 @@ from pathlib import Path
 
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
-from transduce.device import bf16_is_fast, pick_device, resolve_precision
+from transduce.device import bf16_is_fast, pick_device, resolve_precision, retain_freed_memory
 from transduce.export.ctranslate2 import CTranslate2Translator, keeps_its_quantization
 from transduce.nn.packed import pack_linears, packing_supported
 from transduce.runs import ensemble_members
@@ -46,4 +46,6 @@ def _translator(model, tokenizer, device: str, precision: str) -> Translator:
     precision = resolve_precision(precision, dev, decoding=True)
     if precision == "bf16" and dev.type == "cpu" and bf16_is_fast(dev) and packing_supported():
         pack_linears(model)  # loaded for decoding only: its layers need not train
+    if dev.type == "cpu":  # a search makes and frees MiB-sized tensors by the thousand
+        retain_freed_memory()
     return Translator(model=model, tokenizer=tokenizer, device=dev, precision=precision)

@@ -102,6 +102,7 @@ def beam_search(
     no_repeat_ngram: int = 0,
     trace: Callable[[BeamStep], None] | None = None,
     early_exit: bool = False,
+    group: int = 1,
 ) -> list[list[Hypothesis]]:
     """Translate a batch with beam search.
 
@@ -128,6 +129,11 @@ def beam_search(
             (once it has ``nbest`` finished hypotheses): fewer steps, but a live beam that
             the length penalty would still have preferred is given up. By default a
             sentence ends only when no live beam can beat its finished ones.
+        group: sentences that are done leave the batch only when the sentences still
+            decoding fit in a multiple of ``group`` (those that stay a little longer decode
+            on, and what they find is dropped): the batch then takes fewer different sizes,
+            where each new size costs the model time of its own (oneDNN builds a kernel for
+            it). 1: each leaves at once.
 
     Returns:
         For each sentence, its ``nbest`` best hypotheses, best first.
@@ -152,11 +158,13 @@ def beam_search(
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
     prefixes = torch.full((B * K, 1), bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    done: set[int] = set()  # sentences that are done, some may still be in the batch
     for t in range(max(limits)):
         n = len(alive)
         logits, state = model.step(prefixes[:, -1:], state)  # (n·K, 1, V)
         V = logits.shape[-1]
-        candidates = F.log_softmax(logits[:, -1], dim=-1, dtype=torch.float32).view(n, K, V)
+        candidates = logits[:, -1].float()  # in place below: one fresh (n·K, V) a step
+        candidates = torch.log_softmax(candidates, -1, out=candidates).view(n, K, V)
         if no_repeat_ngram and t + 1 >= no_repeat_ngram:
             _block_repeats(candidates.view(n * K, V), prefixes, no_repeat_ngram)
         step_log_probs = candidates.clone() if trace is not None else None
@@ -168,7 +176,7 @@ def beam_search(
             )
         top_scores, beam, token = best_extensions(candidates, scores, 2 * K)  # (n, 2K)
         is_eos = token == eos_id
-        _finish(finished, alive, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
+        _finish(finished, alive, done, prefixes, top_scores, beam, is_eos, eos_id, t, K, penalty)
         # the K best non-EOS candidates continue, in score order
         keep = torch.sort(is_eos.int(), dim=1, stable=True).indices[:, :K]  # (n, K)
         if trace is not None:
@@ -192,12 +200,13 @@ def beam_search(
         tokens = token.gather(1, keep)
         best_alive = scores.max(1).values.tolist()
         top_eos = is_eos[:, 0].tolist() if early_exit else [False] * n
-        stay = [
-            i
-            for i, b in enumerate(alive)
-            if not (top_eos[i] and len(finished[b]) >= nbest)
-            and not _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)
-        ]
+        for i, b in enumerate(alive):
+            if b not in done and (
+                (top_eos[i] and len(finished[b]) >= nbest)
+                or _can_stop(finished[b], nbest, best_alive[i], limits[b], penalty)
+            ):
+                done.add(b)
+        stay = _stay(alive, done, group if trace is None else 1)
         if not stay:
             break
         kept = None
@@ -274,9 +283,24 @@ def _expand(state, K: int, B: int, device: torch.device):
     return state.reorder(torch.arange(B, device=device).repeat_interleave(K)), False
 
 
+def _stay(alive: list[int], done: set[int], group: int) -> list[int]:
+    """Which of the batch's sentences (indices into ``alive``) decode on: those not done,
+    plus as many done ones as fill their number up to a multiple of ``group`` (all of them
+    when that is no fewer than the batch has now)."""
+    live = [i for i, b in enumerate(alive) if b not in done]
+    size = -(-len(live) // group) * group
+    if not live:
+        return []
+    if size >= len(alive):
+        return list(range(len(alive)))
+    spare = [i for i, b in enumerate(alive) if b in done][: size - len(live)]
+    return sorted(live + spare)
+
+
 def _finish(
     finished: list[list[Hypothesis]],
     alive: list[int],
+    done: set[int],
     prefixes: Tensor,
     top_scores: Tensor,
     beam: Tensor,
@@ -297,6 +321,6 @@ def _finish(
     tokens = prefixes[i * K + beam[i, j], 1:].tolist()
     lp = penalty(t + 1)
     for (sentence, log_prob), ids in zip(scored, tokens):
-        if log_prob == float("-inf"):
+        if log_prob == float("-inf") or alive[int(sentence)] in done:
             continue
         finished[alive[int(sentence)]].append(Hypothesis(ids + [eos_id], log_prob, log_prob / lp))
