@@ -4,8 +4,10 @@ script a CTranslate2 user writes (the one an export's README.md gives), both sta
     python benchmarks/speed/cold.py --data data/multi30k --run-dir runs/bench/en-de-2h
 
 Each system is a fresh process reading the 1,000 sentences from a file and writing their
-translations to one (beam 5, α 0.6 over length^α, 6,000 source tokens × beam a batch, the
-same threads); the rounds interleave the systems, and the median wall time of each counts.
+translations to one (beam 5, α 0.6 over length^α, the same threads; each at its own default
+batch, which is its fastest in run.py's sweep: transduce 12,000 source tokens × beam,
+CTranslate2 6,000); the rounds interleave the systems, and the median wall time of each
+counts.
 transduce-bf16-early adds --early-exit (a sentence ends at the first step whose best
 candidate is EOS). Also timed: the same commands on one sentence (start-up: imports,
 loading, one search).

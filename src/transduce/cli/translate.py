@@ -12,7 +12,7 @@ import torch
 from transduce.api.loading import load
 from transduce.data.text import lines_of, read_lines
 from transduce.decoding.defaults import lenpen_ok, resolve, search_options
-from transduce.decoding.translator import MAX_BEAM
+from transduce.decoding.translator import MAX_BEAM, MAX_TOKENS
 from transduce.device import DECODING_PRECISIONS
 from transduce.errors import UserError
 from transduce.export.ctranslate2 import CTranslate2Translator, keeps_its_quantization
@@ -78,7 +78,9 @@ def add_parser(commands: argparse._SubParsersAction, summary: str) -> None:
         "faster, but a longer hypothesis the length penalty would prefer may be given up",
     )
     parser.add_argument(
-        "--max-tokens", type=int, default=6000, help="source tokens × beam per batch (default 6000)"
+        "--max-tokens",
+        type=int,
+        help=f"source tokens × beam per batch (default {MAX_TOKENS}; CTranslate2's: 6000)",
     )
     parser.add_argument(
         "--device",
@@ -117,12 +119,13 @@ def run(args: argparse.Namespace) -> int:
 
     def translate(lines: list[str], bar=None) -> list:
         extra = search_options(d.no_repeat_ngram, args.early_exit)
+        if args.max_tokens is not None:  # else each engine's own default
+            extra["max_tokens"] = args.max_tokens
         return translator.search(
             lines,
             d.beam,
             d.lenpen,
             args.nbest,
-            args.max_tokens,
             progress=bar,
             lenpen_style=style,
             **extra,
@@ -201,7 +204,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--threads must be 0 (all cores) or more, not {args.threads}")
     if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:
         raise UserError(f"--no-repeat-ngram must be 0 (off) or more, not {args.no_repeat_ngram}")
-    if args.max_tokens < 1:
+    if args.max_tokens is not None and args.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.lenpen is not None and not lenpen_ok(args.lenpen):
         raise UserError(f"--lenpen must be a number of at least 0 such as 0.6, not {args.lenpen}")
