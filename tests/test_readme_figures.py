@@ -4,6 +4,7 @@ import importlib.util
 import re
 
 from tests.helpers.docs import README, ROOT
+from transduce.decoding.translator import MAX_TOKENS
 
 
 def test_readme_is_a_short_page():
@@ -107,6 +108,10 @@ def test_readme_speed_ratios_are_those_of_the_results_file():
     assert f"BLEU {early['bleu']:.2f} against {bf16['bleu']:.2f}" in text
     warm = early["warm_sentences_per_s"] / rows["ct2-int8"]["warm_sentences_per_s"]
     assert f"{warm:.2f}× once every shape has been met" in text
+    sweep = {(r["system"], r["max_tokens"]): r["sentences_per_s"] for r in results["translation"]}
+    fastest_ct2 = max(v for (system, _), v in sweep.items() if system == "ct2-int8")
+    default = sweep["transduce-bf16-early", MAX_TOKENS] / fastest_ct2
+    assert f"at its default {MAX_TOKENS:,}, {default:.2f}× CTranslate2 int8" in text
     gpu = json.loads((ROOT / "benchmarks/speed/results_h200.json").read_text())
     train = {r["system"]: r["tokens_per_s"] for r in gpu["training"]}
     sent = {r["system"]: r["sentences_per_s"] for r in gpu["translation"]}
