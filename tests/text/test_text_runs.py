@@ -82,7 +82,8 @@ def test_a_classifier_trains_tests_loads_and_predicts(classifier, capsys):
 
 def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp_path, capsys):
     train_file, test_file = tagged(tmp_path / "train.conll", 300, 1), tagged(tmp_path / "t", 50, 2)
-    run = train_text(tmp_path, "ent", "task=entities", "format=conll", f"train={train_file}")
+    settings = ["task=entities", "format=conll", f"train={train_file}", "calibrate=false"]
+    run = train_text(tmp_path, "ent", *settings)
     assert main(["text", "test", str(run), "--data", str(test_file)]) == 0
     out = capsys.readouterr().out
     assert "entities: precision" in out
@@ -116,6 +117,30 @@ def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp
     found = scores("entities", model.labels, cut, predicted)
     assert found["words"] == 12 and found["accuracy"] <= 100 * len(predicted[0]) / 12
     assert found["entities"]["micro"]["true"] == 6
+
+
+def test_an_entity_tagger_decodes_with_the_bias_of_o_its_validation_chose(tmp_path):
+    from transduce import runs
+    from transduce.tasks.text.task import OUTSIDE_BIASES
+
+    train_file = tagged(tmp_path / "train.conll", 300, 1)
+    run = train_text(tmp_path, "ent", "task=entities", "format=conll", f"train={train_file}")
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    checked = [r for r in rows if "val_f1" in r]
+    assert checked and all(r["outside_bias"] in OUTSIDE_BIASES for r in checked)
+    assert all(r["val_f1"] >= r["val_f1_unbiased"] for r in checked)
+    best_path = run / "checkpoints" / "best.pt"
+    state = runs.load_checkpoint(best_path, "text")
+    best = max(checked, key=lambda r: r["val_f1"])  # the first of the best, as the engine keeps
+    assert state["extra"]["outside_bias"] == best["outside_bias"]
+    # the tagger decodes with its checkpoint's bias: where B- I- I- beats O O O by 0.8
+    # (see the test above), O raised by 1 a word wins
+    for bias, found in ((0.0, ["B-ANIMAL", "I-ANIMAL", "I-ANIMAL"]), (1.0, ["O", "O", "O"])):
+        state["extra"]["outside_bias"] = bias
+        runs.save_checkpoint(best_path, state)
+        model = transduce.load(run)
+        model.model = leaning(model, {"O": 1.0, "B-ANIMAL": 0.8, "I-ANIMAL": 1.5})
+        assert [t for _, t in model.tag("big fox red")] == found, bias
 
 
 def test_an_entity_tagger_trained_on_iob1_reads_its_tags_one_by_one(tmp_path):

@@ -26,6 +26,7 @@ from transduce.evaluation.entities import spans
 from transduce.tasks.text.config import TextConfig
 from transduce.tasks.text.data import IGNORE, encode_for, read
 from transduce.tasks.text.task import (
+    Outside,
     batch_of,
     build_text_model,
     entity_rules,
@@ -65,6 +66,8 @@ class TextModel:
         ).eval()
         kept = state["extra"].get("scheme_kept", True)  # runs before it was recorded: BIO
         self._rules = entity_rules(self.cfg, self.labels, kept)
+        bias = float(state["extra"].get("outside_bias", 0.0))  # chosen on validation
+        self._outside = Outside(self.labels.index("O"), bias) if bias else None
 
     def __repr__(self) -> str:
         return f"TextModel({str(self.run_dir)!r}: {self.describe()})"
@@ -100,7 +103,7 @@ class TextModel:
         if not words:
             return []
         found = Tagged([words], [[self.labels[0]] * len(words)], [1])
-        tags, _ = predict(self.model, self._encode(found), rules=self._rules)
+        tags, _ = predict(self.model, self._encode(found), rules=self._rules, outside=self._outside)
         return list(zip(words, [self.labels[t] for t in tags[0]]))
 
     def entities(self, text: str | list[str]) -> list[dict]:
@@ -143,7 +146,7 @@ class TextModel:
             names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
         else:
             speaks = [k for k, t in enumerate(encoded.labels[0]) if t != IGNORE]
-            tags = word_tags(out.logits[0][speaks].float(), self._rules)  # as tag() reads
+            tags = word_tags(out.logits[0][speaks].float(), self._rules, self._outside)  # as tag()
             rows = weights[:, speaks]
             names = [f"{w} ({self.labels[t]})" for w, t in zip(words, tags)]
         return {
@@ -166,7 +169,7 @@ class TextModel:
             raise UserError(f"{self.run_dir} was trained without test=; give the test file")
         found = read(self.cfg, str(path))
         encoded = self._encode(found, str(path))
-        predicted, _ = predict(self.model, encoded, rules=self._rules)
+        predicted, _ = predict(self.model, encoded, rules=self._rules, outside=self._outside)
         result = {"task": self.cfg.task, "file": str(path)}
         result.update(scores(self.cfg.task, self.labels, encoded, predicted))
         runs.write_json(self.run_dir, runs.TEST_RESULTS, result)
