@@ -1,13 +1,15 @@
-"""Entity taggers' validation F1 with their words' tags read two ways from the same
-checkpoint: tag by tag (each word's highest-scoring tag) and under BIO's rules (the best
-sequence the scheme allows, what transduce does; see transduce.tasks.text.bio).
+"""Entity taggers' validation F1 with their words' tags read three ways from the same
+checkpoint: tag by tag (each word's highest-scoring tag), under BIO's rules (the best
+sequence the scheme allows; see transduce.tasks.text.bio), and under BIO's rules with O's
+log-probability raised by the bias the run chose on validation (``calibrate``, what
+transduce does; the same as the second where the run chose 0 or predates it).
 
     python benchmarks/text/decoding.py --runs runs/bench/text
 
 Reads every entity run in ``--runs`` that benchmarks/text/run.py trained (the ``wnut_*``
 folders; masked-language-model pre-training runs are skipped) on its own validation file,
-and writes benchmarks/text/decoding.json. Those checkpoints were chosen by validation F1
-under BIO's rules, which favours that reading a little.
+and writes benchmarks/text/decoding.json. Those checkpoints and biases were chosen by
+validation F1 read the third way, which favours that reading.
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ from transduce.tasks.text.data import read  # noqa: E402
 from transduce.tasks.text.task import predict, scores  # noqa: E402
 
 
-def both_readings(run: Path) -> dict:
+def three_readings(run: Path) -> dict:
     model = TextModel(run)
     path = model.cfg.valid
     encoded = model._encode(read(model.cfg, path), path)
     out = {}
-    for name, rules in (("tag_by_tag", None), ("bio_rules", model._rules)):
-        predicted, _ = predict(model.model, encoded, rules=rules)
+    readings = (
+        ("tag_by_tag", None, None),
+        ("bio_rules", model._rules, None),
+        ("bio_rules_calibrated", model._rules, model._outside),
+    )
+    for name, rules, outside in readings:
+        predicted, _ = predict(model.model, encoded, rules=rules, outside=outside)
         micro = scores("entities", model.labels, encoded, predicted)["entities"]["micro"]
         out[name] = {k: round(micro[k], 2) for k in ("precision", "recall", "f1")}
         out[name]["predicted"] = micro["predicted"]
+    out["outside_bias"] = model._outside.bias if model._outside else 0.0
     return out
 
 
@@ -48,7 +56,7 @@ def main() -> None:
     found = {}
     for run in sorted(args.runs.glob("wnut_*")):
         if run.is_dir() and not run.name.endswith("_pretrain"):
-            found[run.name] = both_readings(run)
+            found[run.name] = three_readings(run)
             print(run.name, found[run.name])
     if not found:
         raise SystemExit(f"{args.runs}: no wnut_* runs; run benchmarks/text/run.py --tasks wnut")

@@ -16,7 +16,7 @@ from transduce.tasks.text.config import TextConfig
 SHIPPED = {
     "text_trec.yaml": ("trec", None),
     "text_upos.yaml": ("upos", None),
-    "text_wnut.yaml": ("wnut", "chars_recall_members2"),  # the best without pre-training
+    "text_wnut.yaml": ("wnut", None),
 }
 MACHINE = (*TextConfig.PATH_KEYS, "threads")  # where the files are, the cores
 
