@@ -16,7 +16,6 @@ Results: benchmarks/forecasting/results.json (saved after every row) and results
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import multiprocessing
@@ -29,8 +28,10 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from options import command_line  # noqa: E402
 from plan import plan_tasks  # noqa: E402
 from report import DATASETS, MODELS, REFERENCE_BATCHES, write_markdown  # noqa: E402
+from saved import load_saved, others, save  # noqa: E402, F401 (load_saved: blend.py's)
 
 from transduce.cli.main import main as transduce  # noqa: E402
 from transduce.io import recorded_path, write_text  # noqa: E402
@@ -240,72 +241,7 @@ def rescore(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, type=Path, help="folder with the CSV files")
-    parser.add_argument(
-        "--minutes",
-        type=float,
-        default=2.5,
-        help="training-time cap per (dataset, horizon, model) run",
-    )
-    parser.add_argument("--datasets", help="default: every dataset (of the plan)")
-    parser.add_argument("--models", help="default: every model (of the plan)")
-    parser.add_argument(
-        "--horizons",
-        type=lambda text: [int(n) for n in text.split(",")],
-        help="only these horizons (default: the dataset's four)",
-    )
-    parser.add_argument(
-        "--input-lengths",
-        type=lambda text: [int(n) for n in text.split(",")],
-        help="train each run with each of these input lengths and keep the "
-        "one of lowest validation MSE (default: the config's)",
-    )
-    parser.add_argument(
-        "--members",
-        type=lambda text: [int(n) for n in text.split(",")],
-        help="patch, transformer and channel: train each run as an ensemble "
-        "of each of these sizes (members=N, N times the minutes) and keep "
-        "the one of lowest validation MSE (default: the config's)",
-    )
-    parser.add_argument(
-        "--plan",
-        type=Path,
-        help="YAML of minutes, members and input_length per dataset and model "
-        "(replaces --minutes, --members and --input-lengths), e.g. "
-        "benchmarks/forecasting/plan.yaml",
-    )
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        help="rows trained at a time, each in its own process with "
-        "cores / jobs threads (default 1)",
-    )
-    parser.add_argument(
-        "--runs",
-        type=Path,
-        default=RUNS,
-        help=f"folder of the run directories (default {RUNS.relative_to(ROOT)})",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=HERE,
-        help="folder of results.json and results.md (default: this script's)",
-    )
-    parser.add_argument(
-        "--rescore",
-        action="store_true",
-        help="train nothing: calibrate the quantiles of, and score again, the "
-        "runs behind the saved rows of these datasets, models and "
-        "horizons (their training figures stay)",
-    )
-    parser.add_argument(
-        "--render", action="store_true", help="only rewrite results.md from results.json"
-    )
-    parser.add_argument("overrides", nargs="*", help="config key=value for every run")
-    args = parser.parse_intermixed_args()
+    args = command_line(__doc__.splitlines()[0], RUNS, ROOT, HERE).parse_intermixed_args()
     out = args.out
     if args.render:
         return write_markdown(load_saved(out), out)
@@ -443,53 +379,6 @@ def run_task(task: dict, data: Path, overrides: list[str], runs: Path, quiet: bo
             raise SystemExit(
                 f"{log.stem} failed ({type(error).__name__}: {error}); its output: {log}"
             ) from None
-
-
-def save(out: Path, results: list[dict], entry: dict) -> None:
-    """Merge this command's rows so far into results.json (replacing the rows of the same
-    dataset, model and horizon). Rows do not record the command that made them, so the
-    earlier commands (and re-scorings) are dropped only once this one has replaced every row."""
-    saved = load_saved(out)  # read now: another may have written
-    kept = others(saved, results)
-    runs = [r for r in saved["runs"] if r["command"] != entry["command"]]
-    if not kept:  # this command made every row: the others' figures are gone
-        runs, saved["rescored"] = [], []
-    saved.update(results=kept + results, runs=[*runs, dict(entry)])
-    if not saved.get("rescored"):
-        saved.pop("rescored", None)
-    write_text(out / "results.json", json.dumps(saved, indent=2) + "\n")
-
-
-def others(saved: dict, results: list[dict]) -> list[dict]:
-    """The saved rows that none of ``results`` replaces (same dataset, model and horizon)."""
-    done = {key(r) for r in results}
-    return [r for r in saved["results"] if key(r) not in done]
-
-
-def key(result: dict) -> tuple:
-    return result["dataset"], result["model"], result["horizon"]
-
-
-def load_saved(out: Path = HERE) -> dict:
-    """results.json as {"runs": [...], "results": [...]}, or empty; the file's first form
-    (one "command" for every row) becomes one entry of "runs"."""
-    path = out / "results.json"
-    if not path.exists():
-        return {"runs": [], "results": []}
-    saved = json.loads(path.read_text())
-    if "runs" not in saved:
-        saved = {
-            "runs": [
-                {
-                    "command": saved["command"],
-                    "total_seconds": saved["total_seconds"],
-                    "minutes": saved["minutes"],
-                    "rows": len(saved["results"]),
-                }
-            ],
-            "results": saved["results"],
-        }
-    return saved
 
 
 if __name__ == "__main__":
