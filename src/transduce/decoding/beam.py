@@ -288,9 +288,9 @@ def _stay(alive: list[int], done: set[int], group: int) -> list[int]:
     plus as many done ones as fill their number up to a multiple of ``group`` (all of them
     when that is no fewer than the batch has now)."""
     live = [i for i, b in enumerate(alive) if b not in done]
-    size = -(-len(live) // group) * group
     if not live:
         return []
+    size = -(-len(live) // group) * group  # rounded up to a multiple of group
     if size >= len(alive):
         return list(range(len(alive)))
     spare = [i for i, b in enumerate(alive) if b in done][: size - len(live)]
