@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -71,3 +75,27 @@ def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
     # the model's choices survive: the same best next token almost everywhere
     assert (got.argmax(-1) == expected.argmax(-1)).float().mean() > 0.95
     assert not torch.equal(got, expected)  # it is the int8 path, not float32 again
+
+
+KERNEL_PROBE = """
+import torch
+from torch import nn
+from transduce.nn.int8 import Int8Linear
+with torch.no_grad():
+    Int8Linear(nn.Linear(256, 256))(torch.randn(40, 256))
+"""
+
+
+def test_the_int8_layer_runs_on_a_compiled_kernel_not_onednns_reference_one():
+    # oneDNN takes signed int8 inputs only on AMX; elsewhere (AVX-512 VNNI, AVX2) it ran
+    # them on its reference kernel, some thousand times slower. Its verbose log names the
+    # implementation each matrix product ran on.
+    env = {**os.environ, "ONEDNN_VERBOSE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", KERNEL_PROBE], capture_output=True, text=True, env=env, check=True
+    )
+    products = [line.split(",") for line in done.stdout.splitlines() if ",exec,cpu,matmul," in line]
+    if not products:
+        pytest.skip("oneDNN's verbose log named no int8 matrix product on this build")
+    implementations = {fields[6] for fields in products}
+    assert not any(name.startswith("ref") for name in implementations), implementations

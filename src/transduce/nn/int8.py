@@ -3,7 +3,12 @@
 Each weight row (one output unit) is stored as int8 with its own scale, s_j = max|W_j| / 127.
 Each input row (one position of one sentence) is quantized when it arrives, to int8 with
 its own scale, max|x_i| / 127 (symmetric: zero stays exact), so that a sentence translates
-the same alone or in any batch. The products are summed in int32 in oneDNN's int8 kernel
+the same alone or in any batch. The kernel reads it shifted by 128, as uint8 with zero point
+128: the same integers, but the pairing of unsigned inputs with signed weights is the one
+every x86 int8 kernel of oneDNN takes (VNNI's instructions multiply unsigned by signed
+bytes). Signed inputs it takes only on AMX; elsewhere it fell back to its reference
+kernel, some thousand times slower (5 s for the 8,000-word output layer at 300 rows on a
+Zen 5, against 1 ms now). The products are summed in int32 in oneDNN's int8 kernel
 (the x86 one PyTorch's own compiler lowers to, on AMX or VNNI where the CPU has them), then
 scaled back to float32 by the row's and the output unit's scales, and the bias added.
 ``benchmarks/speed/int8.py`` timed it against the other candidates.
@@ -18,6 +23,8 @@ import torch
 from torch import Tensor, nn
 
 from transduce.nn.linears import replace_linears
+
+INPUT_ZERO = 128  # the inputs' zero point: int8 values shifted into uint8
 
 
 class Int8Linear(nn.Module):
@@ -35,7 +42,7 @@ class Int8Linear(nn.Module):
         quantized = (weight / scale[:, None]).round_().clamp_(-127, 127).to(torch.int8)
         self.register_buffer("weight_scale", scale)
         self.register_buffer("weight_zero", torch.zeros_like(scale, dtype=torch.int32))
-        self.register_buffer("input_zero", torch.zeros((), dtype=torch.int32))
+        self.register_buffer("input_zero", torch.full((), INPUT_ZERO, dtype=torch.int32))
         self.register_buffer("unit", torch.ones(()))  # the kernel's input scale: rows scale later
         self.register_buffer("packed", torch.ops.onednn.qlinear_prepack(quantized, None))
         bias = None if linear.bias is None else linear.bias.detach().float().clone()
@@ -44,7 +51,8 @@ class Int8Linear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         x = x.float()
         scale = x.abs().amax(-1, keepdim=True).div_(127).clamp_(min=1e-12)  # one per row
-        qx = (x / scale).round_().to(torch.int8)  # |x| / scale ≤ 127: no clamp needed
+        # |x| / scale ≤ 127: no clamp needed; shifted into 1 … 255 (see the module)
+        qx = (x / scale).round_().add_(INPUT_ZERO).to(torch.uint8)
         out = torch.ops.onednn.qlinear_pointwise.tensor(
             qx, self.unit, self.input_zero, self.packed, self.weight_scale, self.weight_zero,
             None, 1.0, 0, torch.float32, "none", [], "",
