@@ -1,7 +1,5 @@
 """`python -m transduce` is the `transduce` command."""
 
-import sys
+from transduce.cli.main import entry
 
-from transduce.cli.main import main
-
-sys.exit(main())
+entry()

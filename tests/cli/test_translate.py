@@ -1,3 +1,4 @@
+import os
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,26 @@ def test_standard_input_and_greedy(trained_run):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[0] and lines[2]
+
+
+def test_the_command_ends_at_once_yet_every_line_reaches_a_pipe(trained_run, tmp_path):
+    # `transduce translate` skips Python's teardown (os._exit, cli.main.QUICK_EXIT): what it
+    # printed must still all arrive, though a pipe's buffer held it, and its status too
+    source = tmp_path / "in.txt"
+    source.write_text("".join(english(n) + "\n" for n in range(1, 6)), encoding="utf-8")
+    command = [sys.executable, "-m", "transduce", "translate", str(trained_run), "--beam", "1"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as most have it
+    result = subprocess.run(
+        [*command, "--input", str(source)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 6 and lines[-1] == "" and all(lines[:-1])
+    assert "decoding with" in result.stderr
+    missing = subprocess.run(
+        [*command, "--input", str(tmp_path / "nothing.txt")], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "nothing.txt: cannot read" in missing.stderr
 
 
 def test_nbest_lists(trained_run, tmp_path, capsys):
