@@ -4,10 +4,10 @@ script a CTranslate2 user writes (the one an export's README.md gives), both sta
     python benchmarks/speed/cold.py --data data/multi30k --run-dir runs/bench/en-de-2h
 
 Each system is a fresh process reading the 1,000 sentences from a file and writing their
-translations to one (beam 5, α 0.6 over length^α, the same threads; each at its own default
-batch, which is its fastest in run.py's sweep: transduce 12,000 source tokens × beam,
-CTranslate2 6,000); the rounds interleave the systems, and the median wall time of each
-counts.
+translations to one (beam 5, α 0.6 over length^α, the same threads). transduce runs at its
+default batch, 12,000 source tokens × beam; CTranslate2 at 6,000, its fastest in run.py's
+sweep on a Sapphire Rapids, or at ``--ct2-tokens`` where another was its fastest. The
+rounds interleave the systems, and the median wall time of each counts.
 transduce-bf16-early adds --early-exit (a sentence ends at the first step whose best
 candidate is EOS). Also timed: the same commands on one sentence (start-up: imports,
 loading, one search).
@@ -35,13 +35,14 @@ SYSTEMS = ("transduce-bf16", "transduce-bf16-early", "transduce-int8", "ct2-int8
 # What a CTranslate2 user runs: SentencePiece + translate_batch, nothing of transduce.
 CT2_SCRIPT = """
 import sys, ctranslate2, sentencepiece as spm
-model, source, target, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+model, source, target = sys.argv[1], sys.argv[2], sys.argv[3]
+threads, tokens = int(sys.argv[4]), int(sys.argv[5])
 sp = spm.SentencePieceProcessor(model_file=model + "/spm.model")
 translator = ctranslate2.Translator(model, device="cpu", intra_threads=threads)
 with open(source, encoding="utf-8") as f:
     pieces = [sp.encode(line.rstrip("\\n"), out_type=str) for line in f]
 results = translator.translate_batch(
-    pieces, beam_size=5, length_penalty=0.6, max_batch_size=6000 // 5, batch_type="tokens",
+    pieces, beam_size=5, length_penalty=0.6, max_batch_size=tokens // 5, batch_type="tokens",
     max_decoding_length=max(len(p) for p in pieces) + 51,
 )
 with open(target, "w", encoding="utf-8") as f:
@@ -53,7 +54,7 @@ def command(system: str, args, exports: dict, source: Path, target: Path) -> lis
     if system.startswith("ct2"):
         model = exports[system.split("-")[1]]
         return [sys.executable, "-c", CT2_SCRIPT, str(model), str(source), str(target),
-                str(args.threads)]  # fmt: skip
+                str(args.threads), str(args.ct2_tokens)]  # fmt: skip
     transduce = str(Path(sys.executable).with_name("transduce"))
     return [
         transduce, "translate", args.run_dir, "--input", str(source), "--output", str(target),
@@ -116,8 +117,10 @@ def summarise(results: dict) -> str:
     rows = results["rows"]
     base = next((r for r in rows if r["system"] == "ct2-int8"), rows[-1])
     s = results["settings"]
+    tokens = s.get("ct2_tokens", 6000)
     lines = [
-        f"`python benchmarks/speed/cold.py --threads {s['threads']} --rounds {s['rounds']}` "
+        f"`python benchmarks/speed/cold.py --threads {s['threads']} --rounds {s['rounds']}"
+        f"{'' if tokens == 6000 else f' --ct2-tokens {tokens}'}` "
         f"on {results['machine']}: the median of {s['rounds']} interleaved cold starts.",
         "",
         f"| whole process, 1,000 sentences | seconds | sentences/s | vs {base['system']} "
@@ -140,6 +143,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--ct2-tokens",
+        type=int,
+        default=6000,
+        help="CTranslate2's batch in source tokens × beam (its fastest in run.py's sweep)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "cold")
     args = parser.parse_args()
     results = measure(args)
