@@ -10,6 +10,14 @@ the forecasting encoder–decoder's encoder (batch 64, 4 heads of size 16, 336 s
 Interleaved rounds, medians; results go to
 benchmarks/speed/attention.md, and ``transduce.nn.multi_head_attention`` picks its CPU path
 from them.
+
+    python benchmarks/speed/attention.py --decoding [--threads N]
+
+times a beam-search step's attention instead, forward only, without gradients, on bfloat16
+inputs as a packed bf16 decoder hands them over: self-attention over the cached positions
+(one query a row) and cross-attention of a sentence's 5 beams over its source, in float32
+(fused or explicit) and in bfloat16 (fused or explicit). Results go to
+benchmarks/speed/attention_decoding.md, with the machine.
 """
 
 from __future__ import annotations
@@ -68,6 +76,69 @@ CASES = {
     "fused SDPA in bfloat16": sdpa_bf16,
     "explicit, bfloat16 matmuls": explicit,
 }
+# (queries' shape, keys' shape, padding mask): a step of 60 sentences × 5 beams
+DECODING_SHAPES = {
+    "self-attention, 300 beams × 4 heads, 1 query, 15 cached positions": (
+        (300, 4, 1, 64),
+        (300, 4, 15, 64),
+        False,
+    ),
+    "the same at 40 cached positions": ((300, 4, 1, 64), (300, 4, 40, 64), False),
+    "cross-attention, 60 sentences × 4 heads, 5 beams' queries, 20 source tokens": (
+        (60, 4, 5, 64),
+        (60, 4, 20, 64),
+        True,
+    ),
+}
+
+
+def explicit_fp32(q, k, v, mask):
+    with torch.autocast("cpu", enabled=False):
+        return scaled_dot_product_attention(q.float(), k.float(), v.float(), mask)[0].to(q.dtype)
+
+
+DECODING_CASES = {
+    "fused SDPA in float32": sdpa_fp32,
+    "explicit in float32": explicit_fp32,
+    "fused SDPA in bfloat16": sdpa_bf16,
+    "explicit, bfloat16 matmuls": explicit,
+}
+
+
+def decoding(args) -> str:
+    from plot import machine
+
+    from transduce.device import retain_freed_memory
+
+    retain_freed_memory()  # as a translator on a CPU does: float32 copies come and go
+    lines = [
+        f"Command: `python benchmarks/speed/attention.py --decoding --threads {args.threads}` "
+        f"on {machine('cpu')} (forward only, no gradient, bfloat16 inputs; median of "
+        f"{args.rounds} interleaved rounds of 20 calls)",
+        "",
+    ]
+    for label, (q_shape, k_shape, masked) in DECODING_SHAPES.items():
+        q = torch.randn(*q_shape, dtype=torch.bfloat16)
+        k, v = (torch.randn(*k_shape, dtype=torch.bfloat16) for _ in range(2))
+        mask = None
+        if masked:
+            mask = make_mask("padding", (k_shape[0], 1, k_shape[2], 1))
+        times = {name: [] for name in DECODING_CASES}
+        with torch.no_grad():
+            for _ in range(args.rounds + 1):
+                for name, fn in DECODING_CASES.items():
+                    start = time.perf_counter()
+                    for _ in range(20):
+                        fn(q, k, v, mask)
+                    times[name].append((time.perf_counter() - start) / 20)
+        base = statistics.median(times["fused SDPA in float32"][1:])
+        lines += [f"### {label}", "", "| path | µs | float32 SDPA's time ÷ this |"]
+        lines.append("|---|---:|---:|")
+        for name, t in times.items():
+            median = statistics.median(t[1:])  # the first round builds kernels
+            lines.append(f"| {name} | {median * 1e6:,.0f} | {base / median:.2f}× |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def step(fn, q, k, v, mask) -> float:
@@ -82,10 +153,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--out", default=str(HERE / "attention.md"))
+    parser.add_argument("--out", help="default: attention.md, or attention_decoding.md")
+    parser.add_argument("--decoding", action="store_true", help="time a beam-search step's")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.decoding:
+        text = decoding(args)
+        Path(args.out or HERE / "attention_decoding.md").write_text(text)
+        return print(text)
     lines = [
         f"Command: `python benchmarks/speed/attention.py --threads {args.threads}` "
         f"(forward + backward of bfloat16 inputs, median of {args.rounds} interleaved "
@@ -113,7 +189,7 @@ def main() -> None:
             lines.append(f"| {name} | {median * 1e3:.1f} | {base / median:.2f}× |")
         lines.append("")
     text = "\n".join(lines)
-    Path(args.out).write_text(text)
+    Path(args.out or HERE / "attention.md").write_text(text)
     print(text)
 
 

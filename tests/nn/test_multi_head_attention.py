@@ -138,8 +138,8 @@ def test_cpu_bf16_autocast_runs_long_sequences_fused_in_float32(monkeypatch):
 
 def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch):
     """Faster there in training (benchmarks/speed/attention.md): the fused kernel is not
-    called, and values and gradients stay close to float32's, masked or not. Inference keeps
-    the fused kernel in float32."""
+    called, and values and gradients stay close to float32's, masked or not. Inference on
+    as many queries keeps the fused kernel in float32."""
     from transduce.nn.multi_head_attention import EXPLICIT_BF16_MAX_LENGTH
 
     seen = spy_on_fused(monkeypatch)
@@ -167,6 +167,34 @@ def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch
         seen.clear()
     with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):  # inference: fused, float32
         attention(x, x, x)
+    assert seen == [(torch.float32, torch.float32, torch.float32, False)]
+
+
+def test_cpu_bf16_decoding_steps_take_the_explicit_path_in_float32(monkeypatch):
+    """A beam-search step's few queries (one a row, or a sentence's beams grouped over its
+    shared keys) skip the fused kernel, which was slower there; values stay close to the
+    fused float32 result. More queries in inference keep the fused kernel."""
+    from transduce.nn.multi_head_attention import EXPLICIT_DECODE_MAX_QUERIES
+
+    seen = spy_on_fused(monkeypatch)
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(d_model=64, num_heads=4).eval()
+    memory = torch.randn(3, 20, 64)
+    padding = (torch.arange(20)[None, :] < torch.tensor([20, 9, 1])[:, None])[:, None, :]
+    keys, values = attention.project_kv(memory, memory)  # (3, H, 20, Dh): one per sentence
+    for beams in (1, 5):  # (3·beams, 1, D) queries: beams > 1 share their sentence's keys
+        query = torch.randn(3 * beams, 1, 64)
+        with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+            low, _ = attention.attend(query, keys.bfloat16(), values.bfloat16(), padding)
+        assert seen == [] and low.dtype == torch.bfloat16
+        with torch.no_grad():
+            high, _ = attention.attend(query, keys, values, padding)  # float32: fused
+        assert len(seen) == 1
+        torch.testing.assert_close(low.float(), high, atol=0.05, rtol=0.05)
+        seen.clear()
+    many = torch.randn(3, EXPLICIT_DECODE_MAX_QUERIES + 1, 64)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+        attention(many, memory, memory, padding)
     assert seen == [(torch.float32, torch.float32, torch.float32, False)]
 
 

@@ -132,6 +132,13 @@ def _ungroup(x: Tensor, g: int, Q: int) -> Tensor:
 
 # Training under CPU bf16 autocast: sequences up to this length take the explicit path.
 EXPLICIT_BF16_MAX_LENGTH = 192
+# Decoding on a CPU in bfloat16: at most this many queries a row take the explicit path, in
+# float32. A beam-search step asks one query a row, or, over a sentence's shared source keys,
+# one per beam, and on so few the fused kernel took longer than the explicit product
+# (benchmarks/speed/attention_decoding.md; test_2016 translated 6-13% faster on a Zen 5).
+# In bfloat16 the explicit products were faster still once warm, but oneDNN builds a kernel
+# for each new number of cached positions, and the first pass gained nothing.
+EXPLICIT_DECODE_MAX_QUERIES = 16
 # On a GPU, every fused backend but cuDNN's: in bfloat16 PyTorch chose cuDNN's, which
 # built a plan for each new shape, 13 ms of host time a call, and beam search asks a new
 # length every step (an H100 translated 18× slower in bf16 than in fp32; see
@@ -148,18 +155,25 @@ def _attention_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: f
     forecaster the explicit softmax(QKᵀ/√d)V with bfloat16 matrix products is 1.7–2.5×
     faster than the fused kernel in float32 (two threads); at 336 steps it is slower
     (``benchmarks/speed/attention.py``, ``benchmarks/speed/attention.md``). So when training
-    in bfloat16 on a CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path;
-    longer ones, and inference (beam search ran no faster on the explicit path and held
-    twice the memory), the fused kernel in float32 (autocast would cast it back to bfloat16).
+    in bfloat16 on a CPU, sequences up to ``EXPLICIT_BF16_MAX_LENGTH`` take the explicit path,
+    and a decoding step's few queries (``EXPLICIT_DECODE_MAX_QUERIES``) the explicit path in
+    float32; longer ones, and the rest of inference, the fused kernel in float32 (autocast
+    would cast it back to bfloat16).
     """
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
         short = max(q.shape[-2], k.shape[-2]) <= EXPLICIT_BF16_MAX_LENGTH
         if short and torch.is_grad_enabled():
             return scaled_dot_product_attention(q, k, v, mask, p, training=p > 0)[0]
+        few = q.shape[-2] <= EXPLICIT_DECODE_MAX_QUERIES and not torch.is_grad_enabled()
+        attention = _explicit_output if few else F.scaled_dot_product_attention
         with torch.autocast("cpu", enabled=False):
-            out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), mask, p)
+            out = attention(q.float(), k.float(), v.float(), mask, p)
         return out.to(q.dtype)
     if q.device.type == "cuda":
         with sdpa_kernel(GPU_BACKENDS):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+
+
+def _explicit_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
+    return scaled_dot_product_attention(q, k, v, mask, p, training=p > 0)[0]
