@@ -505,6 +505,12 @@ def speed_page() -> str:
             "config trained 30 minutes: max_minutes=30 cooldown=0.3, then transduce "
             "average --last 3)",
         ),
+        (
+            "results_zen5",
+            "The same recipe on a Zen 5 (AVX-512 BF16 and VNNI, no AMX), with int8: its own "
+            "30-minute run, trained on that machine (training measured at 78d867b, "
+            "translation at ca67f97)",
+        ),
         ("results_tiny", "The 2-hour En→De model (4+4 layers, d_model 128)"),
         ("results", "The d_model 256 model"),
         ("results_zen3", "The d_model 256 model on a Zen 3 (fp32)"),
@@ -518,12 +524,15 @@ def speed_page() -> str:
             "",
             speed.summarise(data).replace("\n# ", "\n### ").replace("\n## ", "\n### "),
         ]
-    if (BENCH / "speed/cold.json").exists():
-        cold = harness("speed/cold.py")
-        lines += ["", "## Whole process, started cold", ""]
-        lines.append(cold.summarise(load("speed/cold.json")))
+    cold = harness("speed/cold.py")
+    for stem, where in (("cold", "Sapphire Rapids"), ("cold_zen5", "Zen 5")):
+        if (BENCH / f"speed/{stem}.json").exists():
+            lines += ["", f"## Whole process, started cold ({where})", ""]
+            lines.append(cold.summarise(load(f"speed/{stem}.json")))
     names = (
         "int8",
+        "int8_zen5",
+        "attention_decoding",
         "profile_train",
         "attention",
         "dropout",

@@ -86,6 +86,36 @@ def test_readme_forecasting_table_is_the_results_file():
     ]
 
 
+def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
+    import json
+
+    speed = ROOT / "benchmarks/speed"
+    results = json.loads((speed / "results_zen5.json").read_text())
+    cold = json.loads((speed / "cold_zen5.json").read_text())
+    text = " ".join(README[README.index("**Speed**") :].split("On a Sapphire Rapids")[0].split())
+    assert "On a Zen 5" in text
+    sent = {(r["system"], r["max_tokens"]): r for r in results["translation"]}
+    ct2 = sent["ct2-int8", 6000]["sentences_per_s"]
+    early = sent["transduce-bf16-early", 6000]
+    assert f"at {early['sentences_per_s'] / ct2:.2f}× the sentences a second" in text
+    bf16, int8 = sent["transduce-bf16", 6000], sent["transduce-int8", 6000]
+    assert f"bf16 {bf16['sentences_per_s'] / ct2:.2f}×" in text
+    assert f"int8 {int8['sentences_per_s'] / ct2:.2f}×" in text
+    assert f"BLEU {early['bleu']:.2f} against {bf16['bleu']:.2f} without it" in text
+    fastest = {
+        system: max(r["sentences_per_s"] for (s, _), r in sent.items() if s == system)
+        for system in ("transduce-bf16-early", "ct2-int8")
+    }
+    ratio = fastest["transduce-bf16-early"] / fastest["ct2-int8"]
+    assert f"each at its fastest batch, {ratio:.2f}×" in text
+    seconds = {r["system"]: r["seconds"] for r in cold["rows"]}
+    whole = seconds["ct2-int8"] / seconds["transduce-bf16-early"]
+    assert f"start-up included: {whole:.2f}×" in text
+    train = {r["system"]: r["tokens_per_s"] for r in results["training"] if r["max_tokens"] == 4096}
+    assert f"{train['transduce'] / train['torch']:.2f}× the target tokens" in text
+    assert f"{train['transduce'] / train['marian']:.2f}× Hugging Face Marian's" in text
+
+
 def test_readme_speed_ratios_are_those_of_the_results_file():
     import json
 

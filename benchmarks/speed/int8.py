@@ -14,8 +14,9 @@ model would:
                      quantized per call (PyTorch's eager dynamic quantization)
   oneDNN dynamic     torch.ops.onednn.qlinear_pointwise: W int8 per output channel, x
                      quantized per call to int8 with a scale per row, max|x_i| / 127,
-                     applied after the kernel (the x86 int8 kernel of PyTorch's
-                     compiler, as transduce.nn.int8 runs it), quantization included
+                     shifted into uint8 (zero point 128), the scale applied after
+                     the kernel (the x86 int8 kernel of PyTorch's compiler, as
+                     transduce.nn.int8 runs it), quantization included
   weight-only int8   torch.ops.aten._weight_int8pack_mm: W int8, x in bfloat16
 
 Shapes: the d_model 256 model's projections (256 → 256, 256 → 1024, 1024 → 256) and its
@@ -58,12 +59,12 @@ def candidates(w, b, rows):
         )
     fbgemm = torch.ops.quantized.linear_prepack(qw, b)
     onednn = torch.ops.onednn.qlinear_prepack(wq, [rows, w.shape[1]])
-    zeros, zero = torch.zeros(N, dtype=torch.int32), torch.zeros((), dtype=torch.int32)
+    zeros, zero = torch.zeros(N, dtype=torch.int32), torch.full((), 128, dtype=torch.int32)
     unit = torch.ones(())
 
     def onednn_dynamic(x):
         x_scale = x.abs().amax(-1, keepdim=True).div_(127).clamp_(min=1e-12)
-        qx = (x / x_scale).round_().to(torch.int8)
+        qx = (x / x_scale).round_().add_(128).to(torch.uint8)  # as transduce.nn.int8
         out = torch.ops.onednn.qlinear_pointwise.tensor(
             qx, unit, zero, onednn, scale, zeros, None, 1.0, 0, torch.float32, "none", [], ""
         )
@@ -129,9 +130,11 @@ def measure(rounds: int) -> list[dict]:
 
 
 def report(results: list[dict], threads: int) -> str:
+    from plot import machine
+
     names = list(dict.fromkeys(r["candidate"] for r in results))
     lines = [
-        f"Command: `python benchmarks/speed/int8.py --threads {threads}` on "
+        f"Command: `python benchmarks/speed/int8.py --threads {threads}` on {machine('cpu')}, "
         f"{torch.backends.cpu.get_cpu_capability()} kernels; µs per call (median of "
         "interleaved rounds), and in brackets float32's time ÷ this.",
         "",

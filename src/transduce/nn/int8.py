@@ -7,11 +7,11 @@ the same alone or in any batch. The kernel reads it shifted by 128, as uint8 wit
 128: the same integers, but the pairing of unsigned inputs with signed weights is the one
 every x86 int8 kernel of oneDNN takes (VNNI's instructions multiply unsigned by signed
 bytes). Signed inputs it takes only on AMX; elsewhere it fell back to its reference
-kernel, some thousand times slower (5 s for the 8,000-word output layer at 300 rows on a
-Zen 5, against 1 ms now). The products are summed in int32 in oneDNN's int8 kernel
-(the x86 one PyTorch's own compiler lowers to, on AMX or VNNI where the CPU has them), then
-scaled back to float32 by the row's and the output unit's scales, and the bias added.
-``benchmarks/speed/int8.py`` timed it against the other candidates.
+kernel, orders of magnitude slower. The products are summed in int32 in oneDNN's int8
+kernel (the x86 one PyTorch's own compiler lowers to, on AMX or VNNI where the CPU has
+them), then scaled back to float32 by the row's and the output unit's scales, and the bias
+added. ``benchmarks/speed/int8.py`` timed it against the other candidates (``int8.md`` on a
+Sapphire Rapids, ``int8_zen5.md`` on a Zen 5).
 
 Only the linear layers change: embeddings, layer norms, softmax and attention stay float32,
 so every view of the model (attention maps, the explainer) runs as before.
