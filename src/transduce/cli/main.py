@@ -56,6 +56,11 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def command_named(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser, with the whole parser of the command ``argv`` names; with no ``argv``,
     of every command (for tests and documentation)."""
@@ -67,7 +72,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(
         title="commands", metavar="COMMAND", parser_class=OneLineParser
     )
-    given = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    given = command_named(argv) if argv is not None else None
     for name, command in commands().items():
         if argv is None or name == given:
             importlib.import_module(command.module).add_parser(subparsers, command.summary)
@@ -117,8 +122,7 @@ def entry() -> None:
     of ``QUICK_EXIT`` the streams are flushed and the process ends without Python's teardown
     (``os._exit``); any other command ends as Python ends."""
     code = main()
-    given = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
-    if given not in QUICK_EXIT:
+    if command_named(sys.argv[1:]) not in QUICK_EXIT:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -163,7 +163,7 @@ def _attention_output(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: f
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
         short = max(q.shape[-2], k.shape[-2]) <= EXPLICIT_BF16_MAX_LENGTH
         if short and torch.is_grad_enabled():
-            return scaled_dot_product_attention(q, k, v, mask, p, training=p > 0)[0]
+            return _explicit_output(q, k, v, mask, p)
         few = q.shape[-2] <= EXPLICIT_DECODE_MAX_QUERIES and not torch.is_grad_enabled()
         attention = _explicit_output if few else F.scaled_dot_product_attention
         with torch.autocast("cpu", enabled=False):
