@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from transduce.nn.builders import TransformerConfig
-from transduce.nn.encoder_only import build_encoder_only
+from transduce.nn.encoder_only import build_encoder_only, pooled_rows
 
 SIZES = dict(d_model=16, d_ff=32, num_heads=2, num_encoder_layers=2, dropout=0.0, max_len=64)
 
@@ -20,7 +20,7 @@ def tokens():
     return torch.tensor([[1, 5, 6, 7, 0, 0], [1, 8, 9, 10, 11, 12]])  # 0 pads the first
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max"])
 def test_a_sequence_head_gives_a_label_per_sequence(pooling):
     out = model(pooling=pooling)(tokens(), need_weights=True)
     assert out.logits.shape == (2, 3) and out.hidden.shape == (2, 6, 16)
@@ -36,7 +36,7 @@ def test_a_token_head_gives_a_label_per_token():
 
 
 @pytest.mark.parametrize("per_token", [False, True])
-@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("pooling", ["cls", "mean", "max"])
 def test_padding_changes_nothing_a_real_token_or_the_label_reads(per_token, pooling):
     """More padding, or other ids where the padding is, leave every real position's
     output and the pooled label as they were."""
@@ -69,9 +69,33 @@ def test_mean_pooling_averages_the_real_tokens_only():
     torch.testing.assert_close(m.head(real), out.logits[0], atol=1e-5, rtol=1e-5)
 
 
+def test_max_pooling_takes_each_features_largest_real_value():
+    """Padding never wins the max, even where its outputs are larger than every real
+    token's."""
+    m = model(pooling="max")
+    out = m(tokens())
+    hidden = out.hidden.clone()
+    hidden[0, 4:] = 1e4  # padding outputs far above the real ones: still not read
+    pooled = m.pool(hidden, tokens().ne(0).unsqueeze(1))
+    torch.testing.assert_close(pooled[0], out.hidden[0, :4].amax(0))
+    torch.testing.assert_close(m.head(pooled), out.logits, atol=1e-5, rtol=1e-5)
+
+
+def test_the_pooled_row_of_an_explanation():
+    """[CLS]: its own row; mean: the mean row; max: each token's row weighted by the
+    features it gave the pooled vector (here token 2 gives 3 of 4, token 0 the other)."""
+    weights = torch.softmax(torch.randn(2, 3, 3), -1)  # (H, L, L)
+    hidden = torch.tensor([[0.0, 0.0, 0.0, 5.0], [1.0, 1.0, 1.0, 1.0], [2.0, 3.0, 4.0, 0.0]])
+    torch.testing.assert_close(pooled_rows(weights, hidden, "cls"), weights[:, :1])
+    torch.testing.assert_close(pooled_rows(weights, hidden, "mean"), weights.mean(1, True))
+    expected = 0.75 * weights[:, 2:3] + 0.25 * weights[:, 0:1]
+    torch.testing.assert_close(pooled_rows(weights, hidden, "max"), expected)
+    assert torch.allclose(pooled_rows(weights, hidden, "max").sum(-1), torch.ones(2, 1))
+
+
 def test_bad_sizes_and_poolings_are_refused():
-    with pytest.raises(ValueError, match="pooling must be one of cls, mean"):
-        model(pooling="max")
+    with pytest.raises(ValueError, match="pooling must be one of cls, mean, max"):
+        model(pooling="last")
     with pytest.raises(ValueError, match="num_heads must divide d_model"):
         model(num_heads=3)
     with pytest.raises(ValueError, match="norm must be one of"):

@@ -104,8 +104,12 @@ def test_a_tagger_with_letters_trains_loads_tags_and_explains(tmp_path, capsys):
     seen = model.attention("big Fox red")
     assert len(seen["rows"]) == 3 and len(seen["weights"][0][0]) == len(seen["columns"])
     classify = labelled_sentences(tmp_path / "l.tsv", 100, 3)
-    run = train_text(tmp_path, "cls", f"train={classify}", "chars=8")
-    assert transduce.load(run).classify("red  Cat")["label"] in ("colour", "plain")
+    run = train_text(tmp_path, "cls", f"train={classify}", "chars=8", "pooling=max")
+    model = transduce.load(run)
+    assert model.classify("red  Cat")["label"] in ("colour", "plain")
+    seen = model.attention("red Cat")  # max pooling: the rows its features came from
+    assert seen["rows"][0].startswith("max → ")
+    assert all(abs(sum(head[0]) - 1) < 1e-4 for head in seen["weights"])
 
 
 @pytest.mark.parametrize(

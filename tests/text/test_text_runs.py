@@ -196,7 +196,7 @@ def test_the_server_answers_with_the_runs_task_and_refuses_the_others(classifier
     [
         ("colour\tred cat\njust words\n", [], r"train.tsv:2: expected label<TAB>text"),
         ("a\tb\n", ["task=tag"], r"format must be one of conll, conllu, not 'tsv'"),
-        ("a\tb\n", ["pooling=max"], r"pooling must be one of cls, mean"),
+        ("a\tb\n", ["pooling=last"], r"pooling must be one of cls, mean, max"),
         ("a\tb\n", ["piece=middle"], r"piece must be one of first, last"),
         ("a\tb\n", ["max_tokens=600"], r"max_tokens=600 is beyond the positions"),
     ],

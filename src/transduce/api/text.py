@@ -23,6 +23,7 @@ from transduce.data.labelled import Sentences, Tagged
 from transduce.data.tokenizer import SubwordTokenizer
 from transduce.errors import UserError
 from transduce.evaluation.entities import spans
+from transduce.nn.encoder_only import pooled_rows
 from transduce.tasks.text.config import TextConfig
 from transduce.tasks.text.data import IGNORE, encode_for, read
 from transduce.tasks.text.task import (
@@ -34,6 +35,8 @@ from transduce.tasks.text.task import (
     scores,
     word_tags,
 )
+
+POOLED = {"cls": "[CLS]", "mean": "mean", "max": "max"}  # the pooled row's name in a view
 
 
 class TextModel:
@@ -121,8 +124,9 @@ class TextModel:
     def attention(self, text: str, layer: int = -1) -> dict:
         """What the encoder attends to in ``text`` at ``layer`` (default the last), per
         head, over its subwords (``columns``): for a classifier, the pooled position's
-        row (the ``[CLS]`` token's, or with mean pooling the mean of the real tokens'
-        rows); for a tagger, each word's row, at the subword its tag is read at.
+        row (the ``[CLS]`` token's; with mean pooling the mean of the real tokens' rows;
+        with max pooling each token's row weighted by the share of features it gave the
+        pooled vector); for a tagger, each word's row, at the subword its tag is read at.
         ``weights`` are indexed ``[head][row][column]``."""
         self._for("attention", "classify", "tag", "entities")
         words = text.split()
@@ -142,8 +146,8 @@ class TextModel:
         columns = ["[CLS]"] + self.tokenizer.pieces(encoded.ids[0][1:])
         if self.cfg.task == "classify":
             best = int(out.logits[0].argmax())
-            rows = weights[:, :1] if self.cfg.pooling == "cls" else weights.mean(1, keepdim=True)
-            names = [f"{'[CLS]' if self.cfg.pooling == 'cls' else 'mean'} → {self.labels[best]}"]
+            rows = pooled_rows(weights, out.hidden[0], self.cfg.pooling)
+            names = [f"{POOLED[self.cfg.pooling]} → {self.labels[best]}"]
         else:
             speaks = [k for k, t in enumerate(encoded.labels[0]) if t != IGNORE]
             tags = word_tags(out.logits[0][speaks].float(), self._rules, self._outside)  # as tag()

@@ -21,8 +21,9 @@ from transduce.nn.relative import RelativePositions
 from transduce.nn.transformer import Encoder
 
 # How a sequence becomes one vector for its label: the first token's output (a [CLS] token
-# the tokenizer puts first, BERT's choice) or the mean of the real tokens' outputs.
-POOLINGS = ("cls", "mean")
+# the tokenizer puts first, BERT's choice), the mean of the real tokens' outputs, or each
+# feature's largest value over the real tokens (the max over time of Kim 2014's CNN).
+POOLINGS = ("cls", "mean", "max")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class EncoderOnly(nn.Module):
         positions: the sinusoidal positions (and the embedding dropout).
         head: D → K.
         per_token: a label for every token (tagging) rather than for the sequence.
-        pooling: for a sequence label, "cls" or "mean" (see ``POOLINGS``).
+        pooling: for a sequence label, "cls", "mean" or "max" (see ``POOLINGS``).
         pad_id: the padding id: never attended to, never pooled, never labelled.
         chars: a character model of each token's word, added to its embedding (or None).
         relative: a score of each key's distance from the query, added in every layer's
@@ -102,11 +103,27 @@ class EncoderOnly(nn.Module):
         return EncoderOutput(self.head(read), mask[:, 0], hidden, weights)  # (B,[L,]K)
 
     def pool(self, hidden: Tensor, mask: Tensor) -> Tensor:
-        """(B, D): the first token's output, or the mean over the real tokens."""
+        """(B, D): the first token's output, or the mean or the largest value of each
+        feature over the real tokens."""
         if self.pooling == "cls":
             return hidden[:, 0]
+        if self.pooling == "max":
+            return hidden.masked_fill(~mask.transpose(1, 2), float("-inf")).amax(1)
         real = mask.transpose(1, 2).to(hidden.dtype)  # (B, L, 1)
         return (hidden * real).sum(1) / real.sum(1).clamp(min=1)
+
+
+def pooled_rows(weights: Tensor, hidden: Tensor, pooling: str) -> Tensor:
+    """(H, 1, L): one sentence's self-attention rows as its pooled vector reads them, from
+    a layer's weights (H, L, L) and the encoder's output (L, D) of that sentence without
+    padding: the [CLS] token's row; for mean pooling the mean of the rows; for max pooling
+    the rows weighted by the share of the D features each token gave the pooled vector."""
+    if pooling == "cls":
+        return weights[:, :1]
+    if pooling == "mean":
+        return weights.mean(1, keepdim=True)
+    share = torch.bincount(hidden.argmax(0), minlength=hidden.shape[0]).to(weights.dtype)
+    return torch.einsum("i,hij->hj", share / hidden.shape[1], weights).unsqueeze(1)
 
 
 class EncoderEnsemble(nn.Module):

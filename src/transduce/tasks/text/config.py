@@ -87,7 +87,8 @@ class TextConfig:
         "vocab_size": "SentencePiece subwords trained on the training texts",
         "lowercase": "lowercase the text before it is split into subwords",
         "max_tokens": "subwords a sentence keeps, its label token included (longer ones are cut)",
-        "pooling": "classify: cls (the first token's output) or mean (over the real tokens)",
+        "pooling": "classify: cls (the first token's output), mean (over the real tokens) or "
+        "max (each feature's largest value over the real tokens)",
         "piece": "tag and entities: the subword of a word that its tag is learned and read "
         "at: first (as BERT's tagger) or last (where English keeps its suffixes)",
         "chars": "filters of a character model of each word (a CNN over its letters, "
