@@ -55,9 +55,12 @@ def test_default_epsilon_is_the_papers():
 
 
 @pytest.mark.parametrize("chunk", [3, 7, 64])
+@pytest.mark.parametrize("group", [1, 8, 1024])
 @pytest.mark.parametrize("epsilon", [0.0, 0.1])
-def test_fused_output_layer_loss_equals_logits_then_loss(chunk, epsilon):
-    """Chunked output layer + loss: same value and same gradients as the plain graph."""
+def test_fused_output_layer_loss_equals_logits_then_loss(chunk, group, epsilon):
+    """Chunked output layer + loss: same value and same gradients as the plain graph,
+    whether the weight's gradient is summed per chunk or per group of chunks (a full one,
+    a partial last one, or all rows at once)."""
     torch.manual_seed(0)
     hidden = torch.randn(20, 8, requires_grad=True)
     weight = torch.randn(11, 8, requires_grad=True)
@@ -68,7 +71,7 @@ def test_fused_output_layer_loss_equals_logits_then_loss(chunk, epsilon):
     expected.backward(torch.tensor(2.0))
     want = hidden.grad.clone(), weight.grad.clone()
     hidden.grad = weight.grad = None
-    got = linear_label_smoothed_ce(hidden, weight, target, epsilon, chunk)
+    got = linear_label_smoothed_ce(hidden, weight, target, epsilon, chunk, group)
     got.backward(torch.tensor(2.0))
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(hidden.grad, want[0])
@@ -109,8 +112,8 @@ def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
     exact.backward()
     want = hidden.grad.clone(), weight.grad.clone()
     hidden.grad = weight.grad = None
-    with torch.autocast("cpu", torch.bfloat16):  # 16 rows in chunks of 5: a partial last one
-        loss = linear_label_smoothed_ce(hidden, weight, target, 0.1, 5)
+    with torch.autocast("cpu", torch.bfloat16):  # 16 rows in chunks of 5, groups of 10
+        loss = linear_label_smoothed_ce(hidden, weight, target, 0.1, 5, 10)
     loss.backward()
     assert loss.dtype == torch.float32 and weight.grad.dtype == torch.float32
     torch.testing.assert_close(loss, exact, rtol=2e-2, atol=0)

@@ -64,23 +64,33 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, epsilon, chunk):  # noqa: D102
-        V = weight.shape[0]
+    def forward(ctx, hidden, weight, target, epsilon, chunk, group):  # noqa: D102
+        V, N = weight.shape[0], hidden.shape[0]
         grad_hidden = torch.empty_like(hidden)
         grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
         total = hidden.new_zeros((), dtype=torch.float32)
-        # Two (chunk, V) buffers serve every chunk: the logits in the matmul's dtype (later
-        # the gradient), and their float32 copy, which becomes the softmax; in float32 they
-        # are one, and the copies between them do nothing. Fresh buffers per chunk fault in
-        # new pages on a CPU, about 6% of a d128 model's training step.
-        rows = min(chunk, hidden.shape[0])
-        low = hidden.new_empty((rows, V))
-        full = low if low.dtype == torch.float32 else low.new_empty(low.shape, dtype=torch.float32)
-        for start in range(0, hidden.shape[0], chunk):
+        # Buffers that serve every chunk: ``low``, the logits in the matmul's dtype (later
+        # their gradient), and ``full``, their float32 copy, which becomes the softmax (in
+        # float32 they are one). Fresh buffers per chunk fault in new pages on a CPU, about
+        # 6% of a d128 model's training step.
+        # ``low`` keeps the gradients of up to ``group`` rows, so that the weight's
+        # gradient is one product (and one float32 sum) per group, not per chunk: in bf16
+        # each product's (V, D) result is rounded to bf16 and cast to float32 to be summed.
+        # On a Zen 5 the loss of a 4,096-token batch (V = 8,000, D = 256) took 86 ms so
+        # instead of 92 with one product per 256-row chunk, about 1.5% of the step.
+        rows = min(chunk, N)
+        low = hidden.new_empty((min(max(group, rows), N), V))
+        full = None if low.dtype == torch.float32 else low.new_empty((rows, V), dtype=torch.float32)
+        first = 0  # the first row whose gradient ``low`` holds
+        for start in range(0, N, chunk):
             h = hidden[start : start + chunk]  # (C, D)
             y = target[start : start + chunk]  # (C,)
-            c = h.shape[0]
-            z = full[:c].copy_(torch.mm(h, weight.t(), out=low[:c]))  # (C, V) logits
+            c, at = h.shape[0], start - first
+            if at + c > low.shape[0]:  # the group is full: its rows' share of the weight's
+                grad_weight += (low[:at].t() @ hidden[first:start]).float()
+                first, at = start, 0
+            z = torch.mm(h, weight.t(), out=low[at : at + c])  # (C, V) logits
+            z = z if full is None else full[:c].copy_(z)
             picked = z.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (C,)
             mean = z.mean(-1)  # (C,)
             top = z.amax(-1, keepdim=True)  # (C, 1)
@@ -94,20 +104,25 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
             total += (lse - (1 - epsilon) * picked - epsilon * mean).sum()
             grad = z.div_(norm).sub_(epsilon / V)  # softmax − ε/V
             grad.scatter_add_(-1, y.unsqueeze(-1), grad.new_full((c, 1), -(1 - epsilon)))
-            grad = low[:c].copy_(grad)  # in the matmul's dtype
+            grad = low[at : at + c].copy_(grad)  # in the matmul's dtype
             torch.mm(grad, weight, out=grad_hidden[start : start + c])
-            grad_weight += (grad.t() @ h).float()
+        grad_weight += (low[: N - first].t() @ hidden[first:]).float()
         ctx.save_for_backward(grad_hidden, grad_weight.to(weight.dtype))
         return total
 
     @staticmethod
     def backward(ctx, grad_output):  # noqa: D102
         grad_hidden, grad_weight = ctx.saved_tensors
-        return grad_hidden * grad_output, grad_weight * grad_output, None, None, None
+        return grad_hidden * grad_output, grad_weight * grad_output, None, None, None, None
 
 
 def linear_label_smoothed_ce(
-    hidden: Tensor, weight: Tensor, target: Tensor, epsilon: float = 0.1, chunk: int = 256
+    hidden: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    epsilon: float = 0.1,
+    chunk: int = 256,
+    group: int = 1024,
 ) -> Tensor:
     """Σ over rows of the label-smoothed cross-entropy of ``hidden @ weight.T``.
 
@@ -119,7 +134,8 @@ def linear_label_smoothed_ce(
         hidden: (N, D) final decoder states of the positions to score (padding removed).
         weight: (V, D) the output projection (bias-free, possibly tied to the embeddings).
         target: (N,) gold ids.
-        epsilon: label smoothing ε. chunk: rows per block.
+        epsilon: label smoothing ε. chunk: rows per block. group: rows per product of
+            the weight's gradient (a multiple of ``chunk`` uses the buffer whole).
 
     Returns: a float32 scalar, differentiable in ``hidden`` and ``weight``.
     """
@@ -127,4 +143,4 @@ def linear_label_smoothed_ce(
         dtype = torch.get_autocast_dtype(hidden.device.type)
         hidden, weight = hidden.to(dtype), weight.to(dtype)
     with torch.autocast(hidden.device.type, enabled=False):
-        return _LinearLabelSmoothedCE.apply(hidden, weight, target, epsilon, chunk)
+        return _LinearLabelSmoothedCE.apply(hidden, weight, target, epsilon, chunk, group)
