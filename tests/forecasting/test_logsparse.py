@@ -147,22 +147,24 @@ def test_the_shifted_keys_rebuild_the_mask_and_train_as_the_dense_path(mask):
 
 
 def test_the_shifted_products_and_their_hand_written_gradients_are_exact():
-    """The scores q_t · k_{t−o} and the sums Σ w_{t,m} v_{t−o_m} against the dense masked
-    products they stand for, and their backward against finite differences (float64)."""
+    """The scores q_t · k_{t−o} and the sums Σ w_{m,t} v_{t−o_m} against the dense masked
+    products they stand for, and their backward against finite differences (float64).
+    Time is the last axis: q, k, v (B, H, Dh, T), w (B, H, M, T)."""
     torch.manual_seed(5)
     offsets = (0, 1, 3, 6)
-    q, k, v = (torch.randn(2, 3, 9, 4, dtype=torch.float64, requires_grad=True) for _ in "qkv")
-    w = torch.randn(2, 3, 9, len(offsets), dtype=torch.float64, requires_grad=True)
-    dense = q @ k.transpose(-2, -1)  # (B, H, T, T)
+    q, k, v = (torch.randn(2, 3, 4, 9, dtype=torch.float64, requires_grad=True) for _ in "qkv")
+    w = torch.randn(2, 3, len(offsets), 9, dtype=torch.float64, requires_grad=True)
+    dense = q.transpose(-2, -1) @ k  # (B, H, T, T)
     steps = torch.arange(9)
     for m, o in enumerate(offsets):
         expected = torch.zeros(2, 3, 9, dtype=torch.float64)
         expected[..., o:] = dense[..., steps[o:], steps[o:] - o]
-        torch.testing.assert_close(_ShiftedScores.apply(q, k, offsets)[..., m], expected)
+        torch.testing.assert_close(_ShiftedScores.apply(q, k, offsets)[..., m, :], expected)
     spread = torch.zeros(2, 3, 9, 9, dtype=torch.float64)  # w as a dense (T, T) matrix
     for m, o in enumerate(offsets):
-        spread[..., steps[o:], steps[o:] - o] = w[..., o:, m]
-    torch.testing.assert_close(_ShiftedSum.apply(w, v, offsets), spread @ v)
+        spread[..., steps[o:], steps[o:] - o] = w[..., m, o:]
+    expected = (spread @ v.transpose(-2, -1)).transpose(-2, -1)  # (B, H, Dh, T)
+    torch.testing.assert_close(_ShiftedSum.apply(w, v, offsets), expected)
     assert torch.autograd.gradcheck(
         lambda a, b: _ShiftedScores.apply(a, b, offsets), (q, k), rtol=1e-6
     )
