@@ -98,12 +98,6 @@ TASKS = {
             # training loss fell to 0.0004 while dev stood still; with more dropout (0.3)
             # and a tenth of the subwords hidden (token_dropout) dev rose to 93.78 (dropout
             # 0.3 alone: 93.26)
-            "last_subword_chars_relative_16k": [
-                "piece=last",
-                "chars=128",
-                RELATIVE,
-                "vocab_size=16000",
-            ],
             "last_subword_chars_relative_16k_regularised": [
                 "piece=last",
                 "chars=128",
@@ -111,6 +105,18 @@ TASKS = {
                 "vocab_size=16000",
                 "dropout=0.3",
                 "token_dropout=0.1",
+            ],
+            # its training loss near 0 by the end, dev still: two encoders' mean in the
+            # same minutes (each half the epochs); the 16k arm without the regularisers
+            # (dev 93.04, test 93.28 at 1e9f993) is left out to keep the task at 30 minutes
+            "last_subword_chars_relative_16k_regularised_members2": [
+                "piece=last",
+                "chars=128",
+                RELATIVE,
+                "vocab_size=16000",
+                "dropout=0.3",
+                "token_dropout=0.1",
+                "members=2",
             ],
         },
     ),
