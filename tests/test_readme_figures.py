@@ -147,3 +147,20 @@ def test_readme_speed_ratios_are_those_of_the_results_file():
     sent = {r["system"]: r["sentences_per_s"] for r in gpu["translation"]}
     assert f"trained at {train['transduce'] / train['marian']:.2f}× Marian's" in text
     assert f"translated at {sent['transduce-fp32'] / sent['ct2-float32']:.2f}× CTranslate2" in text
+
+
+def test_the_forecasting_guides_logsparse_speed_is_its_results_file():
+    """The guide's LogSparse sentence gives the bf16 figures of logsparse_speed.json."""
+    import json
+
+    data = json.loads((ROOT / "benchmarks/forecasting/logsparse_speed.json").read_text())
+    bf16 = data["values_per_s"]["bf16"]
+    guide = " ".join((ROOT / "docs/guides/forecasting.md").read_text().split())
+    sentence = guide[guide.index("With M4 Hourly's recipe") :].split("): ")[0]
+    for figure in (
+        f"{bf16['shifted']:,}",
+        f"{bf16['shifted_over_gathered']:.2f}×",
+        f"{bf16['none']:,}",
+        f"({bf16['none_over_gathered']:.2f}×",
+    ):
+        assert figure in sentence, figure
