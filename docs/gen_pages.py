@@ -628,6 +628,14 @@ TEXT_TASKS = {  # results.json's key -> (what, the measure, the published figure
 }
 
 
+PRETRAINED = {  # a candidate's pre-training (results.json's "pretrained") -> its column
+    "": "no",
+    "mlm": "MLM, half the time",
+    "upos": "EWT UPOS tagger, half the time",
+    "xpos": "EWT XPOS tagger, half the time",
+}
+
+
 def text_page() -> str:
     data = load("text/results.json")
     lines = [
@@ -643,7 +651,10 @@ def text_page() -> str:
         "test file scored. A candidate marked pre-trained is the BERT recipe at equal "
         "total time: a masked language model trained for half the minutes on unlabeled "
         "English (the three tasks' training sentences and Multi30k's training captions), "
-        "then fine-tuned for the other half. A candidate named `_chars` adds a character "
+        "then fine-tuned for the other half. One pre-trained by a tagger does the same "
+        "with a tagger of UD English-EWT's training sentences (their UPOS, or the Penn "
+        "Treebank's finer XPOS), validated on EWT's dev: labels of another task, no "
+        "weights from elsewhere. A candidate named `_chars` adds a character "
         "model of each word (`chars=64` for TREC, 128 for the taggers); `chars_recall` adds "
         "it with `outside_weight=0.1` and `token_dropout=0.1`; `_relative` adds relative "
         "positions (`relative=16`); `_16k` tags over 16,000 subwords rather than 8,000; "
@@ -669,7 +680,7 @@ def text_page() -> str:
         ]
         for name, row in task["candidates"].items():
             chosen = " (chosen)" if name == task["chosen"] else ""
-            pre = "MLM, half the time" if row["pretrained"] else "no"
+            pre = PRETRAINED[row["pretrained"]]
             lines.append(
                 f"| {name}{chosen} | {pre} | {row['validation']:.2f} | {row['test']:.2f} | "
                 f"{row['minutes']} |"

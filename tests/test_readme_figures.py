@@ -67,11 +67,9 @@ def test_readme_text_figures_are_the_results_file():
         assert f"{data[key]['test']:.2f}" in line, (name, data[key]["test"])
         assert f"{data[key]['target']:g}" in line
     rows = data["wnut"]["candidates"].values()
-    for pretrained in (True, False):  # the best on validation with and without pre-training
-        best = max(
-            (r for r in rows if r["pretrained"] == pretrained), key=lambda r: r["validation"]
-        )
-        assert f"{best['test']:.2f}" in line, pretrained
+    for kind in {r["pretrained"] for r in rows}:  # the best on validation of each pre-training
+        best = max((r for r in rows if r["pretrained"] == kind), key=lambda r: r["validation"])
+        assert f"{best['test']:.2f}" in line, kind or "not pre-trained"
 
 
 def test_readme_forecasting_table_is_the_results_file():

@@ -121,3 +121,29 @@ def test_every_member_starts_from_the_pretrained_encoder_and_mlm_trains_one(tmp_
     assert main([*argv, *TEXT_SETTINGS, "--run-dir", str(tmp_path / "m")]) == 2
     assert "members is for the labelled tasks" in capsys.readouterr().err
     assert not (tmp_path / "m" / "config.yaml").exists()
+
+
+def test_a_run_of_other_labels_starts_a_tagger_but_an_ensemble_does_not(tmp_path, capsys):
+    """init= takes a classifier's (or tagger's) tokenizer and encoder, not its head; an
+    ensemble's encoders differ, so it is refused in one line."""
+    train_file = labelled_sentences(tmp_path / "train.tsv", 200, 1)
+    pre = train_text(tmp_path, "pre", f"train={train_file}")  # two labels
+    learned = torch.load(pre / "checkpoints" / "best.pt", map_location="cpu", weights_only=True)[
+        "model"
+    ]
+    tags = tagged_sentences(tmp_path / "tags.conll", 100, 1)
+    tuned = transduce.load(
+        train_text(
+            tmp_path, "tuned", "task=entities", "format=conll", f"train={tags}", f"init={pre}"
+        )
+    )
+    assert (tuned.run_dir / "spm.model").read_bytes() == (pre / "spm.model").read_bytes()
+    begun = load_init(build_text_model(tuned.cfg, len(tuned.tokenizer), 3), str(pre)).state_dict()
+    for key in ("embed.embedding.weight", "encoder.layers.0.self_attn.q_proj.weight"):
+        assert torch.equal(begun[key], learned[key])
+    assert begun["head.weight"].shape[0] == 3 != learned["head.weight"].shape[0]
+    ensemble = train_text(tmp_path, "ensemble", f"train={train_file}", "members=2")
+    argv = ["text", "train", "task=entities", "format=conll", f"train={tags}", f"init={ensemble}"]
+    assert main([*argv, *TEXT_SETTINGS, "--run-dir", str(tmp_path / "from_ensemble")]) == 2
+    assert "the pre-trained run is an ensemble" in capsys.readouterr().err
+    assert not (tmp_path / "from_ensemble" / "checkpoints").exists()

@@ -26,7 +26,7 @@ class TextConfig:
     ``conllu`` (the word's ``column``: 4 is UPOS) for ``tag`` and ``entities``, ``lines``
     (plain text, a sentence a line) for ``mlm``: BERT's masked-language-model
     pre-training, ``mask_share`` of the subwords hidden and predicted. ``init`` starts a
-    run from such a run's tokenizer and encoder (fine-tuning). Without
+    run from such a run's (or a labelled run's) tokenizer and encoder (fine-tuning). Without
     ``valid``, a ``valid_share`` of the training file, drawn with the seed, validates.
     Words become SentencePiece subwords (a model of ``vocab_size`` trained on the
     training texts); a word's tag is read at its first subword (or with
@@ -71,7 +71,8 @@ class TextConfig:
         "scored by entity spans) or mlm (masked-language-model pre-training on plain text)",
         "mask_share": "mlm: the share of subwords hidden (80% masked, 10% another subword, "
         "10% kept) and predicted",
-        "init": "a run of task=mlm whose tokenizer and encoder this run starts from",
+        "init": "a run whose tokenizer and encoder this run starts from: task=mlm, or "
+        "a classifier or tagger trained on other labels (its head is left out)",
         "members": "train this many encoders from different initial weights side by side "
         "and label by the mean of their probabilities (a deep ensemble; each step costs "
         "members x as much)",

@@ -59,11 +59,17 @@ def masked(ids: Tensor, share: float, mask_id: int, vocab: int, seed: int):
 
 def load_init(model: EncoderOnly | EncoderEnsemble, init: str) -> EncoderOnly | EncoderEnsemble:
     """``model`` with the encoder, embeddings and positions of the pre-trained run
-    ``init`` (its head, which predicts subwords, is left out; a character model the
-    pre-trained run lacks starts afresh, as do relative positions); every member of an
-    ensemble starts from them, each with a head of its own."""
+    ``init``: a masked language model, or a classifier or tagger of other labels (its
+    head is left out; a character model the pre-trained run lacks starts afresh, as do
+    relative positions); every member of an ensemble starts from them, each with a head
+    of its own."""
     path = runs.checkpoint_dir(init) / runs.BEST
     state = runs.load_checkpoint(path, "text")
+    if any(k.startswith("members.") for k in state["model"]):
+        raise UserError(
+            f"{path}: the pre-trained run is an ensemble (members > 1), whose encoders "
+            "differ; start from a run of one encoder"
+        )
     weights = {k: v for k, v in state["model"].items() if not k.startswith("head.")}
     for member in getattr(model, "members", [model]):
         _load_encoder(member, weights, state, path)
