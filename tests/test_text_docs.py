@@ -1,10 +1,12 @@
 """The text guide's commands work as written, on small synthetic files and a tiny model."""
 
+import transduce
 from tests.helpers.docs import console_block, run_console
 from tests.helpers.text import write_text_files
 
 TEXT = console_block("transduce text test runs/trec")
 MLM = console_block("task=mlm")
+TAGGER_START = console_block("init=runs/xpos")
 SHIPPED = console_block("configs/text_upos.yaml")
 
 
@@ -62,3 +64,19 @@ def test_the_shipped_config_command_runs(tmp_path, monkeypatch, capsys):
     assert output.startswith("best validation accuracy ")
     saved = (tmp_path / "runs" / "upos" / "config.yaml").read_text()
     assert "relative: 16" in saved and "piece: last" in saved  # the recipe's own settings
+
+
+def test_text_fine_tuning_from_a_tagger_runs(tmp_path, monkeypatch, capsys):
+    """The guide's other start: a tagger of a treebank's XPOS column, then a classifier
+    fine-tuned from its encoder."""
+    from tests.helpers.text import TEXT_SETTINGS
+
+    assert [c.split()[1:3] for c in TAGGER_START] == [["text", "train"]] * 2
+    monkeypatch.chdir(tmp_path)
+    write_text_files(tmp_path)
+    outputs = [run_console(c, capsys, extra=TEXT_SETTINGS) for c in TAGGER_START]
+    assert all(out.startswith("best validation accuracy ") for out in outputs)
+    assert transduce.load(tmp_path / "runs" / "xpos").labels == ["JJ", "NN"]  # column 5
+    assert (tmp_path / "runs" / "trec_xpos" / "spm.model").read_bytes() == (
+        tmp_path / "runs" / "xpos" / "spm.model"
+    ).read_bytes()

@@ -113,8 +113,8 @@ def train_text(folder, name, *settings):
 
 
 def tagged_sentences(path, n, seed, conllu=False):
-    """token<TAB>tag sentences (or CoNLL-U with the tag as UPOS): 'big X' is B-ANIMAL
-    I-ANIMAL, a colour O."""
+    """token<TAB>tag sentences (or CoNLL-U with the tag as UPOS, and as XPOS NN for the
+    animal, JJ for the rest): 'big X' is B-ANIMAL I-ANIMAL, a colour O."""
     import random
 
     rng = random.Random(seed)
@@ -128,7 +128,8 @@ def tagged_sentences(path, n, seed, conllu=False):
                 rows.append((rng.choice(COLOURS), "O"))
         if conllu:
             lines = [
-                "\t".join([str(k), w, w, t, "_", "_", "0", "dep", "_", "_"])
+                "\t".join([str(k), w, w, t, "NN" if t == "I-ANIMAL" else "JJ"])
+                + "\t_\t0\tdep\t_\t_"
                 for k, (w, t) in enumerate(rows, 1)
             ]
         else:
