@@ -43,3 +43,16 @@ def test_a_system_that_cannot_run_is_recorded_and_the_rest_are_summarised(tmp_pa
     assert "- not measured: marian (training, 4096-token batches): RuntimeError: no" in table
     plot.plot(results, tmp_path / "speed.png")
     assert (tmp_path / "speed.png").stat().st_size > 10_000
+
+
+def test_a_system_measured_in_turns_gives_its_median_round_and_keeps_every_round():
+    run, _ = speed_harness()
+    rounds = [
+        {"system": "marian", "tokens_per_s": rate, "model_flops_per_s": rate * 10, "steps": 12}
+        for rate in (5_100, 3_500, 4_800)
+    ]
+    merged = run.in_turns(rounds)
+    assert merged["tokens_per_s"] == 4_800 and merged["model_flops_per_s"] == 48_000
+    assert merged["rounds_tokens_per_s"] == [5_100, 3_500, 4_800] and merged["steps"] == 36
+    skip = run.skipped("train:marian:4096", "RuntimeError: no")
+    assert run.in_turns([rounds[0], skip]) == skip

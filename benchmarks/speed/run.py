@@ -54,7 +54,7 @@ TRANSLATE_SYSTEMS += ("marian-generate", "ct2-float32", "ct2-int8")
 # the settings of each half, kept with its figures when the other half is measured again
 HALF_SETTINGS = {
     "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
-    "training": ("train_systems", "train_sizes", "steps", "warmup_steps"),
+    "training": ("train_systems", "train_sizes", "steps", "warmup_steps", "rounds"),
 }
 # the systems also measured at the other batch sizes: float32, our fastest path and the
 # fastest peer, so that each is compared where it is fastest
@@ -211,6 +211,17 @@ def skipped(job: str, stderr: str) -> dict:
     return {"system": system, "max_tokens": int(max_tokens), "skipped": (said or ["?"])[-1]}
 
 
+def in_turns(records: list[dict]) -> dict:
+    """One system's record from its rounds (each a process of its own, the systems taking
+    turns, so that a slow spell of the machine falls on all of them): the record of the
+    round of median speed, with every round's figure; a skip if any round was skipped."""
+    if any("skipped" in r for r in records):
+        return next(r for r in records if "skipped" in r)
+    rates = [r["tokens_per_s"] for r in records]
+    middle = sorted(records, key=lambda r: r["tokens_per_s"])[len(records) // 2]
+    return {**middle, "rounds_tokens_per_s": rates, "steps": sum(r["steps"] for r in records)}
+
+
 def measured(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "skipped" not in r]
 
@@ -308,6 +319,13 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=12, help="measured training steps")
     parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="training at 4096 tokens: the systems take turns this many times, each a "
+        "process of its own; each system's figure is its rounds' median",
+    )
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lenpen", type=float, default=0.6)
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
@@ -363,8 +381,9 @@ def main() -> None:
         "translation": [],
     }
     if args.only != "translate":
-        for system in args.train_systems.split(","):
-            results["training"].append(run_child(args, f"train:{system}:4096"))
+        systems = args.train_systems.split(",")
+        turns = [[run_child(args, f"train:{s}:4096") for s in systems] for _ in range(args.rounds)]
+        results["training"] += [in_turns([t[k] for t in turns]) for k in range(len(systems))]
         for size in map(int, args.train_sizes.split(",")):
             if size != 4096:
                 results["training"].append(run_child(args, f"train:transduce:{size}"))
