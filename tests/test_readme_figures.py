@@ -162,3 +162,32 @@ def test_the_forecasting_guides_logsparse_speed_is_its_results_file():
         f"({bf16['none_over_gathered']:.2f}×",
     ):
         assert figure in sentence, figure
+
+
+def test_the_text_guides_tagger_start_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/text/results.json").read_text())
+    guide = " ".join((ROOT / "docs/guides/text.md").read_text().split())
+    section = guide[guide.index("### Starting from a tagger") :].split(" #")[0]
+    trec, wnut = data["trec"]["candidates"], data["wnut"]["candidates"]
+    start, scratch = trec[data["trec"]["chosen"]], trec["max_chars_members4"]
+    assert data["trec"]["chosen"] == "max_chars_xpos_members4" and data["trec"]["commit"] in section
+    figures = [start["pretraining_validation"], start["validation"], scratch["validation"]]
+    figures += [start["test"], scratch["test"], trec["max_chars_xpos"]["validation"]]
+    figures += [trec["max_chars_xpos"]["test"]]
+    chosen = wnut[data["wnut"]["chosen"]]
+    assert chosen["pretrained"] == "upos"
+    best = {  # the best on dev of each kind of start
+        kind: max(
+            (r for r in wnut.values() if r["pretrained"] == kind), key=lambda r: r["validation"]
+        )
+        for kind in ("", "mlm")
+    }
+    figures += [chosen["pretraining_validation"], chosen["validation"], chosen["test"]]
+    figures += [best[k][f] for k in ("", "mlm") for f in ("validation", "test")]
+    for figure in figures:
+        assert f"{figure:.2f}" in section, figure
+    assert f"{start['minutes']} minutes" in section
+    first = ", ".join(f"{v:.2f}" for v in chosen["validation_by_epoch"][:5])
+    assert f"start's: {first} over its first five" in section

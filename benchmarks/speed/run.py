@@ -9,7 +9,8 @@ weights (for translation) and the tokenizer; training speed uses fresh models of
 included: it costs time on a CPU). Results go to benchmarks/speed/results.json, results.md
 and results.png (``--out`` names another stem).
 
-Training (target tokens/s, median over steps after warm-up):
+Training (target tokens/s, median over steps after warm-up; at 4,096-token batches the
+systems take turns ``--rounds`` times, each round a process, and the median round counts):
   transduce      our model and training step (bf16 autocast where fast)
   torch          nn.Transformer + embeddings + output layer + F.cross_entropy, same autocast
   marian         Hugging Face MarianMTModel of the same sizes, random init, same loss

@@ -218,6 +218,7 @@ def candidate(args, task: str, name: str, extra: list[str]) -> dict:
         "pretrained": kind,
         **row,
         "validation": best(run, "val_f1" if task == "wnut" else "val_accuracy"),
+        "validation_by_epoch": [round(v, 2) for v in curve(run, task)],
         "minutes": round((time.time() - began) / 60, 1),
     }
 
@@ -228,6 +229,13 @@ def resolved(args, argv: list[str]) -> list[str]:
     for mark, place in places.items():
         argv = [s.replace(mark, f"={place}/", 1) for s in argv]
     return argv
+
+
+def curve(run: Path, task: str) -> list[float]:
+    """The run's validation score at each validation, in order."""
+    key = "val_f1" if task == "wnut" else "val_accuracy"
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [m[key] for m in metrics if key in m]
 
 
 def best(run: Path, key: str) -> float:

@@ -12,11 +12,14 @@ from transduce.cli.args import config_and_overrides
 from transduce.config import apply_overrides
 from transduce.tasks.text.config import TextConfig
 
-# config -> (task, arm of benchmarks/text/results.json; None: the arm chosen on validation)
+# config -> (task, arm of benchmarks/text/results.json (None: the arm chosen on
+# validation), its settings or those of the run it was pre-trained as)
 SHIPPED = {
-    "text_trec.yaml": ("trec", None),
-    "text_upos.yaml": ("upos", None),
-    "text_wnut.yaml": ("wnut", None),
+    "text_trec.yaml": ("trec", None, "settings"),
+    "text_trec_xpos.yaml": ("trec", None, "pretraining"),
+    "text_upos.yaml": ("upos", None, "settings"),
+    "text_wnut.yaml": ("wnut", None, "settings"),
+    "text_wnut_upos.yaml": ("wnut", None, "pretraining"),
 }
 MACHINE = (*TextConfig.PATH_KEYS, "threads")  # where the files are, the cores
 
@@ -29,11 +32,22 @@ def _recipe(cfg: TextConfig) -> TextConfig:
 
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_each_shipped_text_config_is_its_benchmark_arm(name):
-    task, arm = SHIPPED[name]
+    task, arm, part = SHIPPED[name]
     results = json.loads((ROOT / "benchmarks/text/results.json").read_text())[task]
-    settings = results["candidates"][arm or results["chosen"]]["settings"]
+    settings = results["candidates"][arm or results["chosen"]][part]
     bench = apply_overrides(TextConfig(), [s for s in settings if s.split("=")[0] not in MACHINE])
     shipped, source = config_and_overrides(TextConfig, [str(ROOT / "configs" / name)], None)
     shipped.validate(source)
     assert _recipe(shipped) == _recipe(bench)
     assert shipped.train  # it names the files it is for
+
+
+def test_a_shipped_config_starts_from_the_run_its_start_config_names():
+    """A fine-tuning config's init is the run folder its pre-training config's comment
+    trains into, and every start it names is a shipped config."""
+    for name in SHIPPED:
+        text = (ROOT / "configs" / name).read_text()
+        init = [line.split(": ")[1] for line in text.splitlines() if line.startswith("init:")]
+        if init:
+            [start] = [n for n in SHIPPED if n != name and n in text]
+            assert f"--run-dir {init[0]}" in (ROOT / "configs" / start).read_text()
