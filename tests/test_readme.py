@@ -47,6 +47,7 @@ TOUR = console_block("--output attention.html")
 GLOBAL = console_block("layout=long")  # attention pictures, then the study figures
 TEXT = console_block("transduce text test runs/trec")
 MLM = console_block("task=mlm")
+TAGGER_START = console_block("init=runs/xpos")
 SHIPPED = console_block("configs/text_upos.yaml")
 COMMANDS = [
     c
@@ -62,6 +63,7 @@ COMMANDS = [
     + GLOBAL
     + TEXT
     + MLM
+    + TAGGER_START
     + SHIPPED
 ]
 TIMESERIES = ROOT.parent / "shared" / "data" / "timeseries"
