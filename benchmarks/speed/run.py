@@ -39,7 +39,7 @@ from pathlib import Path
 
 from peers import MarianTranslator
 from plot import machine, plot
-from train_speed import measure_training, peak_rss_mb
+from train_speed import in_turns, measure_training, peak_rss_mb
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -212,17 +212,6 @@ def skipped(job: str, stderr: str) -> dict:
     return {"system": system, "max_tokens": int(max_tokens), "skipped": (said or ["?"])[-1]}
 
 
-def in_turns(records: list[dict]) -> dict:
-    """One system's record from its rounds (each a process of its own, the systems taking
-    turns, so that a slow spell of the machine falls on all of them): the record of the
-    round of median speed, with every round's figure; a skip if any round was skipped."""
-    if any("skipped" in r for r in records):
-        return next(r for r in records if "skipped" in r)
-    rates = [r["tokens_per_s"] for r in records]
-    middle = sorted(records, key=lambda r: r["tokens_per_s"])[len(records) // 2]
-    return {**middle, "rounds_tokens_per_s": rates, "steps": sum(r["steps"] for r in records)}
-
-
 def measured(rows: list[dict]) -> list[dict]:
     return [r for r in rows if "skipped" not in r]
 
@@ -306,11 +295,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="folder with the Multi30k raw files (required to measure)")
     parser.add_argument("--run-dir", help="a trained Multi30k En→De run (required to measure)")
-    parser.add_argument(
-        "--config",
-        default=str(CONFIG),
-        help="the training config whose model and dropout are measured",
-    )
+    parser.add_argument("--config", default=str(CONFIG), help="the config measured in training")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where all run")
     parser.add_argument(
@@ -320,13 +305,7 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=12, help="measured training steps")
     parser.add_argument("--warmup-steps", type=int, default=3)
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=3,
-        help="training at 4096 tokens: the systems take turns this many times, each a "
-        "process of its own; each system's figure is its rounds' median",
-    )
+    parser.add_argument("--rounds", type=int, default=3, help="turns at 4,096 tokens")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lenpen", type=float, default=0.6)
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])

@@ -198,3 +198,14 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         "steps": len(rates),
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def in_turns(records: list[dict]) -> dict:
+    """One system's record from its rounds (each a process of its own, the systems taking
+    turns, so that a slow spell of the machine falls on all of them): the record of the
+    round of median speed, with every round's figure; a skip if any round was skipped."""
+    if any("skipped" in r for r in records):
+        return next(r for r in records if "skipped" in r)
+    rates = [r["tokens_per_s"] for r in records]
+    middle = sorted(records, key=lambda r: r["tokens_per_s"])[len(records) // 2]
+    return {**middle, "rounds_tokens_per_s": rates, "steps": sum(r["steps"] for r in records)}
