@@ -208,17 +208,18 @@ def candidate(args, task: str, name: str, extra: list[str]) -> dict:
         before = [*pretraining(args, task, kind, own), *COMMON, *budget]
         train(resolved(args, before), args.runs / pre)
         row["pretraining"] = before
-        row["pretraining_validation"] = best(args.runs / pre, "val_accuracy")
+        row["pretraining_validation"] = max(curve(args.runs / pre, "val_accuracy"))
         argv += [f"init=RUNS/{pre}", *budget]  # the runs folder is the caller's
     else:
         argv.append(f"max_minutes={minutes}")
     train(resolved(args, argv), run)
+    scores = curve(run, "val_f1" if task == "wnut" else "val_accuracy")
     return {
         "settings": argv,
         "pretrained": kind,
         **row,
-        "validation": best(run, "val_f1" if task == "wnut" else "val_accuracy"),
-        "validation_by_epoch": [round(v, 2) for v in curve(run, task)],
+        "validation": max(scores),
+        "validation_by_epoch": [round(v, 2) for v in scores],
         "minutes": round((time.time() - began) / 60, 1),
     }
 
@@ -231,16 +232,10 @@ def resolved(args, argv: list[str]) -> list[str]:
     return argv
 
 
-def curve(run: Path, task: str) -> list[float]:
-    """The run's validation score at each validation, in order."""
-    key = "val_f1" if task == "wnut" else "val_accuracy"
+def curve(run: Path, key: str) -> list[float]:
+    """The run's validation score ``key`` at each validation, in order."""
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     return [m[key] for m in metrics if key in m]
-
-
-def best(run: Path, key: str) -> float:
-    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    return max(m[key] for m in metrics if key in m)
 
 
 def pretraining(args, task: str, kind: str, own: list[str]) -> list[str]:
