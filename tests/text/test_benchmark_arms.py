@@ -2,6 +2,7 @@
 sizes, letters and hidden subwords) trained on EWT's tags, and the fine-tuning run starts
 from it; the paths it records are the machine's own only when it runs."""
 
+import dataclasses
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,17 +24,22 @@ def text_harness():
 def test_a_tagger_start_is_the_arms_encoder_trained_on_ewt_tags(tmp_path):
     bench = text_harness()
     args = SimpleNamespace(data=Path("/data"), runs=tmp_path)
-    for task, arm, column in (("trec", "max_chars_xpos", 5), ("wnut", "chars_recall_upos", 4)):
-        *_, shared, arms = bench.TASKS[task]
-        extra = arms[arm]
+    arms = [("trec", "max_chars_xpos", 5), ("wnut", "chars_recall_upos", 4)]
+    arms.append(("upos", "last_subword_chars_relative_16k_regularised_xpos", 5))
+    for task, arm, column in arms:
+        *_, settings, shared, candidates = bench.TASKS[task]
+        extra = candidates[arm]
         own = [s for s in extra if s not in bench.PRETRAINING]
         start = bench.pretraining(args, task, extra[-1], own)
         assert "train=DATA/ud_ewt/en_ewt-ud-train.conllu" in start
         tagger = apply_overrides(TextConfig(), start)
-        arm_cfg = apply_overrides(TextConfig(), [*shared, *own])
+        arm_cfg = apply_overrides(TextConfig(), [*settings, *shared, *own])
         assert (tagger.task, tagger.format, tagger.column) == ("tag", "conllu", column)
-        assert tagger.model == arm_cfg.model and tagger.chars == arm_cfg.chars > 0
+        sizes = dataclasses.replace(tagger.model, dropout=arm_cfg.model.dropout)  # its own
+        assert sizes == arm_cfg.model and tagger.chars == arm_cfg.chars > 0
         assert tagger.token_dropout == arm_cfg.token_dropout and tagger.members == 1
+        assert tagger.vocab_size == arm_cfg.vocab_size  # the arm's subwords are the start's
+        assert tagger.relative == arm_cfg.relative
         assert tagger.outside_weight == 1.0  # the entity loss is the arm's, not the start's
     run = bench.resolved(args, ["train=DATA/x.conllu", "init=RUNS/pre", "chars=64"])
     assert run == [f"train={Path('/data').resolve()}/x.conllu", f"init={tmp_path}/pre", "chars=64"]
