@@ -680,6 +680,8 @@ def text_page() -> str:
         ]
         for name, row in task["candidates"].items():
             chosen = " (chosen)" if name == task["chosen"] else ""
+            if row.get("commit", task["commit"]) != task["commit"]:  # kept from a run before
+                chosen += f" (at {row['commit']})"
             pre = PRETRAINED[row["pretrained"]]
             lines.append(
                 f"| {name}{chosen} | {pre} | {row['validation']:.2f} | {row['test']:.2f} | "

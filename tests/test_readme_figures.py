@@ -164,6 +164,9 @@ def test_the_forecasting_guides_logsparse_speed_is_its_results_file():
         assert figure in sentence, figure
 
 
+REGULARISED = "last_subword_chars_relative_16k_regularised"
+
+
 def test_the_text_guides_tagger_start_figures_are_the_results_file():
     import json
 
@@ -189,5 +192,12 @@ def test_the_text_guides_tagger_start_figures_are_the_results_file():
     for figure in figures:
         assert f"{figure:.2f}" in section, figure
     assert f"{start['minutes']} minutes" in section
+    upos = data["upos"]["candidates"]
+    tagger, scratch = upos[data["upos"]["chosen"]], upos[REGULARISED + "_members2"]
+    assert tagger["pretrained"] == "xpos" and tagger["commit"] in section
+    figures = [tagger["pretraining_validation"], tagger["validation"], tagger["test"]]
+    figures += [scratch["validation"], scratch["test"], upos[REGULARISED + "_xpos"]["validation"]]
+    for figure in figures:
+        assert f"{figure:.2f}" in section, figure
     first = ", ".join(f"{v:.2f}" for v in chosen["validation_by_epoch"][:5])
     assert f"start's: {first} over its first five" in section

@@ -49,21 +49,28 @@ def test_text_pretraining_commands_run_in_order(tmp_path, monkeypatch, capsys):
 
 
 def test_the_shipped_config_command_runs(tmp_path, monkeypatch, capsys):
-    """The guide's run of a shipped config (the UPOS recipe, at a tiny size), its files
-    given on the line."""
+    """The guide's runs of shipped configs (the UPOS recipe's start, then the tagger
+    fine-tuned from it, at a tiny size), their files given on the line."""
     import shutil
 
     from tests.helpers.docs import ROOT
     from tests.helpers.text import TEXT_SETTINGS
 
-    [command] = SHIPPED
+    assert [c.split()[3] for c in SHIPPED] == [
+        "configs/text_upos_xpos.yaml",
+        "configs/text_upos.yaml",
+    ]
     monkeypatch.chdir(tmp_path)
     write_text_files(tmp_path)
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
-    output = run_console(command, capsys, extra=TEXT_SETTINGS)
-    assert output.startswith("best validation accuracy ")
+    for command in SHIPPED:
+        output = run_console(command, capsys, extra=TEXT_SETTINGS)
+        assert output.startswith("best validation accuracy ")
     saved = (tmp_path / "runs" / "upos" / "config.yaml").read_text()
     assert "relative: 16" in saved and "piece: last" in saved  # the recipe's own settings
+    assert (
+        "init: " in saved and "column: 5" in (tmp_path / "runs/upos_xpos/config.yaml").read_text()
+    )
 
 
 def test_text_fine_tuning_from_a_tagger_runs(tmp_path, monkeypatch, capsys):

@@ -18,6 +18,7 @@ SHIPPED = {
     "text_trec.yaml": ("trec", None, "settings"),
     "text_trec_xpos.yaml": ("trec", None, "pretraining"),
     "text_upos.yaml": ("upos", None, "settings"),
+    "text_upos_xpos.yaml": ("upos", None, "pretraining"),
     "text_wnut.yaml": ("wnut", None, "settings"),
     "text_wnut_upos.yaml": ("wnut", None, "pretraining"),
 }
