@@ -248,9 +248,8 @@ def pretraining(args, task: str, kind: str, own: list[str]) -> list[str]:
         mlm = ["task=mlm", "format=lines", f"train=RUNS/{text.name}", "vocab_size=8000"]
         return [*mlm, *shared, *(s for s in own if s == RELATIVE)]  # as the fine-tuned model
     paths = [f"{k}=DATA/{v}" for k, v in EWT.items()]
-    vocab = [s for s in settings if s.startswith("vocab_size=")]
-    tagger = ["task=tag", "format=conllu", TAGGERS[kind], *paths, *vocab, *shared]
-    return tagger + [s for s in own if s.startswith(SHAPING)]
+    tagger = ["task=tag", "format=conllu", TAGGERS[kind], *paths, *shared]
+    return tagger + [s for s in (*settings, *own) if s.startswith(SHAPING)]
 
 
 def score(result: dict) -> float:
@@ -273,12 +272,11 @@ def main() -> None:
     args = parser.parse_args()
     saved = json.loads(args.out.read_text()) if args.out.exists() else {}
     names = {task: list(TASKS[task][-1]) for task in args.tasks.split(",")}
-    if args.add:
-        [task] = names if len(names) == 1 else [None]
-        unknown = set(args.add.split(",")) - set(TASKS.get(task, [()])[-1])
-        if task not in saved or unknown:
+    if args.add:  # one task (a list of them is no key of the results file)
+        task, added = args.tasks, args.add.split(",")
+        if task not in saved or not set(added) <= set(names[task]):
             raise SystemExit("--add: give one task whose results are saved, and its candidates")
-        names[task] = args.add.split(",")
+        names[task] = added
     earlier = [  # `text train` resumes a run folder: an earlier run would be read as new
         path.name
         for task in names
@@ -303,7 +301,8 @@ def main() -> None:
         kept = saved[task]["candidates"] if args.add else {}
         for row in kept.values():
             row.setdefault("commit", saved[task]["commit"])
-        every = {n: ({**kept, **rows})[n] for n in candidates if n in kept or n in rows}
+        merged = {**kept, **rows}
+        every = {n: merged[n] for n in candidates if n in merged}  # in the candidates' order
         chosen = max(every, key=lambda n: every[n]["validation"])  # before any test is read
         for name in rows:
             result = TextModel(args.runs / f"{task}_{name}").test()
