@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from tests.helpers.docs import ROOT
 from transduce.config import apply_overrides
 from transduce.tasks.text.config import TextConfig
@@ -43,3 +45,24 @@ def test_a_tagger_start_is_the_arms_encoder_trained_on_ewt_tags(tmp_path):
         assert tagger.outside_weight == 1.0  # the entity loss is the arm's, not the start's
     run = bench.resolved(args, ["train=DATA/x.conllu", "init=RUNS/pre", "chars=64"])
     assert run == [f"train={Path('/data').resolve()}/x.conllu", f"init={tmp_path}/pre", "chars=64"]
+
+
+def test_an_arm_may_have_minutes_of_its_own(tmp_path, monkeypatch):
+    bench = text_harness()
+    assert bench.budgets(["pooling=max"], 10.0, "") == (10.0,)
+    assert bench.budgets(["xpos"], 10.0, "xpos") == (5.0, 5.0)
+    assert bench.budgets(["xpos", "minutes=10+5"], 10.0, "xpos") == (10.0, 5.0)
+    assert bench.budgets(["minutes=15"], 10.0, "") == (15.0,)
+    for extra, kind in ((["minutes=15"], "xpos"), (["minutes=10+5"], "")):
+        with pytest.raises(SystemExit, match="PRE\\+FINE"):
+            bench.budgets(extra, 10.0, kind)
+    runs = {}
+    monkeypatch.setattr(bench, "train", lambda argv, run: runs.setdefault(run.name, argv))
+    monkeypatch.setattr(bench, "curve", lambda run, key: [80.0, 81.0])
+    args = SimpleNamespace(data=Path("/data"), runs=tmp_path)
+    row = bench.candidate(args, "trec", "arm", ["minutes=10+5", "xpos"])
+    start, tuned = runs["trec_arm_pretrain"], runs["trec_arm"]
+    assert [s for s in start if s.startswith("max_minutes=")] == ["max_minutes=10.0"]
+    assert [s for s in tuned if s.startswith("max_minutes=")] == ["max_minutes=5.0"]
+    assert not any(s.startswith("minutes=") for s in start + tuned)  # a marker, no setting
+    assert row["budget_minutes"] == [10.0, 5.0] and row["validation"] == 81.0
