@@ -175,10 +175,13 @@ def test_the_text_guides_tagger_start_figures_are_the_results_file():
     section = guide[guide.index("### Starting from a tagger") :].split(" #")[0]
     trec, wnut = data["trec"]["candidates"], data["wnut"]["candidates"]
     start, scratch = trec[data["trec"]["chosen"]], trec["max_chars_members4"]
-    assert data["trec"]["chosen"] == "max_chars_xpos_members4" and data["trec"]["commit"] in section
+    assert data["trec"]["chosen"] == "max_chars_xpos_members4" and start["commit"] in section
     figures = [start["pretraining_validation"], start["validation"], scratch["validation"]]
     figures += [start["test"], scratch["test"], trec["max_chars_xpos"]["validation"]]
     figures += [trec["max_chars_xpos"]["test"]]
+    longer = [trec["max_chars_xpos_members4_10_5"], trec["max_chars_xpos_members4_even15_30ep"]]
+    assert all(row["commit"] in section for row in longer)
+    figures += [row["validation"] for row in longer]
     chosen = wnut[data["wnut"]["chosen"]]
     assert chosen["pretrained"] == "upos"
     best = {  # the best on dev of each kind of start
