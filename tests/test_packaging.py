@@ -79,6 +79,7 @@ def test_a_built_wheel_installs_alone_and_runs_the_demo(tmp_path):
     import subprocess
     import sys
     import sysconfig
+    import zipfile
 
     copy = tmp_path / "source"  # what the wheel is built from, without the checkout's builds
     shutil.copytree(
@@ -103,6 +104,8 @@ def test_a_built_wheel_installs_alone_and_runs_the_demo(tmp_path):
         timeout=300,
     )
     wheel = next(dist.glob("transduce-*.whl"))
+    # the fused LogSparse attention is compiled from its source at first use
+    assert "transduce/nn/forecasting/shifted_attention.c" in zipfile.ZipFile(wheel).namelist()
     env_dir = tmp_path / "venv"
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120

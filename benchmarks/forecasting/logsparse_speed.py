@@ -1,9 +1,10 @@
-"""LogSparse's training speed and memory, four ways of computing the same attention side by
-side in one process: the keys as shifted views with a backward of its own (the library's
-sparse path), the same views differentiated by autograd through the slices (the path at
-f6e59a7), the keys gathered per step (the sparse path before that, the issue's reference),
-and the dense masked scores; and the same step with no attention at all, the bound of
-what any of them can reach.
+"""LogSparse's training speed and memory, five ways of computing the same attention side by
+side in one process: the fused kernel (the library's sparse path where a C compiler is
+found, nn/forecasting/fused.py), the keys as shifted views in PyTorch's operations with a
+backward of their own (its path elsewhere, and everywhere at 5141022), the same views
+differentiated by autograd through the slices (the path at f6e59a7), the keys gathered per
+step (the sparse path before that, the issue's reference), and the dense masked scores;
+and the same step with no attention at all, the bound of what any of them can reach.
 
     python benchmarks/forecasting/logsparse_speed.py [--steps 60] [--threads 2]
 
@@ -13,7 +14,7 @@ quantiles 0.5 and 0.9, AdamW, in fp32 and in bf16 autocast. Values/s counts the 
 values a training step fits (batch × horizon), as `transduce forecast train` logs them.
 Each path's sparse output equals the dense one to 1e-5 before it is timed. Then the peak
 memory of one attention layer's forward at L = 256, 1,024 and 4,096 steps, in a fresh
-process each, for the three paths. Writes benchmarks/forecasting/logsparse_speed.json.
+process each, for each path. Writes benchmarks/forecasting/logsparse_speed.json.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from transduce.nn.attention import masked_softmax  # noqa: E402
-from transduce.nn.forecasting import logsparse  # noqa: E402
+from transduce.nn.forecasting import fused, logsparse  # noqa: E402
 
 L, H, BATCH = 168, 48, 64
 SIZES = dict(d_model=64, num_heads=4, d_ff=128, num_layers=3, dropout=0.1, kernel=3)
-PATHS = ("shifted", "sliced", "gathered", "dense")
+PATHS = ("fused", "shifted", "sliced", "gathered", "dense")
 
 
 def sliced_attention(q, k, v, keys, dropout):
@@ -98,11 +99,15 @@ def no_attention(q, k, v, keys, dropout):
 
 
 def use(path: str) -> None:
+    """Route the forecaster's sparse attention the ``path`` way ("fused": the library's)."""
     own = {"gathered": gathered_attention, "sliced": sliced_attention, "none": no_attention}
-    logsparse.shifted_attention = own.get(path, SHIFTED)
+    own["shifted"] = logsparse.shifted_attention_ops
+    if path == "fused" and fused.kernel() is None:
+        raise SystemExit("the fused path needs a C compiler (cc, or $CC); none built it")
+    logsparse.shifted_attention = own.get(path, LIBRARY)
 
 
-SHIFTED = logsparse.shifted_attention
+LIBRARY = logsparse.shifted_attention
 
 
 def same_outputs() -> float:
@@ -113,7 +118,7 @@ def same_outputs() -> float:
         use(path)
         with torch.no_grad():
             out[path] = model_for(path).eval()(x)[0]
-    use("shifted")
+    use("fused")
     worst = max(float((out[p] - out["dense"]).abs().max()) for p in PATHS[:-1])
     assert worst < 1e-5, worst
     return worst
@@ -135,7 +140,7 @@ def values_per_s(path: str, precision: str, steps: int) -> float:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    use("shifted")
+    use("fused")
     return BATCH * H * steps / (time.perf_counter() - began)
 
 
@@ -181,37 +186,38 @@ def summarise(record: dict) -> str:
         "step) by M4 Hourly's `logsparse_k3_log` model; the sparse paths' forecasts equal "
         f"the dense one's to {record['largest_difference_from_dense']:.1e}.",
         "",
-        "| precision | shifted keys, own backward (now) | shifted keys, autograd (f6e59a7) "
-        "| gathered keys (before) | dense masked | now / gathered | no attention "
-        "| no attention / gathered |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| precision | fused kernel (now) | shifted keys, PyTorch's ops (5141022) "
+        "| shifted keys, autograd (f6e59a7) | gathered keys (before) | dense masked "
+        "| fused / gathered | shifted / gathered | no attention | no attention / gathered |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for precision, v in record["values_per_s"].items():
         lines.append(
-            f"| {precision} | {v['shifted']:,} | {v['sliced']:,} | {v['gathered']:,} | "
-            f"{v['dense']:,} | {v['shifted_over_gathered']:.2f}× | {v['none']:,} | "
+            f"| {precision} | {v['fused']:,} | {v['shifted']:,} | {v['sliced']:,} | "
+            f"{v['gathered']:,} | {v['dense']:,} | {v['fused_over_gathered']:.2f}× | "
+            f"{v['shifted_over_gathered']:.2f}× | {v['none']:,} | "
             f"{v['none_over_gathered']:.2f}× |"
         )
     lines += [
         "",
         "No attention: the same step with each attention layer's output replaced by its "
         "values, so the rest of the step (convolutions, feed-forward layers, norms, "
-        "dropout, loss, AdamW) alone. No way of computing the attention can pass it: "
-        "its ratio to the gathered keys bounds what the attention's speed can buy.",
+        "dropout, loss, AdamW) alone, less even the backward of the queries' and keys' "
+        "convolutions, which then get no gradient. No way of computing the attention can "
+        "pass it: its ratio to the gathered keys bounds what the attention's speed can buy.",
     ]
     lines += [
         "",
         "Peak memory of one attention layer's forward (MB above the process's memory "
         "before it, d_model 64, 4 heads, one sequence):",
         "",
-        "| steps | shifted keys, own backward | shifted keys, autograd | gathered keys | "
-        "dense masked |",
-        "|---:|---:|---:|---:|---:|",
+        "| steps | fused kernel | shifted keys, PyTorch's ops | shifted keys, autograd "
+        "| gathered keys | dense masked |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for length, m in record["peak_mb"].items():
-        lines.append(
-            f"| {int(length):,} | {m['shifted']} | {m['sliced']} | {m['gathered']} | {m['dense']} |"
-        )
+        cells = " | ".join(str(m[path]) for path in PATHS)
+        lines.append(f"| {int(length):,} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
@@ -225,7 +231,8 @@ def main() -> None:
     record = {"largest_difference_from_dense": same_outputs(), "values_per_s": {}}
     for precision in ("fp32", "bf16"):
         speeds = {p: round(values_per_s(p, precision, args.steps)) for p in (*PATHS, "none")}
-        speeds["shifted_over_gathered"] = round(speeds["shifted"] / speeds["gathered"], 2)
+        for path in ("fused", "shifted"):
+            speeds[f"{path}_over_gathered"] = round(speeds[path] / speeds["gathered"], 2)
         speeds["none_over_gathered"] = round(speeds["none"] / speeds["gathered"], 2)
         record["values_per_s"][precision] = speeds
         print(precision, speeds, flush=True)

@@ -46,6 +46,7 @@ from torch.nn import functional as F
 
 from transduce.nn.attention import masked_softmax
 from transduce.nn.dropout import Dropout
+from transduce.nn.forecasting import fused
 from transduce.nn.forecasting.norms import finish, instance_norm
 from transduce.nn.forecasting.quantiles import ordered
 from transduce.nn.layers import PositionwiseFeedForward
@@ -201,11 +202,27 @@ def _time_last(x: Tensor) -> Tensor:
 def shifted_attention(
     q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
 ) -> Tensor:
-    """Attention of each step on the steps ``keys`` (:func:`key_offsets`) allow, from
-    shifted views of the keys and values: the score of step t at offset o is q_t · k_{t−o},
-    read off ``q[o:]`` and ``k[:T − o]`` (views, so neither a gathered copy nor a scatter
-    in the backward), and the output sums ``weights[o:, m] · v[:T − o]`` the same way.
-    Memory: the (B, H, M, T) scores and weights, and one (B, H, Dh, T) product at a time.
+    """Attention of each step on the steps ``keys`` (:func:`key_offsets`) allow: fused into
+    one pass per sequence by a compiled kernel where it can be had (:mod:`.fused`), else
+    :func:`shifted_attention_ops`; both give the same to 1e-5.
+    Args: q, k, v (B, H, T, Dh). Returns (B, H, T, Dh)."""
+    if not fused.usable(q, k, v):
+        return shifted_attention_ops(q, k, v, keys, dropout)
+    offsets, valid = keys
+    p = dropout.p if dropout.training else 0.0
+    steps = torch.tensor(offsets, dtype=torch.int32)
+    allowed = valid.t().to(torch.uint8, memory_format=torch.contiguous_format).contiguous()
+    return fused.fused_attention(q, k, v, steps, allowed, p)
+
+
+def shifted_attention_ops(
+    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
+) -> Tensor:
+    """:func:`shifted_attention` in PyTorch's operations, from shifted views of the keys
+    and values: the score of step t at offset o is q_t · k_{t−o}, read off ``q[o:]`` and
+    ``k[:T − o]`` (views, so neither a gathered copy nor a scatter in the backward), and
+    the output sums ``weights[o:, m] · v[:T − o]`` the same way. Memory: the (B, H, M, T)
+    scores and weights, and one (B, H, Dh, T) product at a time.
 
     Inside, time is the last axis: with the M offsets (or Dh) last, the softmax and the
     products ran along rows of 9 to 16 numbers, and on a Zen 5 the training step of M4
@@ -249,9 +266,17 @@ class ConvSelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, H, T, Dh)
 
-    def _causal_conv(self, conv: nn.Conv1d, x: Tensor) -> Tensor:
+    def _queries_and_keys(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The causal convolutions of queries and keys, as one convolution of both weights
+        over one padded copy of the input (half the calls and copies of two): step t sees
+        steps t − k + 1 … t. Returns q, k (B, H, T, Dh), views of a (B, 2, H, Dh, T)
+        tensor (time last, as the fused attention reads them)."""
+        B, T, _ = x.shape
         padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, D, k − 1 + T)
-        return conv(padded).transpose(1, 2)  # (B, T, D): step t sees steps t − k + 1 … t
+        weight = torch.cat([self.q_conv.weight, self.k_conv.weight])  # (2D, D, k)
+        both = F.conv1d(padded, weight, torch.cat([self.q_conv.bias, self.k_conv.bias]))
+        q, k = both.view(B, 2, self.num_heads, self.head_size, T).transpose(-1, -2).unbind(1)
+        return q, k
 
     def forward(
         self,
@@ -263,8 +288,7 @@ class ConvSelfAttention(nn.Module):
         """Args: x (B, T, D); mask (T, T) boolean, True: may attend (causal); ``keys``: the
         mask's :func:`key_offsets`, to attend on those cells only (sparse).
         Returns: (B, T, D) and, if asked, the weights (B, H, T, T)."""
-        q = self._heads(self._causal_conv(self.q_conv, x))  # (B, H, T, Dh)
-        k = self._heads(self._causal_conv(self.k_conv, x))
+        q, k = self._queries_and_keys(x)  # (B, H, T, Dh)
         v = self._heads(self.v_proj(x))
         scale = math.sqrt(self.head_size)
         if keys is None or need_weights:
