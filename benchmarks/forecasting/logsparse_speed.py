@@ -1,10 +1,12 @@
 """LogSparse's training speed and memory, five ways of computing the same attention side by
 side in one process: the fused kernel (the library's sparse path where a C compiler is
-found, nn/forecasting/fused.py), the keys as shifted views in PyTorch's operations with a
-backward of their own (its path elsewhere, and everywhere at 5141022), the same views
-differentiated by autograd through the slices (the path at f6e59a7), the keys gathered per
-step (the sparse path before that, the issue's reference), and the dense masked scores;
-and the same step with no attention at all, the bound of what any of them can reach.
+found, nn/forecasting/fused.py, with the C kernel's dropout), the keys as shifted views in
+PyTorch's operations with a backward of their own (its path without a compiler, and
+everywhere at 5141022), the same views differentiated by autograd through the slices (the
+path at f6e59a7), the keys gathered per step (the sparse path before that, the issue's
+reference), and the dense masked scores, these four with the dropout masks drawn by
+PyTorch's generator, as before the kernels; and the same step with no attention at all
+(and the kernel's dropout), the bound of what the attention's speed can buy.
 
     python benchmarks/forecasting/logsparse_speed.py [--steps 60] [--threads 2]
 
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from transduce.nn import native  # noqa: E402
 from transduce.nn.attention import masked_softmax  # noqa: E402
 from transduce.nn.forecasting import fused, logsparse  # noqa: E402
 
@@ -99,10 +102,14 @@ def no_attention(q, k, v, keys, dropout):
 
 
 def use(path: str) -> None:
-    """Route the forecaster's sparse attention the ``path`` way ("fused": the library's)."""
+    """Route the forecaster's sparse attention the ``path`` way ("fused": the library's),
+    and its dropout through the C kernel for "fused" and "none", else PyTorch's generator."""
     own = {"gathered": gathered_attention, "sliced": sliced_attention, "none": no_attention}
     own["shifted"] = logsparse.shifted_attention_ops
-    if path == "fused" and fused.kernel() is None:
+    native._loaded.pop("dropout", None)
+    if path not in ("fused", "none"):
+        native._loaded["dropout"] = None
+    elif fused.kernel() is None or native.library("dropout") is None:
         raise SystemExit("the fused path needs a C compiler (cc, or $CC); none built it")
     logsparse.shifted_attention = own.get(path, LIBRARY)
 
@@ -186,7 +193,7 @@ def summarise(record: dict) -> str:
         "step) by M4 Hourly's `logsparse_k3_log` model; the sparse paths' forecasts equal "
         f"the dense one's to {record['largest_difference_from_dense']:.1e}.",
         "",
-        "| precision | fused kernel (now) | shifted keys, PyTorch's ops (5141022) "
+        "| precision | fused kernels (now) | shifted keys, PyTorch's ops (5141022) "
         "| shifted keys, autograd (f6e59a7) | gathered keys (before) | dense masked "
         "| fused / gathered | shifted / gathered | no attention | no attention / gathered |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -200,6 +207,8 @@ def summarise(record: dict) -> str:
         )
     lines += [
         "",
+        "The fused kernels: the attention's and the dropout's (nn/csrc); the other paths "
+        "draw their dropout masks from PyTorch's generator, as before the kernels. "
         "No attention: the same step with each attention layer's output replaced by its "
         "values, so the rest of the step (convolutions, feed-forward layers, norms, "
         "dropout, loss, AdamW) alone, less even the backward of the queries' and keys' "

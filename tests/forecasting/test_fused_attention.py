@@ -1,4 +1,4 @@
-"""The fused LogSparse attention (nn/forecasting/shifted_attention.c through fused.py):
+"""The fused LogSparse attention (nn/csrc/shifted_attention.c through fused.py):
 the same results as PyTorch's path and the dense masked attention, in float32 and bfloat16,
 with its dropout mask, in any layout, on any number of threads; and PyTorch's path where
 the kernel cannot be built."""
@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from transduce.nn import native
 from transduce.nn.attention import masked_softmax
 from transduce.nn.dropout import keep_mask
 from transduce.nn.forecasting import fused
@@ -119,28 +120,9 @@ def test_bfloat16_in_any_layout_on_any_number_of_threads():
 def test_without_a_compiler_the_attention_keeps_pytorchs_path(monkeypatch, tmp_path):
     mask = MASKS["restart"]
     q, k, v = qkv()
-    monkeypatch.setattr(fused, "_loaded", {})
+    monkeypatch.setattr(native, "_loaded", {})
     monkeypatch.setenv("TRANSDUCE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     assert fused.kernel() is None and not fused.usable(q, k, v)
     out = shifted_attention(q, k, v, key_offsets(mask), torch.nn.Dropout(0.0))
     torch.testing.assert_close(out, dense(q, k, v, mask), atol=1e-5, rtol=1e-5)
-    monkeypatch.setattr(fused, "_loaded", {})
-    monkeypatch.setenv("CC", "false")  # a compiler that fails
-    assert fused.kernel() is None and not list((tmp_path / "cache").glob("*.so"))
-    monkeypatch.setattr(fused, "_loaded", {})
-    monkeypatch.setenv("TRANSDUCE_FUSED", "0")
-    monkeypatch.delenv("CC")
-    assert fused.kernel() is None
-
-
-@needs_kernel
-def test_the_kernel_is_built_once_into_the_cache(monkeypatch, tmp_path):
-    monkeypatch.setattr(fused, "_loaded", {})
-    monkeypatch.setenv("TRANSDUCE_CACHE", str(tmp_path))
-    assert fused.kernel() is not None
-    [built] = tmp_path.glob("shifted_attention-*.so")
-    stamp = built.stat().st_mtime_ns
-    monkeypatch.setattr(fused, "_loaded", {})
-    assert fused.kernel() is not None and built.stat().st_mtime_ns == stamp
-    assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no work folder left

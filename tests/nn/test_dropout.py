@@ -1,5 +1,6 @@
 """The CPU dropout's mask: its rate, its scale, its independence across the four 16-bit
-numbers cut from each 64-bit draw, and its repeatability under a seed."""
+numbers cut from each 64-bit word, and its repeatability under a seed; each test for both
+sources of the words, the C kernel's stream and PyTorch's generator."""
 
 import math
 
@@ -7,7 +8,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from transduce.nn import native
 from transduce.nn.dropout import Dropout, dropout, keep_mask
+
+
+@pytest.fixture(params=["kernel", "pytorch"], autouse=True)
+def words(request, monkeypatch):
+    """Where the random words come from: the C kernel (skipped without a compiler) or
+    PyTorch's generator (the kernel made unavailable)."""
+    if request.param == "kernel" and native.library("dropout") is None:
+        pytest.skip("the dropout kernel needs a C compiler (cc, or $CC)")
+    if request.param == "pytorch":
+        monkeypatch.setitem(native._loaded, "dropout", None)
+    return request.param
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -29,6 +42,11 @@ def test_every_lane_of_a_draw_is_uniform():
     lanes = keep.view(-1, 4).float().mean(0)  # keep rate of each lane
     sigma = math.sqrt(0.25 / (n // 4))
     assert torch.all((lanes - 0.5).abs() < 5 * sigma), lanes
+    words = keep.view(-1, 4)
+    for a in range(4):  # and the lanes of a word independent: agreeing half the time
+        for b in range(a + 1, 4):
+            agree = (words[:, a] == words[:, b]).float().mean()
+            assert abs(agree - 0.5) < 5 * sigma, (a, b, agree)
 
 
 def test_odd_sizes_and_shapes():
@@ -86,3 +104,29 @@ def test_matches_f_dropout_in_distribution():
     rate_ours, rate_theirs = (ours == 0).float().mean().item(), (theirs == 0).float().mean().item()
     assert rate_ours == pytest.approx(rate_theirs, abs=0.005)
     assert ours.sum().item() == pytest.approx(theirs.sum().item(), rel=0.01)
+
+
+def test_dropout_applies_the_mask_keep_mask_draws_and_bf16_keeps_it():
+    """Under one seed, dropout's kept elements are keep_mask's, in float32 and bfloat16,
+    and the gradient is the mask times the scale, in the input's type."""
+    x = torch.rand(3, 1001) + 0.5
+    torch.manual_seed(8)
+    keep, q = keep_mask(x.shape, 0.25)
+    for dtype in (torch.float32, torch.bfloat16):
+        leaf = x.to(dtype).requires_grad_()
+        torch.manual_seed(8)
+        y = dropout(leaf, 0.25)
+        assert y.dtype == dtype and torch.equal(y != 0, keep)
+        expected = leaf.detach().float() * keep / (1 - q)
+        torch.testing.assert_close(y.float(), expected, rtol=1e-2, atol=0)
+        (grad,) = torch.autograd.grad(y, leaf, torch.ones_like(y))
+        assert grad.dtype == dtype
+        torch.testing.assert_close(grad.float(), keep / (1 - q), rtol=1e-2, atol=0)
+
+
+def test_a_view_that_is_not_contiguous_is_dropped_out_too():
+    x = torch.ones(40, 30).t()  # a transposed view
+    torch.manual_seed(4)
+    y = dropout(x, 0.5)
+    assert y.shape == (30, 40) and 0.3 < (y == 0).float().mean() < 0.7
+    assert torch.equal(y[y != 0], torch.full_like(y[y != 0], 2.0))

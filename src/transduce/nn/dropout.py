@@ -3,24 +3,51 @@
 On a CPU, ``F.dropout`` draws one Bernoulli sample per element from a serial generator:
 on a 2-core Zen 3, tens of times the multiply that applies it (benchmarks/speed/dropout.py),
 and a Multi30k model trained 1.10× faster without it (benchmarks/speed/results_zen3.md,
-the transduce-torch-dropout row). Here one 64-bit draw of PyTorch's generator gives four
-16-bit uniform numbers, each compared with a threshold, so a mask costs a quarter of the
-draws. The drop probability is then p rounded to a multiple of 2⁻¹⁶ (``torch.rand``'s
-floats are themselves multiples of 2⁻²⁴) and the kept values are scaled by
-1 / (1 − that probability), so the expectation is unchanged. Masks come from the default
-generator: ``torch.manual_seed`` repeats them, and the training engine's saved RNG state
-resumes them. Other devices use ``F.dropout``.
+the transduce-torch-dropout row). Here a 64-bit random word gives four 16-bit uniform
+numbers, each compared with a threshold, so a mask costs a quarter of the draws. The drop
+probability is then p rounded to a multiple of 2⁻¹⁶ (``torch.rand``'s floats are
+themselves multiples of 2⁻²⁴) and the kept values are scaled by 1 / (1 − that
+probability), so the expectation is unchanged.
+
+The words come from one of two places. Where the C kernel ``nn/csrc/dropout.c`` can be
+built (:mod:`transduce.nn.native`), from a counter-based stream (SplitMix64) seeded by one
+draw of PyTorch's generator, computed in parallel with the mask and the scaled values in
+one pass over float32 or bfloat16, the mask kept as a byte an element for the backward;
+else each word is a draw of PyTorch's generator (``torch.randint``, serial) and the mask
+is applied by PyTorch's operations. Either way the masks come from the default generator:
+``torch.manual_seed`` repeats them, and the training engine's saved RNG state resumes
+them. Other devices use ``F.dropout``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transduce.nn import native
+
 _LEVELS = 1 << 16  # a 16-bit uniform number: one of 65536 levels
+
+
+def _kernel() -> ctypes.CDLL | None:
+    lib = native.library("dropout")
+    if lib is not None and not lib.dropout_forward.argtypes:
+        pointer, size, seed, count = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_int
+        lib.dropout_mask.argtypes = [pointer, size, seed, ctypes.c_uint32, count]
+        lib.dropout_forward.argtypes = [pointer, pointer, pointer, size, count, seed]
+        lib.dropout_forward.argtypes += [ctypes.c_uint32, ctypes.c_float, count]
+        lib.dropout_backward.argtypes = [pointer, pointer, pointer, size, count]
+        lib.dropout_backward.argtypes += [ctypes.c_float, count]
+    return lib
+
+
+def _seed() -> int:
+    """One 64-bit draw of PyTorch's default generator: the seed of a kernel's stream."""
+    return int(torch.randint(-(1 << 63), (1 << 63) - 1, (), dtype=torch.int64)) % (1 << 64)
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[Tensor, float]:
@@ -28,9 +55,45 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[Tensor, fl
     probability it was drawn with (p rounded to a multiple of 2⁻¹⁶)."""
     n = math.prod(shape)
     dropped = round(p * _LEVELS)
+    lib = _kernel()
+    if lib is not None:
+        keep = torch.empty(shape, dtype=torch.bool)
+        lib.dropout_mask(keep.data_ptr(), n, _seed(), dropped, torch.get_num_threads())
+        return keep, dropped / _LEVELS
     words = torch.randint(-(1 << 63), (1 << 63) - 1, ((n + 3) // 4,), dtype=torch.int64)
     uniform = words.view(torch.int16)[:n].view(shape)  # each uniform on [-32768, 32767]
     return uniform >= dropped - (1 << 15), dropped / _LEVELS
+
+
+class _Dropout(torch.autograd.Function):
+    """The kernel's dropout: the scaled values and the mask in one pass, the gradient in
+    another (the mask saved as a byte an element)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, p: float) -> Tensor:
+        dropped = round(p * _LEVELS)
+        scale = 1.0 / (1.0 - dropped / _LEVELS)
+        out, keep = torch.empty_like(x), torch.empty(x.shape, dtype=torch.bool)
+        bf16, threads = int(x.dtype == torch.bfloat16), torch.get_num_threads()
+        _kernel().dropout_forward(
+            x.data_ptr(), out.data_ptr(), keep.data_ptr(), x.numel(), bf16, _seed(), dropped,
+            scale, threads
+        )  # fmt: skip
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (keep,) = ctx.saved_tensors
+        grad = grad.contiguous()
+        out = torch.empty_like(grad)
+        bf16, threads = int(grad.dtype == torch.bfloat16), torch.get_num_threads()
+        _kernel().dropout_backward(
+            grad.data_ptr(), out.data_ptr(), keep.data_ptr(), grad.numel(), bf16, ctx.scale,
+            threads
+        )  # fmt: skip
+        return out, None
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
@@ -39,9 +102,11 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return x
     if x.device.type != "cpu" or not x.is_floating_point() or not 0 < p < 1:
         return F.dropout(x, p, training)  # p outside [0, 1] gets PyTorch's own error
-    keep, q = keep_mask(x.shape, p)
-    if q == 0:
+    if round(p * _LEVELS) == 0:
         return x
+    if x.dtype in (torch.float32, torch.bfloat16) and x.is_contiguous() and _kernel():
+        return _Dropout.apply(x, p)
+    keep, q = keep_mask(x.shape, p)
     return x * (keep.to(x.dtype) * (1.0 / (1.0 - q)))
 
 

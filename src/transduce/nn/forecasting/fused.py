@@ -1,40 +1,27 @@
-"""LogSparse attention fused into one pass per sequence: shifted_attention.c, compiled at
-first use with the machine's C compiler and called through ctypes.
+"""LogSparse attention fused into one pass per sequence: the C kernel
+``nn/csrc/shifted_attention.c``, compiled at first use (:mod:`transduce.nn.native`).
 
-:func:`~transduce.nn.forecasting.logsparse.shifted_attention` computes the attention on a
-pattern's few offsets with PyTorch's operations: a product and a sum per offset, each over
+:func:`~transduce.nn.forecasting.logsparse.shifted_attention_ops` computes the attention on
+a pattern's few offsets with PyTorch's operations: a product and a sum per offset, each over
 the whole batch, so every score and weight makes several trips through memory, and in
 bfloat16 the queries, keys and values are first copied into float32 with time last. The C
 kernel takes one sequence (a batch row and head) at a time, in the layout and type the
 caller has (float32 or bfloat16, any strides), into float32 rows held in the cache, and
 does the scores, softmax, dropout mask and weighted sum there; the backward likewise. It
-runs on PyTorch's own OpenMP threads, as many as ``torch.get_num_threads()``.
-
-Compiled once per machine into ``$TRANSDUCE_CACHE`` (default ``~/.cache/transduce``), named
-by a hash of the source, the compiler's command and the CPU's flags, and written atomically.
-Where there is no C compiler, or it fails, or ``TRANSDUCE_FUSED=0``, :func:`kernel` returns
-None and the attention keeps PyTorch's path; both give the same results to 1e-5 (a test
-checks them against the dense masked attention).
+runs on PyTorch's own OpenMP threads, as many as ``torch.get_num_threads()``. Where the
+kernel cannot be built, :func:`kernel` returns None and the attention keeps PyTorch's path;
+both give the same results to 1e-5 (a test checks them against the dense masked attention).
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import subprocess
-import tempfile
-from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from transduce.nn import native
 from transduce.nn.dropout import keep_mask
-
-SOURCE = Path(__file__).with_name("shifted_attention.c")
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
-FLAGS += ["-shared", "-fPIC"]
-_loaded: dict[str, ctypes.CDLL | None] = {}
 
 
 class _Tensor(ctypes.Structure):
@@ -45,51 +32,15 @@ class _Tensor(ctypes.Structure):
     _fields_ += [(name, ctypes.c_int64) for name in ("batch", "head", "step", "channel")]
 
 
-def _cpu_flags() -> str:
-    """The CPU's feature flags (Linux), so that a cache shared by machines of different CPUs
-    never hands one a kernel built for another's instructions."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return ""
-    return next((line for line in lines if line.startswith("flags")), "")
-
-
-def _build(cache: Path) -> Path:
-    """The compiled library, built into ``cache`` unless it is there already."""
-    compiler = os.environ.get("CC", "cc")
-    key = hashlib.sha256(
-        "\n".join([SOURCE.read_text(), compiler, *FLAGS, _cpu_flags()]).encode()
-    ).hexdigest()[:16]
-    target = cache / f"shifted_attention-{key}.so"
-    if not target.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache) as work:
-            built = Path(work) / target.name
-            command = [compiler, *FLAGS, str(SOURCE), "-o", str(built), "-lm"]
-            subprocess.run(command, check=True, capture_output=True, timeout=120)
-            os.replace(built, target)  # whole or not at all, if two processes race
-    return target
-
-
 def kernel() -> ctypes.CDLL | None:
-    """The compiled kernel, or None where it cannot be had (see the module's text)."""
-    if "lib" in _loaded:
-        return _loaded["lib"]
-    lib = None
-    if os.environ.get("TRANSDUCE_FUSED", "1") != "0":
-        cache = Path(os.environ.get("TRANSDUCE_CACHE", Path.home() / ".cache" / "transduce"))
-        try:
-            lib = ctypes.CDLL(str(_build(cache)))
-        except (OSError, subprocess.SubprocessError):
-            lib = None  # no compiler, a failed build or an unwritable cache: PyTorch's path
-        if lib is not None:
-            seq = [ctypes.c_int] * 6
-            lib.shifted_forward.argtypes = [*[_Tensor] * 4, *[ctypes.c_void_p] * 3]
-            lib.shifted_forward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
-            lib.shifted_backward.argtypes = [*[_Tensor] * 7, *[ctypes.c_void_p] * 2]
-            lib.shifted_backward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
-    _loaded["lib"] = lib
+    """The compiled kernel, or None where it cannot be had (see :mod:`transduce.nn.native`)."""
+    lib = native.library("shifted_attention")
+    if lib is not None and not lib.shifted_forward.argtypes:
+        seq = [ctypes.c_int] * 6
+        lib.shifted_forward.argtypes = [*[_Tensor] * 4, *[ctypes.c_void_p] * 3]
+        lib.shifted_forward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
+        lib.shifted_backward.argtypes = [*[_Tensor] * 7, *[ctypes.c_void_p] * 2]
+        lib.shifted_backward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
     return lib
 
 

@@ -1,0 +1,88 @@
+/* Dropout on the CPU in one pass: each element's keep-or-drop from a counter-based random
+ * stream, the kept ones scaled, and the mask kept for the backward. dropout.py calls it
+ * through ctypes (compiled at first use by native.py).
+ *
+ * The stream is SplitMix64 (Steele, Lea and Flood 2014): word w of a call is the finaliser
+ * of seed + (w + 1) * 0x9e3779b97f4a7c15, so any word can be computed without the ones
+ * before it, and the threads share the elements out with no state between them. Each word
+ * gives four 16-bit uniform numbers, the elements 4w to 4w + 3 (low bits first); an element
+ * is kept where its number is at least `dropped` (p rounded to a multiple of 2^-16, as
+ * dropout.py says).
+ * The seed is one draw of PyTorch's generator, so torch.manual_seed repeats the masks.
+ *
+ * x and out are float32 or bfloat16 (bf16 != 0), contiguous, n elements; keep is n bytes. */
+#include <stdint.h>
+#include <string.h>
+
+static inline uint64_t word(uint64_t seed, int64_t w) {
+    uint64_t z = seed + (uint64_t)(w + 1) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static inline float from_bf16(uint16_t x) {
+    uint32_t bits = (uint32_t)x << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t to_bf16(float f) {  /* round to nearest, ties to even */
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (f != f) return 0x7fc0;
+    return (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+/* Whether element i is kept: its 16-bit number (of word i / 4) is at least `dropped`.
+ * Each element computes its own word, four times the hashing, but every element is then
+ * independent of the others and a loop over them vectorises. */
+static inline uint8_t kept(uint64_t seed, int64_t i, uint32_t dropped) {
+    return ((word(seed, i >> 2) >> (16 * (i & 3))) & 0xffff) >= dropped;
+}
+
+/* The mask alone: keep[i] = 1 where element i is kept. */
+void dropout_mask(uint8_t *keep, int64_t n, uint64_t seed, uint32_t dropped, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++) keep[i] = kept(seed, i, dropped);
+}
+
+/* out = x * scale where kept, else 0, in one pass, with the mask written to keep. */
+#define FORWARD(T, LOAD, STORE)                                                             \
+    {                                                                                       \
+        const T *a = (const T *)x;                                                          \
+        T *b = (T *)out;                                                                    \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)")                  \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            uint8_t k = kept(seed, i, dropped);                                             \
+            keep[i] = k;                                                                    \
+            b[i] = STORE(k ? LOAD(a[i]) * scale : 0.0f);                                    \
+        }                                                                                   \
+    }
+#define SAME(v) (v)
+
+void dropout_forward(const void *x, void *out, uint8_t *keep, int64_t n, int bf16,
+                     uint64_t seed, uint32_t dropped, float scale, int threads) {
+    if (bf16)
+        FORWARD(uint16_t, from_bf16, to_bf16)
+    else
+        FORWARD(float, SAME, SAME)
+}
+
+/* The gradient: grad * scale where kept, else 0. */
+#define BACKWARD(T, LOAD, STORE)                                                            \
+    {                                                                                       \
+        const T *a = (const T *)grad;                                                       \
+        T *b = (T *)out;                                                                    \
+        _Pragma("omp parallel for num_threads(threads) schedule(static)")                  \
+        for (int64_t i = 0; i < n; i++) b[i] = STORE(keep[i] ? LOAD(a[i]) * scale : 0.0f);  \
+    }
+
+void dropout_backward(const void *grad, void *out, const uint8_t *keep, int64_t n, int bf16,
+                      float scale, int threads) {
+    if (bf16)
+        BACKWARD(uint16_t, from_bf16, to_bf16)
+    else
+        BACKWARD(float, SAME, SAME)
+}

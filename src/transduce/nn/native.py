@@ -1,0 +1,67 @@
+"""The C kernels of ``nn/`` (``nn/csrc/*.c``), compiled at first use with the machine's C
+compiler and loaded through ctypes.
+
+Each is built once per machine into ``$TRANSDUCE_CACHE`` (default ``~/.cache/transduce``),
+named by a hash of its source, the compiler's command and the CPU's flags (so a cache shared
+by machines of different CPUs never hands one a kernel built for another's instructions),
+and written atomically. A kernel runs on PyTorch's own OpenMP threads: it names
+``libgomp.so.1``, the runtime PyTorch has already loaded. Where there is no C compiler
+(``cc``, or ``$CC``), or it fails, or ``TRANSDUCE_FUSED=0``, :func:`library` returns None
+and the callers keep their PyTorch path, which gives the same results (tests check both).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+SOURCES = Path(__file__).with_name("csrc")
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
+FLAGS += ["-shared", "-fPIC"]
+_loaded: dict[str, ctypes.CDLL | None] = {}
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags (Linux; elsewhere none)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line for line in lines if line.startswith("flags")), "")
+
+
+def _build(name: str, cache: Path) -> Path:
+    """Kernel ``name``'s compiled library, built into ``cache`` unless it is there."""
+    source = SOURCES / f"{name}.c"
+    compiler = os.environ.get("CC", "cc")
+    key = hashlib.sha256(
+        "\n".join([source.read_text(), compiler, *FLAGS, _cpu_flags()]).encode()
+    ).hexdigest()[:16]
+    target = cache / f"{name}-{key}.so"
+    if not target.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as work:
+            built = Path(work) / target.name
+            command = [compiler, *FLAGS, str(source), "-o", str(built), "-lm"]
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+            os.replace(built, target)  # whole or not at all, if two processes race
+    return target
+
+
+def library(name: str) -> ctypes.CDLL | None:
+    """Kernel ``name`` (``csrc/NAME.c``) loaded, or None where it cannot be had."""
+    if name in _loaded:
+        return _loaded[name]
+    lib = None
+    if os.environ.get("TRANSDUCE_FUSED", "1") != "0":
+        cache = Path(os.environ.get("TRANSDUCE_CACHE", Path.home() / ".cache" / "transduce"))
+        try:
+            lib = ctypes.CDLL(str(_build(name, cache)))
+        except (OSError, subprocess.SubprocessError):
+            lib = None  # no compiler, a failed build or an unwritable cache
+    _loaded[name] = lib
+    return lib
