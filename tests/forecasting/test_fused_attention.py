@@ -73,9 +73,8 @@ def test_the_fused_dropout_drops_the_cells_of_its_mask_and_scales_the_rest():
     mask = MASKS["logsparse"]
     q, k, v = qkv()
     offsets, valid = key_offsets(mask)
-    steps, allowed = torch.tensor(offsets, dtype=torch.int32), valid.t().to(torch.uint8)
     torch.manual_seed(7)
-    out = fused.fused_attention(q, k, v, steps, allowed.contiguous(), 0.25)
+    out = fused.fused_attention(q, k, v, (offsets, valid), 0.25)
     torch.manual_seed(7)  # the same draws: the mask the kernel was given
     keep, p = keep_mask((6, len(offsets), 45), 0.25)
     expected = dense(q, k, v, mask, keep, p)

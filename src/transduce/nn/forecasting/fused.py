@@ -99,16 +99,19 @@ def usable(*xs: Tensor) -> bool:
 
 
 def fused_attention(
-    q: Tensor, k: Tensor, v: Tensor, offsets: Tensor, valid: Tensor, dropout_p: float
+    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout_p: float
 ) -> Tensor:
     """The attention of :func:`~transduce.nn.forecasting.logsparse.shifted_attention`,
-    fused. Args: q, k, v (B, H, T, D), any strides; ``offsets`` (M,)
-    int32 and ``valid`` (M, T) uint8, contiguous; ``dropout_p`` on the weights (0 outside
-    training). Returns (B, H, T, D) in v's type, a view of a (B, T, H · D) tensor."""
-    keep, kept = None, 1.0
+    fused. Args: q, k, v (B, H, T, D), any strides; ``keys``: the offsets (M,) and the
+    (T, M) cells each step may attend (:func:`~.logsparse.key_offsets`); ``dropout_p`` on
+    the weights (0 outside training). Returns (B, H, T, D) in v's type, a view of a
+    (B, T, H · D) tensor."""
+    offsets = torch.tensor(keys[0], dtype=torch.int32)
+    valid = keys[1].t().to(torch.uint8).contiguous()  # (M, T)
+    mask, kept = None, 1.0
     if dropout_p > 0:
         B, H, T, _ = q.shape
-        mask, p = keep_mask((B * H, offsets.numel(), T), dropout_p)
+        keep, p = keep_mask((B * H, offsets.numel(), T), dropout_p)
         if p > 0:
-            keep, kept = mask.view(torch.uint8), 1.0 / (1.0 - p)
-    return _Fused.apply(q, k, v, offsets, valid, keep, kept)
+            mask, kept = keep.view(torch.uint8), 1.0 / (1.0 - p)
+    return _Fused.apply(q, k, v, offsets, valid, mask, kept)

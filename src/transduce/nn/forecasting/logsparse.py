@@ -208,11 +208,7 @@ def shifted_attention(
     Args: q, k, v (B, H, T, Dh). Returns (B, H, T, Dh)."""
     if not fused.usable(q, k, v):
         return shifted_attention_ops(q, k, v, keys, dropout)
-    offsets, valid = keys
-    p = dropout.p if dropout.training else 0.0
-    steps = torch.tensor(offsets, dtype=torch.int32)
-    allowed = valid.t().to(torch.uint8, memory_format=torch.contiguous_format).contiguous()
-    return fused.fused_attention(q, k, v, steps, allowed, p)
+    return fused.fused_attention(q, k, v, keys, dropout.p if dropout.training else 0.0)
 
 
 def shifted_attention_ops(
