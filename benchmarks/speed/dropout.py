@@ -1,4 +1,6 @@
-"""Time one dropout on a CPU: PyTorch's F.dropout against transduce.nn.dropout.
+"""Time one dropout on a CPU: PyTorch's F.dropout against transduce.nn.dropout, with its C
+kernel and without it (the mask's words drawn by PyTorch's generator, as without a
+compiler).
 
     python benchmarks/speed/dropout.py [--threads N] [--shape 4096,256]
 
@@ -11,6 +13,7 @@ benchmarks/speed/dropout.md.
 from __future__ import annotations
 
 import argparse
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -18,9 +21,15 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from transduce.nn import native
 from transduce.nn.dropout import dropout
 
 HERE = Path(__file__).parent
+
+
+def cpu() -> str:
+    names = [line for line in open("/proc/cpuinfo") if line.startswith("model name")][:1]
+    return names[0].split(":", 1)[1].strip() if names else "?"
 
 
 def main() -> None:
@@ -32,9 +41,22 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     x = torch.randn(*map(int, args.shape.split(",")))
+    if native.library("dropout") is None:
+        raise SystemExit("the dropout kernel needs a C compiler (cc, or $CC)")
+
+    kernel = native._loaded["dropout"]
+
+    def without_kernel():
+        native._loaded["dropout"] = None
+        try:
+            return dropout(x, 0.1, True)
+        finally:
+            native._loaded["dropout"] = kernel
+
     cases = {
         "F.dropout": lambda: F.dropout(x, 0.1, True),
-        "transduce.nn.dropout": lambda: dropout(x, 0.1, True),
+        "transduce.nn.dropout (C kernel)": lambda: dropout(x, 0.1, True),
+        "transduce.nn.dropout (PyTorch's generator)": without_kernel,
         "x * x (the multiplication alone)": lambda: x * x,
     }
     times = {name: [] for name in cases}
@@ -49,7 +71,8 @@ def main() -> None:
     base = statistics.median(times["F.dropout"])
     lines = [
         f"Command: `python benchmarks/speed/dropout.py --threads {args.threads} --shape "
-        f"{args.shape}` (float32, p = 0.1, median of {args.rounds} interleaved rounds)",
+        f"{args.shape}` (float32, p = 0.1, median of {args.rounds} interleaved rounds), on "
+        f"{platform.machine()} with {args.threads} threads ({cpu()})",
         "",
         "| operation | ms | F.dropout's time ÷ this |",
         "|---|---:|---:|",
