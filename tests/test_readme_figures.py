@@ -112,6 +112,12 @@ def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
     train = {r["system"]: r["tokens_per_s"] for r in results["training"] if r["max_tokens"] == 4096}
     assert f"{train['transduce'] / train['torch']:.2f}× the target tokens" in text
     assert f"{train['transduce'] / train['marian']:.2f}× Hugging Face Marian's" in text
+    [ours] = [
+        r for r in results["training"] if (r["system"], r["max_tokens"]) == ("transduce", 4096)
+    ]
+    assert (
+        f"at {ours['model_flops_per_s'] / ours['peak_flops_per_s']:.0%} of the matmul peak" in text
+    )
 
 
 def test_readme_speed_ratios_are_those_of_the_results_file():
