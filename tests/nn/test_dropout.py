@@ -130,3 +130,16 @@ def test_a_view_that_is_not_contiguous_is_dropped_out_too():
     y = dropout(x, 0.5)
     assert y.shape == (30, 40) and 0.3 < (y == 0).float().mean() < 0.7
     assert torch.equal(y[y != 0], torch.full_like(y[y != 0], 2.0))
+
+
+def test_the_mask_is_the_same_on_any_number_of_threads():
+    x = torch.randn(257, 129)
+    before, masks = torch.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            torch.manual_seed(11)
+            masks.append(dropout(x, 0.3) != 0)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(*masks)

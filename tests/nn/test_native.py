@@ -33,3 +33,22 @@ def test_no_kernel_without_a_compiler_with_a_failing_one_or_when_turned_off(monk
     monkeypatch.setattr(native, "_loaded", {})
     monkeypatch.setenv("TRANSDUCE_FUSED", "0")
     assert native.library("dropout") is None
+
+
+def test_the_log_line_says_why_the_kernels_are_not_used(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.setattr(native, "_why", {})
+    monkeypatch.setenv("TRANSDUCE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    line = native.describe()
+    assert line.startswith("C kernels: dropout, shifted_attention not built (")
+    assert "no-such-compiler" in line and line.endswith("PyTorch's operations instead")
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.setenv("TRANSDUCE_FUSED", "0")
+    assert "(TRANSDUCE_FUSED=0)" in native.describe()
+
+
+@needs_compiler
+def test_the_log_line_names_the_kernels_in_use(monkeypatch):
+    monkeypatch.setattr(native, "_loaded", {})
+    assert native.describe() == "C kernels: dropout, shifted_attention"

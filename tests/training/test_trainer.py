@@ -52,6 +52,7 @@ def test_run_directory_holds_everything(config, tmp_path, capsys):
     assert threads, "the log names the threads and processes"
     assert (threads[2] == "thread") == (threads[1] == "1")
     assert (threads[4] == "process") == (threads[3] == "1")
+    assert re.search(r"^.*C kernels: .*$", log, re.M), "and whether the C kernels are used"
     assert "valid_bleu" in capsys.readouterr().out
 
 

@@ -20,9 +20,11 @@ import tempfile
 from pathlib import Path
 
 SOURCES = Path(__file__).with_name("csrc")
+NAMES = ("dropout", "shifted_attention")
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
 FLAGS += ["-shared", "-fPIC"]
 _loaded: dict[str, ctypes.CDLL | None] = {}
+_why: dict[str, str] = {}  # a kernel that could not be had: the reason, for describe()
 
 
 def _cpu_flags() -> str:
@@ -57,11 +59,25 @@ def library(name: str) -> ctypes.CDLL | None:
     if name in _loaded:
         return _loaded[name]
     lib = None
-    if os.environ.get("TRANSDUCE_FUSED", "1") != "0":
+    if os.environ.get("TRANSDUCE_FUSED", "1") == "0":
+        _why[name] = "TRANSDUCE_FUSED=0"
+    else:
         cache = Path(os.environ.get("TRANSDUCE_CACHE", Path.home() / ".cache" / "transduce"))
         try:
             lib = ctypes.CDLL(str(_build(name, cache)))
-        except (OSError, subprocess.SubprocessError):
-            lib = None  # no compiler, a failed build or an unwritable cache
+        except (OSError, subprocess.SubprocessError) as error:
+            # no compiler, a failed build or an unwritable cache
+            stderr = getattr(error, "stderr", b"") or b""
+            lines = stderr.decode(errors="replace").strip().splitlines()
+            _why[name] = lines[0] if lines else str(error)
     _loaded[name] = lib
     return lib
+
+
+def describe() -> str:
+    """One line for a run's log: whether the C kernels are in use, and if not, why."""
+    missing = {name: _why.get(name, "") for name in NAMES if library(name) is None}
+    if not missing:
+        return f"C kernels: {', '.join(NAMES)}"
+    reasons = "; ".join(sorted(set(missing.values())))
+    return f"C kernels: {', '.join(missing)} not built ({reasons}); PyTorch's operations instead"

@@ -14,6 +14,7 @@ from transduce import runs
 from transduce.device import retain_freed_memory
 from transduce.errors import UserError
 from transduce.logs import setup_logging
+from transduce.nn import native
 from transduce.training import distributed
 from transduce.training.distributed import Session
 from transduce.training.engine import Engine
@@ -79,6 +80,8 @@ def _train(make_task, config, run_dir: Path, extendable, session: Session):
         f"{task.kind}: {params:,} parameters; {session.device}, {session.precision}, "
         f"{threads} thread{'s' * (threads != 1)} × {world} process{'es' * (world != 1)}"
     )
+    if session.device.type == "cpu":
+        log.info(native.describe())
     try:
         return engine, engine.run()
     finally:
