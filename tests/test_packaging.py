@@ -105,7 +105,8 @@ def test_a_built_wheel_installs_alone_and_runs_the_demo(tmp_path):
     )
     wheel = next(dist.glob("transduce-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()  # the kernels are compiled at first use
-    assert {f"transduce/nn/csrc/{k}.c" for k in ("dropout", "shifted_attention")} <= set(names)
+    sources = ("dropout.c", "shifted_attention.c", "bf16.h")
+    assert {f"transduce/nn/csrc/{name}" for name in sources} <= set(names)
     env_dir = tmp_path / "venv"
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120

@@ -1,13 +1,14 @@
-"""The C kernels of ``nn/`` (``nn/csrc/*.c``), compiled at first use with the machine's C
-compiler and loaded through ctypes.
+"""The C kernels of ``nn/`` (``nn/csrc/*.c``, and the headers they share), compiled at
+first use with the machine's C compiler and loaded through ctypes.
 
 Each is built once per machine into ``$TRANSDUCE_CACHE`` (default ``~/.cache/transduce``),
-named by a hash of its source, the compiler's command and the CPU's flags (so a cache shared
-by machines of different CPUs never hands one a kernel built for another's instructions),
-and written atomically. A kernel runs on PyTorch's own OpenMP threads: it names
-``libgomp.so.1``, the runtime PyTorch has already loaded. Where there is no C compiler
-(``cc``, or ``$CC``), or it fails, or ``TRANSDUCE_FUSED=0``, :func:`library` returns None
-and the callers keep their PyTorch path, which gives the same results (tests check both).
+named by a hash of its source and the headers, the compiler's command and the CPU's flags
+(so a cache shared by machines of different CPUs never hands one a kernel built for
+another's instructions), and written atomically. A kernel runs on PyTorch's own OpenMP
+threads: it names ``libgomp.so.1``, the runtime PyTorch has already loaded. Where there is
+no C compiler (``cc``, or ``$CC``), or it fails, or ``TRANSDUCE_FUSED=0``, :func:`library`
+returns None and the callers keep their PyTorch path, which gives the same results (tests
+check both).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ def _build(name: str, cache: Path) -> Path:
     """Kernel ``name``'s compiled library, built into ``cache`` unless it is there."""
     source = SOURCES / f"{name}.c"
     compiler = os.environ.get("CC", "cc")
-    key = hashlib.sha256(
-        "\n".join([source.read_text(), compiler, *FLAGS, _cpu_flags()]).encode()
-    ).hexdigest()[:16]
+    texts = [path.read_text() for path in (source, *sorted(SOURCES.glob("*.h")))]
+    key = hashlib.sha256("\n".join([*texts, compiler, *FLAGS, _cpu_flags()]).encode())
+    key = key.hexdigest()[:16]
     target = cache / f"{name}-{key}.so"
     if not target.exists():
         cache.mkdir(parents=True, exist_ok=True)

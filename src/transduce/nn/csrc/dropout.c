@@ -14,25 +14,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bf16.h"
+
 static inline uint64_t word(uint64_t seed, int64_t w) {
     uint64_t z = seed + (uint64_t)(w + 1) * 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-static inline float from_bf16(uint16_t x) {
-    uint32_t bits = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static inline uint16_t to_bf16(float f) {  /* round to nearest, ties to even */
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if (f != f) return 0x7fc0;
-    return (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
 /* Whether element i is kept: its 16-bit number (of word i / 4) is at least `dropped`.

@@ -17,24 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
+
 typedef struct {
     void *data;
     int64_t bf16, batch, head, step, channel;  /* strides in elements */
 } Tensor;
-
-static inline float from_bf16(uint16_t x) {
-    uint32_t bits = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static inline uint16_t to_bf16(float f) {  /* round to nearest, ties to even */
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if (f != f) return 0x7fc0;
-    return (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
 
 /* Sequence s (= b H + h) of x, into rows (D, T). */
 static void load(const Tensor *x, int64_t s, int H, int T, int D, float *rows) {
