@@ -77,7 +77,7 @@ class _Fused(torch.autograd.Function):
     def backward(ctx, grad):
         q, k, v, offsets, keep, probs = ctx.saved_tensors
         B, H, T, D = q.shape
-        dq, dk, dv = (torch.empty_strided(x.shape, x.stride(), dtype=x.dtype) for x in (q, k, v))
+        dq, dk, dv = map(torch.empty_like, (q, k, v))  # their layouts where dense, else packed
         keep_ptr = keep.data_ptr() if keep is not None else None
         lib, threads = kernel(), torch.get_num_threads()
         _check(
