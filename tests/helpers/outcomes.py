@@ -83,8 +83,8 @@ BOUNDS: dict[tuple[str, str], Bound] = {
         "test_attention::test_trained_figures_show_what_their_titles_say",
         nw_loss_ratio=Bound(high=1.0),
         bahdanau_band=Bound(low=0.55),
-        bahdanau_rows_on_diagonal=Bound(low=4),
-        transformer_rows_on_diagonal=Bound(low=4),
+        bahdanau_rows_on_diagonal=Bound(low=2),
+        transformer_rows_near_diagonal=Bound(low=4),
     ),
     # the copy task: exact copies of unseen sequences, and their teacher-forced loss
     **_of(
