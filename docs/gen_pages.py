@@ -605,6 +605,8 @@ def demo_page() -> str:
         "## What the training-outcome tests measure",
         "",
         included("outcomes/spread.md", 2),
+        "",
+        included("outcomes/spread_zen5.md", 2),
     ]
     return "\n".join(lines)
 

@@ -1,7 +1,8 @@
 """Every training-outcome bound (tests/helpers/outcomes.py) sits a stated margin beyond the
-worst value on record: this machine kind's spread (benchmarks/outcomes/spread.json) and
-every other machine's in ../shared/outcomes/*.json. A bound tightened towards one machine's
-figures fails here, in review, before it fails on a CPU nobody has measured."""
+worst value on record: the spreads of the machine kinds measured here
+(benchmarks/outcomes/spread*.json) and every other machine's in ../shared/outcomes/*.json.
+A bound tightened towards one machine's figures fails here, in review, before it fails on
+a CPU nobody has measured."""
 
 import dataclasses
 import json
@@ -10,16 +11,17 @@ from pathlib import Path
 from tests.helpers.outcomes import BOUNDS, MARGIN, Bound, margin
 
 ROOT = Path(__file__).resolve().parents[1]
-SPREAD = ROOT / "benchmarks" / "outcomes" / "spread.json"
+SPREADS = sorted((ROOT / "benchmarks" / "outcomes").glob("spread*.json"))
 OTHERS = ROOT.parent / "shared" / "outcomes"
 
 
 def recorded() -> dict[tuple[str, str], list[float]]:
-    """(test, measure) -> every extreme on record, from this repository's spread and the
+    """(test, measure) -> every extreme on record, from this repository's spreads and the
     other machines' files."""
     found: dict[tuple[str, str], list[float]] = {}
-    for row in json.loads(SPREAD.read_text(encoding="utf-8"))["rows"]:
-        found.setdefault((row["test"], row["measure"]), []).extend([row["min"], row["max"]])
+    for spread in SPREADS:
+        for row in json.loads(spread.read_text(encoding="utf-8"))["rows"]:
+            found.setdefault((row["test"], row["measure"]), []).extend([row["min"], row["max"]])
     for path in sorted(OTHERS.glob("*.json")) if OTHERS.is_dir() else []:
         for row in json.loads(path.read_text(encoding="utf-8"))["rows"]:
             found.setdefault((row["test"], row["measure"]), []).extend(

@@ -8,7 +8,8 @@ Runs `pytest -m outcome` (each test in fp32 and bf16) once per seed offset
 pytest-xdist workers), and once with two threads (one process, seed offset 0, the
 machine's own kernel).
 The tests record what they measure as JUnit XML properties; this script gathers them into
-``spread.json`` and the table ``spread.md`` beside it. About 20 minutes on 2 cores.
+``NAME.json`` and the table ``NAME.md`` beside it (``--name``, one per kind of machine).
+About 15 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -82,6 +83,12 @@ def main() -> None:
 
     own = torch.backends.cpu.get_cpu_capability().lower()
     parser.add_argument("--kernels", nargs="+", default=other_kernels() + [own])
+    parser.add_argument(
+        "--name",
+        default="spread",
+        help="the files written, NAME.json and NAME.md: one per kind of machine "
+        "(spread: Sapphire Rapids; spread_zen5: Zen 5); tests/test_bounds.py reads them all",
+    )
     args = parser.parse_args()
     combos = [(k, s, 1) for k in args.kernels for s in args.seeds]
     combos += [(args.kernels[-1], args.seeds[0], 2)]  # two threads: the machine's own kernel
@@ -116,7 +123,7 @@ def main() -> None:
                 "max_at": high[1:],
             }
         )
-    (HERE / "spread.json").write_text(
+    (HERE / f"{args.name}.json").write_text(
         json.dumps({"combos": combos, "rows": rows, "failures": sorted(set(failures))}, indent=1)
         + "\n",
         encoding="utf-8",
@@ -124,7 +131,8 @@ def main() -> None:
     lines = [
         "# The spread of the training-outcome tests' measures",
         "",
-        f"`python benchmarks/outcomes/spread.py` on {machine()}: seed offsets "
+        f"`python benchmarks/outcomes/spread.py --name {args.name}` on {machine()}, at "
+        f"{commit()}: seed offsets "
         f"{args.seeds} at one thread under the kernels {', '.join(args.kernels)}, and offset "
         f"{args.seeds[0]} at two threads under {args.kernels[-1]}; each in fp32 and bf16. "
         "Where the extreme came from: precision, kernel, seed offset, threads.",
@@ -143,7 +151,7 @@ def main() -> None:
         "Failed, under the bounds the tests had when measured (commit "
         f"{commit()}): " + ("; ".join(sorted(set(failures))) or "none") + ".",
     ]
-    (HERE / "spread.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (HERE / f"{args.name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 

@@ -74,7 +74,7 @@ def _of(test: str, **measures: Bound) -> dict[tuple[str, str], Bound]:
 
 # (test, measure) -> bound. The test is named as spread.py names it: file stem::function,
 # with its parameters other than the precision in brackets. Each bound sits MARGIN beyond
-# the worst value in benchmarks/outcomes/spread.json and ../shared/outcomes/*.json.
+# the worst value in benchmarks/outcomes/spread*.json and ../shared/outcomes/*.json.
 CHANNEL_COVARIATE = "test_channel::test_a_past_observed_covariate_reaches_the_forecast_through"
 BOUNDS: dict[tuple[str, str], Bound] = {
     # the attention figures of the study notes: a trained reversal attends on the
