@@ -89,7 +89,7 @@ BOUNDS: dict[tuple[str, str], Bound] = {
     # the copy task: exact copies of unseen sequences, and their teacher-forced loss
     **_of(
         "test_copy_task::test_tiny_transformer_learns_to_copy",
-        accuracy=Bound(low=0.85),
+        accuracy=Bound(low=0.72),  # 0.86 on a Zen 5 (spread_zen5.md): the rule's margin
         loss=Bound(high=0.3),
     ),
     **_of("test_copy_task::test_bahdanau_baseline_learns_to_copy", accuracy=Bound(low=0.8)),
