@@ -60,8 +60,9 @@ static void store(const float *rows, int64_t s, int H, int T, int D, Tensor *x) 
  * below 1e-8), times 2^n put in the exponent bits; 0 below -87, where 2^n leaves the normal
  * floats. A loop of it vectorises; one of the C library's expf does not. */
 static inline float exp_nonpositive(float x) {
-    float n = floorf(x * 1.44269504f + 0.5f);
-    float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  /* ln 2 in two parts */
+    float y = x < -87.0f ? -87.0f : x;  /* a masked cell's -inf: no float-to-int overflow */
+    float n = floorf(y * 1.44269504f + 0.5f);
+    float r = (y - n * 0.693145752f) - n * 1.42860677e-6f;  /* ln 2 in two parts */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120
               + r * (1.0f / 720 + r * (1.0f / 5040)))))));
     int32_t bits = ((int32_t)n + 127) << 23;
