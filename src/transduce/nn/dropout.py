@@ -35,20 +35,17 @@ _LEVELS = 1 << 16  # a 16-bit uniform number: one of 65536 levels
 
 
 def _kernel() -> ctypes.CDLL | None:
-    lib = native.library("dropout")
-    if lib is not None and not lib.dropout_forward.argtypes:
-        pointer, size, seed, count = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_int
-        lib.dropout_mask.argtypes = [pointer, size, seed, ctypes.c_uint32, count]
-        lib.dropout_forward.argtypes = [pointer, pointer, pointer, size, count, seed]
-        lib.dropout_forward.argtypes += [ctypes.c_uint32, ctypes.c_float, count]
-        lib.dropout_backward.argtypes = [pointer, pointer, pointer, size, count]
-        lib.dropout_backward.argtypes += [ctypes.c_float, count]
-    return lib
+    return native.library("dropout")
+
+
+def _words(shape: tuple[int, ...]) -> Tensor:
+    """Uniform 64-bit words from PyTorch's default generator."""
+    return torch.randint(-(1 << 63), (1 << 63) - 1, shape, dtype=torch.int64)
 
 
 def _seed() -> int:
-    """One 64-bit draw of PyTorch's default generator: the seed of a kernel's stream."""
-    return int(torch.randint(-(1 << 63), (1 << 63) - 1, (), dtype=torch.int64)) % (1 << 64)
+    """One word of PyTorch's default generator: the seed of a kernel's stream."""
+    return int(_words(())) % (1 << 64)
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[Tensor, float]:
@@ -61,8 +58,9 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> tuple[Tensor, fl
         keep = torch.empty(shape, dtype=torch.bool)
         lib.dropout_mask(keep.data_ptr(), n, _seed(), dropped, torch.get_num_threads())
         return keep, dropped / _LEVELS
-    words = torch.randint(-(1 << 63), (1 << 63) - 1, ((n + 3) // 4,), dtype=torch.int64)
-    uniform = words.view(torch.int16)[:n].view(shape)  # each uniform on [-32768, 32767]
+    uniform = (
+        _words(((n + 3) // 4,)).view(torch.int16)[:n].view(shape)
+    )  # each uniform on [-32768, 32767]
     return uniform >= dropped - (1 << 15), dropped / _LEVELS
 
 

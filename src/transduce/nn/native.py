@@ -21,10 +21,39 @@ import tempfile
 from pathlib import Path
 
 SOURCES = Path(__file__).with_name("csrc")
-NAMES = ("dropout", "shifted_attention")
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
 FLAGS += ["-shared", "-fPIC"]
 _loaded: dict[str, ctypes.CDLL | None] = {}
+
+
+class StridedTensor(ctypes.Structure):
+    """A tensor as shifted_attention.c reads it: data, bfloat16 or not, and the strides
+    (batch, head, step, channel) in elements of a (B, H, T, D) view."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("bf16", ctypes.c_int64)]
+    _fields_ += [(name, ctypes.c_int64) for name in ("batch", "head", "step", "channel")]
+
+
+_P, _N, _SEED, _INT, _F = (
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_uint64,
+    ctypes.c_int,
+    ctypes.c_float,
+)
+_SIZES = [_INT] * 6  # B, H, T, M, D, threads
+# each kernel's C functions and their arguments, set once when the library is loaded
+SIGNATURES = {
+    "dropout": {
+        "dropout_mask": [_P, _N, _SEED, ctypes.c_uint32, _INT],
+        "dropout_forward": [_P, _P, _P, _N, _INT, _SEED, ctypes.c_uint32, _F, _INT],
+        "dropout_backward": [_P, _P, _P, _N, _INT, _F, _INT],
+    },
+    "shifted_attention": {
+        "shifted_forward": [*[StridedTensor] * 4, _P, _P, _P, _F, _P, *_SIZES],
+        "shifted_backward": [*[StridedTensor] * 7, _P, _P, _F, _P, *_SIZES],
+    },
+}
 _why: dict[str, str] = {}  # a kernel that could not be had: the reason, for describe()
 
 
@@ -66,6 +95,8 @@ def library(name: str) -> ctypes.CDLL | None:
         cache = Path(os.environ.get("TRANSDUCE_CACHE", Path.home() / ".cache" / "transduce"))
         try:
             lib = ctypes.CDLL(str(_build(name, cache)))
+            for function, arguments in SIGNATURES[name].items():
+                getattr(lib, function).argtypes = arguments
         except (OSError, subprocess.SubprocessError) as error:
             # no compiler, a failed build or an unwritable cache
             stderr = getattr(error, "stderr", b"") or b""
@@ -77,8 +108,8 @@ def library(name: str) -> ctypes.CDLL | None:
 
 def describe() -> str:
     """One line for a run's log: whether the C kernels are in use, and if not, why."""
-    missing = {name: _why.get(name, "") for name in NAMES if library(name) is None}
+    missing = {name: _why.get(name, "") for name in SIGNATURES if library(name) is None}
     if not missing:
-        return f"C kernels: {', '.join(NAMES)}"
+        return f"C kernels: {', '.join(SIGNATURES)}"
     reasons = "; ".join(sorted(set(missing.values())))
     return f"C kernels: {', '.join(missing)} not built ({reasons}); PyTorch's operations instead"

@@ -24,29 +24,14 @@ from transduce.nn import native
 from transduce.nn.dropout import keep_mask
 
 
-class _Tensor(ctypes.Structure):
-    """A tensor as the kernel reads it: data, bfloat16 or not, strides (batch, head, step,
-    channel) in elements, for a (B, H, T, D) view."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("bf16", ctypes.c_int64)]
-    _fields_ += [(name, ctypes.c_int64) for name in ("batch", "head", "step", "channel")]
-
-
 def kernel() -> ctypes.CDLL | None:
     """The compiled kernel, or None where it cannot be had (see :mod:`transduce.nn.native`)."""
-    lib = native.library("shifted_attention")
-    if lib is not None and not lib.shifted_forward.argtypes:
-        seq = [ctypes.c_int] * 6
-        lib.shifted_forward.argtypes = [*[_Tensor] * 4, *[ctypes.c_void_p] * 3]
-        lib.shifted_forward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
-        lib.shifted_backward.argtypes = [*[_Tensor] * 7, *[ctypes.c_void_p] * 2]
-        lib.shifted_backward.argtypes += [ctypes.c_float, ctypes.c_void_p, *seq]
-    return lib
+    return native.library("shifted_attention")
 
 
-def _view(x: Tensor) -> _Tensor:
+def _view(x: Tensor) -> native.StridedTensor:
     """(B, H, T, D) ``x`` as the kernel reads it."""
-    return _Tensor(x.data_ptr(), int(x.dtype == torch.bfloat16), *x.stride())
+    return native.StridedTensor(x.data_ptr(), int(x.dtype == torch.bfloat16), *x.stride())
 
 
 def _check(failed: int) -> None:
