@@ -183,3 +183,27 @@ def test_the_ddp_wrapper_is_gone_before_the_process_group(tmp_path):
         )
     )
     assert result.stdout.count("DistributedDataParallel alive at teardown: [0]") == 2, result.stdout
+
+
+def test_a_launched_process_ends_without_python_teardown_yet_logs_everything(tmp_path):
+    """gloo's threads could abort a worker as Python tore itself down after the run had
+    saved (SIGABRT, 'terminate called without an active exception'): a worker ends at once
+    (os._exit) once its group is destroyed, its log flushed and closed."""
+    csv = write_sine(tmp_path / "sine.csv")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(FORECAST_TINY.format(csv=csv), encoding="utf-8")
+    command = ["forecast", "train", config, "model=transformer", "max_epochs=1"]
+    result = run(torchrun(*command, "--run-dir", tmp_path / "run", module="tests.training.exits"))
+    assert "Python's teardown ran" not in result.stdout
+    log = (tmp_path / "run/train.log").read_text(encoding="utf-8").splitlines()
+    assert log[-1].endswith(": reached max_epochs=1")
+    alone = subprocess.run(  # one process, no launcher: Python ends as it always does
+        [sys.executable, "-m", "tests.training.exits", *map(str, command), "threads=1"]
+        + ["--run-dir", str(tmp_path / "alone")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert "Python's teardown ran" in alone.stdout

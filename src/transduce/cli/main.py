@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -43,6 +44,16 @@ SHARED = (
 # every module torch loaded, took 0.4 s of the 1.7 s a one-sentence `translate` took on
 # a Zen 5 (`import torch` alone: 0.93 s, exiting then 1.40 s), and does nothing for them.
 QUICK_EXIT = frozenset({"translate"})
+
+
+def quick_exit(argv: list[str]) -> bool:
+    """Whether the process that ran ``argv`` ends without Python's teardown: a command of
+    ``QUICK_EXIT``, or any command in a process a launcher started (``WORLD_SIZE`` above 1).
+    Such a process has destroyed its process group when its command returns, yet gloo's C++
+    threads could still call std::terminate while the interpreter and static objects were
+    torn down beside them (SIGABRT, 'terminate called without an active exception', after a
+    run had trained and saved; now and then under load, once in CI)."""
+    return command_named(argv) in QUICK_EXIT or int(os.environ.get("WORLD_SIZE") or 1) > 1
 
 
 def commands() -> dict[str, Command]:
@@ -118,12 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The `transduce` console script: :func:`main`, then the exit status. After a command
-    of ``QUICK_EXIT`` the streams are flushed and the process ends without Python's teardown
-    (``os._exit``); any other command ends as Python ends."""
+    """The `transduce` console script: :func:`main`, then the exit status. Where
+    :func:`quick_exit` says so, the logs and streams are flushed and the process ends without
+    Python's teardown (``os._exit``); otherwise it ends as Python ends."""
     code = main()
-    if command_named(sys.argv[1:]) not in QUICK_EXIT:
+    if not quick_exit(sys.argv[1:]):
         sys.exit(code)
+    logging.shutdown()  # flushes and closes the run's train.log
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
