@@ -57,9 +57,10 @@ def grads(out, inputs):
 
 @needs_kernel
 @pytest.mark.parametrize("pattern", MASKS)
-def test_the_fused_kernel_equals_the_dense_attention_and_its_gradients(pattern):
+@pytest.mark.parametrize("head_size", [8, 6])  # the kernel sums channels 4 at a time
+def test_the_fused_kernel_equals_the_dense_attention_and_its_gradients(pattern, head_size):
     mask = MASKS[pattern]
-    q, k, v = qkv()
+    q, k, v = qkv((2, 3, 45, head_size))
     eval_dropout = torch.nn.Dropout(0.1).eval()
     out = shifted_attention(q, k, v, key_offsets(mask), eval_dropout)
     expected = dense(q, k, v, mask)

@@ -24,11 +24,11 @@ typedef struct {
     int64_t bf16, batch, head, step, channel;  /* strides in elements */
 } Tensor;
 
-/* Sequence s (= b H + h) of x, into rows (D, T). */
-static void load(const Tensor *x, int64_t s, int H, int T, int D, float *rows) {
+/* Sequence s (= b H + h) of x, into rows of stride R (steps 0 .. T - 1). */
+static void load(const Tensor *x, int64_t s, int H, int T, int D, int64_t R, float *rows) {
     int64_t base = (s / H) * x->batch + (s % H) * x->head;
     for (int d = 0; d < D; d++) {
-        float *row = rows + (int64_t)d * T;
+        float *row = rows + d * R;
         int64_t at = base + d * x->channel;
         if (x->bf16) {
             const uint16_t *p = (const uint16_t *)x->data + at;
@@ -40,10 +40,10 @@ static void load(const Tensor *x, int64_t s, int H, int T, int D, float *rows) {
     }
 }
 
-static void store(const float *rows, int64_t s, int H, int T, int D, Tensor *x) {
+static void store(const float *rows, int64_t s, int H, int T, int D, int64_t R, Tensor *x) {
     int64_t base = (s / H) * x->batch + (s % H) * x->head;
     for (int d = 0; d < D; d++) {
-        const float *row = rows + (int64_t)d * T;
+        const float *row = rows + d * R;
         int64_t at = base + d * x->channel;
         if (x->bf16) {
             uint16_t *p = (uint16_t *)x->data + at;
@@ -71,110 +71,168 @@ static inline float exp_nonpositive(float x) {
     return x < -87.0f ? 0.0f : p * scale;
 }
 
-/* The weights applied at offset m: the probabilities, times the kept cells' scale where a
- * dropout mask is given (0 where it dropped the cell). */
-static inline void applied(const float *p, const uint8_t *keep, float kept, float *w, int T) {
-    if (!keep) {
-        memcpy(w, p, sizeof(float) * T);
-        return;
+/* The contractions below work on blocks of BW steps, their sums held in registers in
+ * GCC's and Clang's vector types (a V is 16 floats: one AVX-512 register, two AVX ones):
+ * each operand is loaded once per block rather than once per offset or channel, and no
+ * partial sum goes back to memory. Rows are padded (see Rows) so that a block may read up to
+ * the largest offset before step 0 and past step T - 1, where the rows hold zeros. */
+#define BW 32
+typedef float V __attribute__((vector_size(64)));
+typedef float VU __attribute__((vector_size(64), aligned(4)));  /* unaligned loads */
+
+static inline V get(const float *p) { return *(const VU *)p; }
+static inline void put(float *p, V x) { *(VU *)p = x; }
+
+/* Rows of R floats, step 0 at `lead` (a multiple of 16 above the largest offset), zeros
+ * before it and from step T on. The loads write steps 0 .. T - 1 only, so the pads stay
+ * zero; a sum over a block past step T - 1 multiplies a zero of the queries, keys or
+ * gradient rows, so the scores' rows are zero there too and the weights read past T by the
+ * backward's sums (w[m][t + o]) are zero as well. */
+typedef struct {
+    int T, Tb, M, D;  /* Tb: T rounded up to BW */
+    int64_t R, lead;
+    const int32_t *off;
+} Rows;
+
+/* s[m][t] = sum_d a[d][t] b[d][t - off[m]], m in groups of 4 (8 registers of sums). */
+static void over_channels(const Rows *r, const float *a, const float *b, float *s) {
+    for (int t = 0; t < r->Tb; t += BW) {
+        for (int m = 0; m < r->M; m += 4) {
+            int g = r->M - m < 4 ? r->M - m : 4;
+            V acc[4][2] = {{{0}}};
+            for (int d = 0; d < r->D; d++) {
+                const float *ad = a + d * r->R + t, *bd = b + d * r->R + t;
+                V a0 = get(ad), a1 = get(ad + 16);
+                for (int i = 0; i < 4; i++) {
+                    if (i >= g) break;
+                    const float *bo = bd - r->off[m + i];
+                    acc[i][0] += a0 * get(bo);
+                    acc[i][1] += a1 * get(bo + 16);
+                }
+            }
+            for (int i = 0; i < g; i++) {
+                put(s + (m + i) * r->R + t, acc[i][0]);
+                put(s + (m + i) * r->R + t + 16, acc[i][1]);
+            }
+        }
     }
-    for (int t = 0; t < T; t++) w[t] = keep[t] ? p[t] * kept : 0.0f;
 }
 
-/* One sequence: q, k, v, out (D, T); probs, keep (M, T); rows: 2 T of scratch. */
-static void forward_one(const float *q, const float *k, const float *v, const int32_t *offsets,
-                        const uint8_t *valid, const uint8_t *keep, float kept, float *probs,
-                        float *out, float *rows, int T, int M, int D) {
-    float scale = 1.0f / sqrtf((float)D), *best = rows, *w = rows + T;
-    for (int m = 0; m < M; m++) {  /* the scores, into probs: q_t . k_{t - o} */
-        int o = offsets[m];
-        float *s = probs + (int64_t)m * T;
-        memset(s, 0, sizeof(float) * T);
-        for (int d = 0; d < D; d++) {
-            const float *qd = q + (int64_t)d * T + o, *kd = k + (int64_t)d * T;
-            float *so = s + o;
-            for (int t = 0; t < T - o; t++) so[t] += qd[t] * kd[t];
+/* y[d][t] = sum_m w[m][t] b[d][t - off[m]] (back = 0), or, with back = 1,
+ * y[d][t] = sum_m w[m][t + off[m]] b[d][t + off[m]]; d in groups of 4. */
+static void over_offsets(const Rows *r, const float *w, const float *b, int back, float *y) {
+    for (int t = 0; t < r->Tb; t += BW) {
+        for (int d = 0; d < r->D; d += 4) {
+            int g = r->D - d < 4 ? r->D - d : 4;
+            V acc[4][2] = {{{0}}};
+            for (int m = 0; m < r->M; m++) {
+                int o = r->off[m];
+                const float *wm = w + m * r->R + t + (back ? o : 0);
+                V w0 = get(wm), w1 = get(wm + 16);
+                for (int i = 0; i < 4; i++) {
+                    if (i >= g) break;
+                    const float *bd = b + (d + i) * r->R + t + (back ? o : -o);
+                    acc[i][0] += w0 * get(bd);
+                    acc[i][1] += w1 * get(bd + 16);
+                }
+            }
+            for (int i = 0; i < g; i++) {
+                put(y + (d + i) * r->R + t, acc[i][0]);
+                put(y + (d + i) * r->R + t + 16, acc[i][1]);
+            }
         }
+    }
+}
+
+/* The weights applied at each offset: the probabilities, times the kept cells' scale where
+ * a dropout mask is given (0 where it dropped the cell). */
+static void applied(const Rows *r, const float *p, const uint8_t *keep, float kept, float *w) {
+    for (int m = 0; m < r->M; m++) {
+        const float *pm = p + m * r->R;
+        float *wm = w + m * r->R;
+        if (!keep) {
+            if (wm != pm) memcpy(wm, pm, sizeof(float) * r->T);
+            continue;
+        }
+        const uint8_t *km = keep + (int64_t)m * r->T;
+        for (int t = 0; t < r->T; t++) wm[t] = km[t] ? pm[t] * kept : 0.0f;
+    }
+}
+
+/* One sequence: q, k, v, out (D rows); probs (M, T) to keep for the backward; s: M rows. */
+static void forward_one(const Rows *r, const float *q, const float *k, const float *v,
+                        const uint8_t *valid, const uint8_t *keep, float kept, float *probs,
+                        float *out, float *s, float *best, float *total) {
+    int T = r->T, M = r->M;
+    float scale = 1.0f / sqrtf((float)r->D);
+    over_channels(r, q, k, s);  /* s[m][t] = q_t . k_{t - o} */
+    for (int m = 0; m < M; m++) {
+        float *sm = s + m * r->R;
         const uint8_t *ok = valid + (int64_t)m * T;
-        for (int t = 0; t < T; t++) s[t] = ok[t] ? s[t] * scale : -INFINITY;
+        for (int t = 0; t < T; t++) sm[t] = ok[t] ? sm[t] * scale : -INFINITY;
     }
-    memcpy(best, probs, sizeof(float) * T);  /* offset 0, always allowed */
+    memcpy(best, s, sizeof(float) * T);  /* offset 0, always allowed */
     for (int m = 1; m < M; m++) {
-        const float *s = probs + (int64_t)m * T;
-        for (int t = 0; t < T; t++) best[t] = s[t] > best[t] ? s[t] : best[t];
+        const float *sm = s + m * r->R;
+        for (int t = 0; t < T; t++) best[t] = sm[t] > best[t] ? sm[t] : best[t];
     }
-    float *total = w;
     memset(total, 0, sizeof(float) * T);
     for (int m = 0; m < M; m++) {
-        float *s = probs + (int64_t)m * T;
+        float *sm = s + m * r->R;
         for (int t = 0; t < T; t++) {
-            s[t] = exp_nonpositive(s[t] - best[t]);
-            total[t] += s[t];
+            sm[t] = exp_nonpositive(sm[t] - best[t]);
+            total[t] += sm[t];
         }
     }
     for (int t = 0; t < T; t++) best[t] = 1.0f / total[t];
     for (int m = 0; m < M; m++) {
-        float *s = probs + (int64_t)m * T;
-        for (int t = 0; t < T; t++) s[t] *= best[t];
+        float *sm = s + m * r->R, *pm = probs + (int64_t)m * T;
+        for (int t = 0; t < T; t++) pm[t] = sm[t] *= best[t];
     }
-    memset(out, 0, sizeof(float) * T * D);
-    for (int m = 0; m < M; m++) {  /* out_t = sum_m w[m, t] v_{t - o_m} */
-        int o = offsets[m];
-        applied(probs + (int64_t)m * T, keep ? keep + (int64_t)m * T : 0, kept, w, T);
-        const float *wo = w + o;
-        for (int d = 0; d < D; d++) {
-            float *od = out + (int64_t)d * T + o;
-            const float *vd = v + (int64_t)d * T;
-            for (int t = 0; t < T - o; t++) od[t] += wo[t] * vd[t];
-        }
-    }
+    applied(r, s, keep, kept, s);
+    over_offsets(r, s, v, 0, out);  /* out_t = sum_m w[m, t] v_{t - o_m} */
 }
 
-/* One sequence's gradients dq, dk, dv (D, T) from grad (D, T); rows: (2 + M) T. */
-static void backward_one(const float *grad, const float *q, const float *k, const float *v,
-                         const int32_t *offsets, const uint8_t *keep, float kept,
-                         const float *probs, float *dq, float *dk, float *dv, float *rows,
-                         int T, int M, int D) {
-    float scale = 1.0f / sqrtf((float)D), *mean = rows, *w = rows + T, *dprob = rows + 2 * T;
+/* One sequence's gradients dq, dk, dv (D rows) from grad (D rows) and probs (M rows); w,
+ * ds: M rows each. */
+static void backward_one(const Rows *r, const float *grad, const float *q, const float *k,
+                         const float *v, const uint8_t *keep, float kept, const float *p,
+                         float *dq, float *dk, float *dv, float *w, float *ds, float *mean) {
+    int T = r->T, M = r->M;
+    float scale = 1.0f / sqrtf((float)r->D);
+    applied(r, p, keep, kept, w);
+    over_offsets(r, w, grad, 1, dv);  /* dv_s = sum_m w[m, s + o] g_{s + o} */
+    over_channels(r, grad, v, ds);    /* dw[m][t] = g_t . v_{t - o} */
     memset(mean, 0, sizeof(float) * T);
-    memset(dv, 0, sizeof(float) * T * D);
-    for (int m = 0; m < M; m++) {  /* dv_{t - o} += w[m, t] g_t; dp[m, t] = g_t . v_{t - o} */
-        int o = offsets[m];
-        const float *p = probs + (int64_t)m * T;
+    for (int m = 0; m < M; m++) {  /* the dropout's backward, then the softmax's */
+        float *dm = ds + m * r->R;
+        const float *pm = p + m * r->R;
         const uint8_t *km = keep ? keep + (int64_t)m * T : 0;
-        float *dp = dprob + (int64_t)m * T, *dpo = dp + o;
-        applied(p, km, kept, w, T);
-        memset(dp, 0, sizeof(float) * T);
-        const float *wo = w + o;
-        for (int d = 0; d < D; d++) {
-            const float *gd = grad + (int64_t)d * T + o, *vd = v + (int64_t)d * T;
-            float *dvd = dv + (int64_t)d * T;
-            for (int t = 0; t < T - o; t++) {
-                dvd[t] += wo[t] * gd[t];
-                dpo[t] += gd[t] * vd[t];
-            }
-        }
         if (km)
-            for (int t = 0; t < T; t++) dp[t] = km[t] ? dp[t] * kept : 0.0f;
-        for (int t = 0; t < T; t++) mean[t] += p[t] * dp[t];
+            for (int t = 0; t < T; t++) dm[t] = km[t] ? dm[t] * kept : 0.0f;
+        for (int t = 0; t < T; t++) mean[t] += pm[t] * dm[t];
     }
-    memset(dq, 0, sizeof(float) * T * D);
-    memset(dk, 0, sizeof(float) * T * D);
-    for (int m = 0; m < M; m++) {  /* the softmax's backward, then the scores' */
-        int o = offsets[m];
-        const float *p = probs + (int64_t)m * T;
-        float *ds = dprob + (int64_t)m * T;
-        for (int t = 0; t < T; t++) ds[t] = p[t] * (ds[t] - mean[t]) * scale;
-        const float *dso = ds + o;
-        for (int d = 0; d < D; d++) {
-            float *dqd = dq + (int64_t)d * T + o, *dkd = dk + (int64_t)d * T;
-            const float *qd = q + (int64_t)d * T + o, *kd = k + (int64_t)d * T;
-            for (int t = 0; t < T - o; t++) {
-                dqd[t] += dso[t] * kd[t];
-                dkd[t] += dso[t] * qd[t];
-            }
-        }
+    for (int m = 0; m < M; m++) {
+        float *dm = ds + m * r->R;
+        const float *pm = p + m * r->R;
+        for (int t = 0; t < T; t++) dm[t] = pm[t] * (dm[t] - mean[t]) * scale;
     }
+    over_offsets(r, ds, k, 0, dq);  /* dq_t = sum_m ds[m, t] k_{t - o} */
+    over_offsets(r, ds, q, 1, dk);  /* dk_s = sum_m ds[m, s + o] q_{s + o} */
+}
+
+/* The rows' layout for T steps and offsets off[0..M) (increasing). */
+static Rows rows_for(const int32_t *off, int T, int M, int D) {
+    Rows r = {T, (T + BW - 1) / BW * BW, M, D, 0, 0, off};
+    r.lead = (off[M - 1] + 16) / 16 * 16;
+    r.R = r.lead + r.Tb + r.lead;
+    return r;
+}
+
+/* n zeroed rows of r (calloc), each pointer at its step 0. */
+static float *zeroed(const Rows *r, int n) {
+    float *x = calloc((size_t)n * r->R, sizeof(float));
+    return x ? x + r->lead : 0;
 }
 
 /* Forward over all S = B H sequences; returns 0, or 1 where scratch memory ran out. */
@@ -182,24 +240,25 @@ int shifted_forward(Tensor q, Tensor k, Tensor v, Tensor out, const int32_t *off
                     const uint8_t *valid, const uint8_t *keep, float kept, float *probs,
                     int B, int H, int T, int M, int D, int threads) {
     int failed = 0;
+    Rows r = rows_for(offsets, T, M, D);
 #pragma omp parallel num_threads(threads) reduction(|| : failed)
     {
-        float *rows = malloc(sizeof(float) * ((int64_t)4 * D + 2) * T);
+        float *rows = zeroed(&r, 4 * D + M + 2);
         failed = !rows;
 #pragma omp for schedule(static)
         for (int64_t s = 0; s < (int64_t)B * H; s++) {
             if (!rows) continue;
-            float *qs = rows, *ks = qs + (int64_t)D * T, *vs = ks + (int64_t)D * T;
-            float *os = vs + (int64_t)D * T, *scratch = os + (int64_t)D * T;
+            float *qs = rows, *ks = qs + D * r.R, *vs = ks + D * r.R, *os = vs + D * r.R;
+            float *ss = os + D * r.R, *best = ss + M * r.R, *total = best + r.R;
             int64_t p = s * M * T;
-            load(&q, s, H, T, D, qs);
-            load(&k, s, H, T, D, ks);
-            load(&v, s, H, T, D, vs);
-            forward_one(qs, ks, vs, offsets, valid, keep ? keep + p : 0, kept, probs + p, os,
-                        scratch, T, M, D);
-            store(os, s, H, T, D, &out);
+            load(&q, s, H, T, D, r.R, qs);
+            load(&k, s, H, T, D, r.R, ks);
+            load(&v, s, H, T, D, r.R, vs);
+            forward_one(&r, qs, ks, vs, valid, keep ? keep + p : 0, kept, probs + p, os, ss,
+                        best, total);
+            store(os, s, H, T, D, r.R, &out);
         }
-        free(rows);
+        if (rows) free(rows - r.lead);
     }
     return failed;
 }
@@ -208,27 +267,31 @@ int shifted_backward(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor dq, Tenso
                      Tensor dv, const int32_t *offsets, const uint8_t *keep, float kept,
                      const float *probs, int B, int H, int T, int M, int D, int threads) {
     int failed = 0;
+    Rows r = rows_for(offsets, T, M, D);
 #pragma omp parallel num_threads(threads) reduction(|| : failed)
     {
-        float *rows = malloc(sizeof(float) * ((int64_t)7 * D + 2 + M) * T);
+        float *rows = zeroed(&r, 7 * D + 3 * M + 1);
         failed = !rows;
 #pragma omp for schedule(static)
         for (int64_t s = 0; s < (int64_t)B * H; s++) {
             if (!rows) continue;
-            int64_t n = (int64_t)D * T, p = s * M * T;
+            int64_t n = D * r.R, p = s * M * T;
             float *gs = rows, *qs = gs + n, *ks = qs + n, *vs = ks + n;
-            float *dqs = vs + n, *dks = dqs + n, *dvs = dks + n, *scratch = dvs + n;
-            load(&grad, s, H, T, D, gs);
-            load(&q, s, H, T, D, qs);
-            load(&k, s, H, T, D, ks);
-            load(&v, s, H, T, D, vs);
-            backward_one(gs, qs, ks, vs, offsets, keep ? keep + p : 0, kept, probs + p, dqs,
-                         dks, dvs, scratch, T, M, D);
-            store(dqs, s, H, T, D, &dq);
-            store(dks, s, H, T, D, &dk);
-            store(dvs, s, H, T, D, &dv);
+            float *dqs = vs + n, *dks = dqs + n, *dvs = dks + n, *ps = dvs + n;
+            float *ws = ps + M * r.R, *dss = ws + M * r.R, *mean = dss + M * r.R;
+            load(&grad, s, H, T, D, r.R, gs);
+            load(&q, s, H, T, D, r.R, qs);
+            load(&k, s, H, T, D, r.R, ks);
+            load(&v, s, H, T, D, r.R, vs);
+            for (int m = 0; m < M; m++)
+                memcpy(ps + m * r.R, probs + p + (int64_t)m * T, sizeof(float) * T);
+            backward_one(&r, gs, qs, ks, vs, keep ? keep + p : 0, kept, ps, dqs, dks, dvs, ws,
+                         dss, mean);
+            store(dqs, s, H, T, D, r.R, &dq);
+            store(dks, s, H, T, D, r.R, &dk);
+            store(dvs, s, H, T, D, r.R, &dv);
         }
-        free(rows);
+        if (rows) free(rows - r.lead);
     }
     return failed;
 }
