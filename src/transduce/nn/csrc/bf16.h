@@ -17,8 +17,8 @@ static inline float from_bf16(uint16_t x) {
 static inline uint16_t to_bf16(float f) {
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
-    if (f != f) return 0x7fc0;
-    return (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    uint16_t rounded = (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    return f != f ? 0x7fc0 : rounded;  /* a select, not a branch: loops of it vectorise */
 }
 
 #endif

@@ -23,17 +23,35 @@ static inline uint64_t word(uint64_t seed, int64_t w) {
     return z ^ (z >> 31);
 }
 
-/* Whether element i is kept: its 16-bit number (of word i / 4) is at least `dropped`.
- * Each element computes its own word, four times the hashing, but every element is then
- * independent of the others and a loop over them vectorises. */
-static inline uint8_t kept(uint64_t seed, int64_t i, uint32_t dropped) {
-    return ((word(seed, i >> 2) >> (16 * (i & 3))) & 0xffff) >= dropped;
+/* The 16-bit numbers of elements i0 .. i0 + n - 1 (i0 a multiple of 4, n at most CHUNK):
+ * the words hashed in a loop that vectorises, each once for its four elements, then split
+ * into their lanes (on a little-endian machine the words' bytes are the lanes in order). */
+#define CHUNK 1024
+static inline void numbers(uint64_t seed, int64_t i0, int n, uint16_t *u) {
+    uint64_t w[CHUNK / 4];
+    for (int j = 0; j < (n + 3) / 4; j++) w[j] = word(seed, i0 / 4 + j);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(u, w, sizeof(uint16_t) * n);
+#else
+    for (int j = 0; j < n; j++) u[j] = (uint16_t)(w[j / 4] >> (16 * (j % 4)));
+#endif
 }
+
+/* Over the elements CHUNK at a time (the threads share the chunks out): i0, n and the
+ * numbers u of each; BODY uses them. */
+#define CHUNKS(BODY)                                                                        \
+    _Pragma("omp parallel for num_threads(threads) schedule(static)")                      \
+    for (int64_t c = 0; c < (n + CHUNK - 1) / CHUNK; c++) {                                 \
+        int64_t i0 = c * CHUNK;                                                             \
+        int m = n - i0 < CHUNK ? (int)(n - i0) : CHUNK;                                     \
+        uint16_t u[CHUNK];                                                                  \
+        numbers(seed, i0, m, u);                                                            \
+        BODY                                                                                \
+    }
 
 /* The mask alone: keep[i] = 1 where element i is kept. */
 void dropout_mask(uint8_t *keep, int64_t n, uint64_t seed, uint32_t dropped, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t i = 0; i < n; i++) keep[i] = kept(seed, i, dropped);
+    CHUNKS(for (int j = 0; j < m; j++) keep[i0 + j] = u[j] >= dropped;)
 }
 
 /* out = x * scale where kept, else 0, in one pass, with the mask written to keep. */
@@ -41,12 +59,11 @@ void dropout_mask(uint8_t *keep, int64_t n, uint64_t seed, uint32_t dropped, int
     {                                                                                       \
         const T *a = (const T *)x;                                                          \
         T *b = (T *)out;                                                                    \
-        _Pragma("omp parallel for num_threads(threads) schedule(static)")                  \
-        for (int64_t i = 0; i < n; i++) {                                                   \
-            uint8_t k = kept(seed, i, dropped);                                             \
-            keep[i] = k;                                                                    \
-            b[i] = STORE(k ? LOAD(a[i]) * scale : 0.0f);                                    \
-        }                                                                                   \
+        CHUNKS(for (int j = 0; j < m; j++) {                                                \
+            uint8_t k = u[j] >= dropped;                                                    \
+            keep[i0 + j] = k;                                                               \
+            b[i0 + j] = STORE(k ? LOAD(a[i0 + j]) * scale : 0.0f);                          \
+        })                                                                                  \
     }
 #define SAME(v) (v)
 

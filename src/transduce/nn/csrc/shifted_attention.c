@@ -24,35 +24,58 @@ typedef struct {
     int64_t bf16, batch, head, step, channel;  /* strides in elements */
 } Tensor;
 
-/* Sequence s (= b H + h) of x, into rows of stride R (steps 0 .. T - 1). */
+/* Sequence s (= b H + h) of x, into rows of stride R (steps 0 .. T - 1), in the tensor's
+ * own order: a row at a time where steps are next to each other (time last), else a step
+ * at a time, its channels read in a run and written one to each row. */
 static void load(const Tensor *x, int64_t s, int H, int T, int D, int64_t R, float *rows) {
-    int64_t base = (s / H) * x->batch + (s % H) * x->head;
-    for (int d = 0; d < D; d++) {
-        float *row = rows + d * R;
-        int64_t at = base + d * x->channel;
-        if (x->bf16) {
-            const uint16_t *p = (const uint16_t *)x->data + at;
-            for (int t = 0; t < T; t++) row[t] = from_bf16(p[t * x->step]);
-        } else {
-            const float *p = (const float *)x->data + at;
-            for (int t = 0; t < T; t++) row[t] = p[t * x->step];
+    int64_t base = (s / H) * x->batch + (s % H) * x->head, c = x->channel, st = x->step;
+    const uint16_t *h = (const uint16_t *)x->data + base;
+    const float *f = (const float *)x->data + base;
+    if (st == 1 || c != 1) {
+        for (int d = 0; d < D; d++) {
+            float *row = rows + d * R;
+            if (x->bf16)
+                for (int t = 0; t < T; t++) row[t] = from_bf16(h[d * c + t * st]);
+            else
+                for (int t = 0; t < T; t++) row[t] = f[d * c + t * st];
         }
+        return;
+    }
+    for (int t = 0; t < T; t++) {
+        if (x->bf16)
+            for (int d = 0; d < D; d++) rows[d * R + t] = from_bf16(h[t * st + d]);
+        else
+            for (int d = 0; d < D; d++) rows[d * R + t] = f[t * st + d];
     }
 }
 
+/* Rows of stride R (steps 0 .. T - 1) into sequence s of x, likewise. In bfloat16 across
+ * time, blocks of 16 steps and 16 channels are rounded together (a loop that vectorises),
+ * then moved to where the tensor holds them. */
 static void store(const float *rows, int64_t s, int H, int T, int D, int64_t R, Tensor *x) {
-    int64_t base = (s / H) * x->batch + (s % H) * x->head;
-    for (int d = 0; d < D; d++) {
-        const float *row = rows + d * R;
-        int64_t at = base + d * x->channel;
-        if (x->bf16) {
-            uint16_t *p = (uint16_t *)x->data + at;
-            for (int t = 0; t < T; t++) p[t * x->step] = to_bf16(row[t]);
-        } else {
-            float *p = (float *)x->data + at;
-            for (int t = 0; t < T; t++) p[t * x->step] = row[t];
+    int64_t base = (s / H) * x->batch + (s % H) * x->head, c = x->channel, st = x->step;
+    uint16_t *h = (uint16_t *)x->data + base, tile[16][16];
+    float *f = (float *)x->data + base;
+    if (st == 1 || c != 1 || !x->bf16) {
+        for (int d = 0; d < D; d++) {
+            const float *row = rows + d * R;
+            if (x->bf16)
+                for (int t = 0; t < T; t++) h[d * c + t * st] = to_bf16(row[t]);
+            else
+                for (int t = 0; t < T; t++) f[d * c + t * st] = row[t];
         }
+        return;
     }
+    for (int t0 = 0; t0 < T; t0 += 16)
+        for (int d0 = 0; d0 < D; d0 += 16) {
+            int nt = T - t0 < 16 ? T - t0 : 16, nd = D - d0 < 16 ? D - d0 : 16;
+            for (int d = 0; d < nd; d++) {
+                const float *row = rows + (d0 + d) * R + t0;
+                for (int j = 0; j < 16; j++) tile[d][j] = to_bf16(row[j]);  /* pads: zeros */
+            }
+            for (int j = 0; j < nt; j++)
+                for (int d = 0; d < nd; d++) h[(t0 + j) * st + d0 + d] = tile[d][j];
+        }
 }
 
 /* exp(x) for x <= 0 (a score less the largest of its step), to a few units in the last
