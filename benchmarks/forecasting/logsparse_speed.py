@@ -105,6 +105,7 @@ def use(path: str) -> None:
     """Route the forecaster's sparse attention the ``path`` way ("fused": the library's),
     and its dropout through the C kernel for "fused" and "none", else PyTorch's generator."""
     own = {"gathered": gathered_attention, "sliced": sliced_attention, "none": no_attention}
+    own = {name: _unbinding(f) for name, f in own.items()}
     own["shifted"] = logsparse.shifted_attention_ops
     native._loaded.pop("dropout", None)
     if path not in ("fused", "none"):
@@ -112,6 +113,11 @@ def use(path: str) -> None:
     elif fused.kernel() is None or native.library("dropout") is None:
         raise SystemExit("the fused path needs a C compiler (cc, or $CC); none built it")
     logsparse.shifted_attention = own.get(path, LIBRARY)
+
+
+def _unbinding(attention):
+    """``attention(q, k, v, keys, dropout)`` as the library calls it: (qk, v, keys, dropout)."""
+    return lambda qk, v, keys, dropout: attention(*qk.unbind(1), v, keys, dropout)
 
 
 LIBRARY = logsparse.shifted_attention

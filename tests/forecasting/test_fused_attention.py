@@ -62,7 +62,7 @@ def test_the_fused_kernel_equals_the_dense_attention_and_its_gradients(pattern, 
     mask = MASKS[pattern]
     q, k, v = qkv((2, 3, 45, head_size))
     eval_dropout = torch.nn.Dropout(0.1).eval()
-    out = shifted_attention(q, k, v, key_offsets(mask), eval_dropout)
+    out = shifted_attention(torch.stack((q, k), 1), v, key_offsets(mask), eval_dropout)
     expected = dense(q, k, v, mask)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
     for got, want in zip(grads(out, (q, k, v)), grads(expected, (q, k, v))):
@@ -75,7 +75,7 @@ def test_the_fused_dropout_drops_the_cells_of_its_mask_and_scales_the_rest():
     q, k, v = qkv()
     offsets, valid = key_offsets(mask)
     torch.manual_seed(7)
-    out = fused.fused_attention(q, k, v, (offsets, valid), 0.25)
+    out = fused.fused_attention(torch.stack((q, k), 1), v, (offsets, valid), 0.25)
     torch.manual_seed(7)  # the same draws: the mask the kernel was given
     keep, p = keep_mask((6, len(offsets), 45), 0.25)
     expected = dense(q, k, v, mask, keep, p)
@@ -87,14 +87,14 @@ def test_the_fused_dropout_drops_the_cells_of_its_mask_and_scales_the_rest():
 
 @needs_kernel
 def test_bfloat16_in_any_layout_on_any_number_of_threads():
-    """Queries as a convolution leaves them (time last behind the view) and values as a
-    linear layer does ((B, T, H · D) behind): read where they lie, in bfloat16, and the
-    gradients returned in the same layouts and type."""
+    """Queries and keys as a convolution leaves them (time last behind the view) and values
+    as a linear layer does ((B, T, H · D) behind): read where they lie, in bfloat16, and
+    the gradients returned in the same layouts and type."""
     B, H, T, D = 2, 3, 45, 8
     torch.manual_seed(2)
-    conv = torch.randn(B, H * D, T, dtype=torch.bfloat16).view(B, H, D, T).transpose(2, 3)
+    conv = torch.randn(B, 2 * H * D, T, dtype=torch.bfloat16).view(B, 2, H, D, T)
     linear = torch.randn(B, T, H * D, dtype=torch.bfloat16).view(B, T, H, D).transpose(1, 2)
-    q, k, v = (x.detach().requires_grad_() for x in (conv, conv * 0.5, linear))
+    qk, v = (x.detach().requires_grad_() for x in (conv.transpose(-1, -2), linear))
     keys = key_offsets(MASKS["local"])
     eval_dropout = torch.nn.Dropout(0.0)
     outputs = []
@@ -102,16 +102,17 @@ def test_bfloat16_in_any_layout_on_any_number_of_threads():
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            out = shifted_attention(q, k, v, keys, eval_dropout)
-            outputs.append((out, *grads(out, (q, k, v))))
+            out = shifted_attention(qk, v, keys, eval_dropout)
+            outputs.append((out, *grads(out, (qk, v))))
     finally:
         torch.set_num_threads(before)
     for one, two in zip(*outputs):
         assert torch.equal(one, two)  # each sequence is one thread's, whole
-    out, dq, dk, dv = outputs[0]
+    out, dqk, dv = outputs[0]
     assert out.dtype == torch.bfloat16 and out.transpose(1, 2).is_contiguous()
-    assert (dq.stride(), dv.stride()) == (q.stride(), v.stride()) and dk.dtype == torch.bfloat16
-    reference = shifted_attention_ops(q.float(), k.float(), v.float(), keys, eval_dropout)
+    assert (dqk.stride(), dv.stride()) == (qk.stride(), v.stride())
+    assert dqk.dtype == dv.dtype == torch.bfloat16
+    reference = shifted_attention_ops(qk.float(), v.float(), keys, eval_dropout)
     torch.testing.assert_close(out.float(), reference, atol=1e-2, rtol=1e-2)
     # rounded to the nearest bfloat16, as PyTorch rounds (truncated, half would differ)
     assert (out == reference.to(torch.bfloat16)).float().mean() > 0.99
@@ -124,5 +125,5 @@ def test_without_a_compiler_the_attention_keeps_pytorchs_path(monkeypatch, tmp_p
     monkeypatch.setenv("TRANSDUCE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     assert fused.kernel() is None and not fused.usable(q, k, v)
-    out = shifted_attention(q, k, v, key_offsets(mask), torch.nn.Dropout(0.0))
+    out = shifted_attention(torch.stack((q, k), 1), v, key_offsets(mask), torch.nn.Dropout(0.0))
     torch.testing.assert_close(out, dense(q, k, v, mask), atol=1e-5, rtol=1e-5)

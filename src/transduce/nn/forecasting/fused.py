@@ -41,7 +41,8 @@ def _check(failed: int) -> None:
 
 class _Fused(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, offsets, valid, keep, kept):
+    def forward(ctx, qk, v, offsets, valid, keep, kept):
+        q, k = qk.unbind(1)
         B, H, T, D = q.shape
         M = offsets.numel()
         probs = q.new_empty(B * H, M, T, dtype=torch.float32)
@@ -54,15 +55,17 @@ class _Fused(torch.autograd.Function):
                 kept, probs.data_ptr(), B, H, T, M, D, threads
             )
         )  # fmt: skip
-        ctx.save_for_backward(q, k, v, offsets, keep, probs)
+        ctx.save_for_backward(qk, v, offsets, keep, probs)
         ctx.kept = kept
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        q, k, v, offsets, keep, probs = ctx.saved_tensors
+        qk, v, offsets, keep, probs = ctx.saved_tensors
+        q, k = qk.unbind(1)
         B, H, T, D = q.shape
-        dq, dk, dv = map(torch.empty_like, (q, k, v))  # their layouts where dense, else packed
+        dqk, dv = map(torch.empty_like, (qk, v))  # their layouts where dense, else packed
+        dq, dk = dqk.unbind(1)
         keep_ptr = keep.data_ptr() if keep is not None else None
         lib, threads = kernel(), torch.get_num_threads()
         _check(
@@ -71,12 +74,12 @@ class _Fused(torch.autograd.Function):
                 ctx.kept, probs.data_ptr(), B, H, T, offsets.numel(), D, threads
             )
         )  # fmt: skip
-        return dq, dk, dv, None, None, None, None
+        return dqk, dv, None, None, None, None
 
 
 def usable(*xs: Tensor) -> bool:
-    """Whether the fused kernel can take these (B, H, T, D) tensors (any strides): on the
-    CPU, in float32 or bfloat16, and the kernel compiled."""
+    """Whether the fused kernel can take these tensors (any strides): on the CPU, in
+    float32 or bfloat16, and the kernel compiled."""
     return (
         all(x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) for x in xs)
         and kernel() is not None
@@ -84,10 +87,11 @@ def usable(*xs: Tensor) -> bool:
 
 
 def fused_attention(
-    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout_p: float
+    qk: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout_p: float
 ) -> Tensor:
     """The attention of :func:`~transduce.nn.forecasting.logsparse.shifted_attention`,
-    fused. Args: q, k, v (B, H, T, D), any strides; ``keys``: the offsets (M,) and the
+    fused. Args: qk (B, 2, H, T, D): queries and keys; v (B, H, T, D); any strides, the
+    gradients returned in the same layouts; ``keys``: the offsets (M,) and the
     (T, M) cells each step may attend (:func:`~.logsparse.key_offsets`); ``dropout_p`` on
     the weights (0 outside training). Returns (B, H, T, D) in v's type, a view of a
     (B, T, H · D) tensor."""
@@ -95,8 +99,8 @@ def fused_attention(
     valid = keys[1].t().to(torch.uint8).contiguous()  # (M, T)
     mask, kept = None, 1.0
     if dropout_p > 0:
-        B, H, T, _ = q.shape
+        B, _, H, T, _ = qk.shape
         keep, p = keep_mask((B * H, offsets.numel(), T), dropout_p)
         if p > 0:
             mask, kept = keep.view(torch.uint8), 1.0 / (1.0 - p)
-    return _Fused.apply(q, k, v, offsets, valid, mask, kept)
+    return _Fused.apply(qk, v, offsets, valid, mask, kept)

@@ -200,19 +200,21 @@ def _time_last(x: Tensor) -> Tensor:
 
 
 def shifted_attention(
-    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
+    qk: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
 ) -> Tensor:
     """Attention of each step on the steps ``keys`` (:func:`key_offsets`) allow: fused into
     one pass per sequence by a compiled kernel where it can be had (:mod:`.fused`), else
     :func:`shifted_attention_ops`; both give the same to 1e-5.
-    Args: q, k, v (B, H, T, Dh). Returns (B, H, T, Dh)."""
-    if not fused.usable(q, k, v):
-        return shifted_attention_ops(q, k, v, keys, dropout)
-    return fused.fused_attention(q, k, v, keys, dropout.p if dropout.training else 0.0)
+    Args: qk (B, 2, H, T, Dh): the queries (``qk[:, 0]``) and keys (``qk[:, 1]``) in one
+    tensor, whose gradient then comes back whole, in its own layout; v (B, H, T, Dh).
+    Returns (B, H, T, Dh)."""
+    if not fused.usable(qk, v):
+        return shifted_attention_ops(qk, v, keys, dropout)
+    return fused.fused_attention(qk, v, keys, dropout.p if dropout.training else 0.0)
 
 
 def shifted_attention_ops(
-    q: Tensor, k: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
+    qk: Tensor, v: Tensor, keys: tuple[tuple[int, ...], Tensor], dropout: nn.Module
 ) -> Tensor:
     """:func:`shifted_attention` in PyTorch's operations, from shifted views of the keys
     and values: the score of step t at offset o is q_t · k_{t−o}, read off ``q[o:]`` and
@@ -223,8 +225,9 @@ def shifted_attention_ops(
     Inside, time is the last axis: with the M offsets (or Dh) last, the softmax and the
     products ran along rows of 9 to 16 numbers, and on a Zen 5 the training step of M4
     Hourly's LogSparse model took 17% longer in bf16 (7% in float32).
-    Args: q, k, v (B, H, T, Dh). Returns (B, H, T, Dh)."""
+    Args: qk (B, 2, H, T, Dh), v (B, H, T, Dh). Returns (B, H, T, Dh)."""
     offsets, valid = keys
+    q, k = qk.unbind(1)
     given = v.dtype  # in float32: PyTorch's bfloat16 addcmul_ on a CPU ran 3× slower
     q, k, v = (_time_last(x) for x in (q, k, v))  # (B, H, Dh, T) each
     scores = _ShiftedScores.apply(q, k, offsets) / math.sqrt(q.shape[-2])  # (B, H, M, T)
@@ -262,17 +265,16 @@ class ConvSelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_size).transpose(1, 2)  # (B, H, T, Dh)
 
-    def _queries_and_keys(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    def _queries_and_keys(self, x: Tensor) -> Tensor:
         """The causal convolutions of queries and keys, as one convolution of both weights
         over one padded copy of the input (half the calls and copies of two): step t sees
-        steps t − k + 1 … t. Returns q, k (B, H, T, Dh), views of a (B, 2, H, Dh, T)
-        tensor (time last, as the fused attention reads them)."""
+        steps t − k + 1 … t. Returns qk (B, 2, H, T, Dh): queries, keys; a view of a (B, 2,
+        H, Dh, T) tensor (time last, as the fused attention reads them)."""
         B, T, _ = x.shape
         padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, D, k − 1 + T)
         weight = torch.cat([self.q_conv.weight, self.k_conv.weight])  # (2D, D, k)
         both = F.conv1d(padded, weight, torch.cat([self.q_conv.bias, self.k_conv.bias]))
-        q, k = both.view(B, 2, self.num_heads, self.head_size, T).transpose(-1, -2).unbind(1)
-        return q, k
+        return both.view(B, 2, self.num_heads, self.head_size, T).transpose(-1, -2)
 
     def forward(
         self,
@@ -284,15 +286,16 @@ class ConvSelfAttention(nn.Module):
         """Args: x (B, T, D); mask (T, T) boolean, True: may attend (causal); ``keys``: the
         mask's :func:`key_offsets`, to attend on those cells only (sparse).
         Returns: (B, T, D) and, if asked, the weights (B, H, T, T)."""
-        q, k = self._queries_and_keys(x)  # (B, H, T, Dh)
+        qk = self._queries_and_keys(x)  # (B, 2, H, T, Dh)
         v = self._heads(self.v_proj(x))
         scale = math.sqrt(self.head_size)
         if keys is None or need_weights:
+            q, k = qk.unbind(1)
             scores = q @ k.transpose(-2, -1) / scale  # (B, H, T, T)
             weights = self.dropout(masked_softmax(scores, mask=mask))
             out = weights @ v
         else:
-            out, weights = shifted_attention(q, k, v, keys, self.dropout), None
+            out, weights = shifted_attention(qk, v, keys, self.dropout), None
         B, H, T, Dh = out.shape
         out = self.out_proj(out.transpose(1, 2).reshape(B, T, H * Dh))
         return out, (weights if need_weights else None)
