@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from transduce.nn import native
-from transduce.nn.dropout import Dropout, dropout, keep_mask
+from transduce.nn.dropout import Dropout, dropout, dropout_add, keep_mask
 
 
 @pytest.fixture(params=["kernel", "pytorch"], autouse=True)
@@ -143,3 +143,42 @@ def test_the_mask_is_the_same_on_any_number_of_threads():
     finally:
         torch.set_num_threads(before)
     assert torch.equal(*masks)
+
+
+F32, BF16 = torch.float32, torch.bfloat16
+
+
+@pytest.mark.parametrize("types", [(F32, F32), (F32, BF16), (BF16, F32), (BF16, BF16)])
+def test_dropout_add_is_the_sum_with_the_mask_dropout_draws(types, words):
+    """x + dropout(y): the mask :func:`dropout` draws under the same seed, and the gradients
+    the sum's (for x) and the kept part of it, scaled (for y), each in its input's type. The
+    kernel sums in float32 and rounds once to the promoted type; the fallback is the sum
+    as written (bfloat16's dropout rounded before the sum)."""
+    torch.manual_seed(3)
+    x = torch.randn(5, 1031).to(types[0]).requires_grad_()
+    y = torch.randn(5, 1031).to(types[1]).requires_grad_()
+    torch.manual_seed(9)
+    keep, q = keep_mask(x.shape, 0.3)
+    torch.manual_seed(9)
+    out = dropout_add(x, y, 0.3)
+    assert out.dtype == torch.promote_types(*types)
+    scale = 1 / (1 - q)  # a float32 factor, as both paths apply it
+    exact = dict(rtol=0, atol=0) if words == "kernel" else dict(rtol=1e-2, atol=1e-2)
+    expected = x.detach().float() + torch.where(keep, y.detach().float() * scale, 0.0)
+    torch.testing.assert_close(out, expected.to(out.dtype), **exact)
+    g = torch.randn(out.shape).to(out.dtype)
+    dx, dy = torch.autograd.grad(out, (x, y), g)
+    assert (dx.dtype, dy.dtype) == types
+    torch.testing.assert_close(dx, g.to(types[0]), rtol=0, atol=0)
+    want = torch.where(keep, g.float() * scale, 0.0).to(types[1])
+    torch.testing.assert_close(dy, want, **exact)
+
+
+def test_dropout_add_outside_training_or_of_other_shapes_is_the_plain_sum():
+    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    assert torch.equal(dropout_add(x, y, 0.5, training=False), x + y)
+    assert torch.equal(Dropout(0.5).eval().add(x, y), x + y)
+    torch.manual_seed(5)
+    row = dropout_add(x, y[:1], 0.5)  # broadcast: x + dropout(y) as written
+    torch.manual_seed(5)
+    assert torch.equal(row, x + dropout(y[:1], 0.5))

@@ -85,14 +85,49 @@ class _Dropout(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         (keep,) = ctx.saved_tensors
-        grad = grad.contiguous()
-        out = torch.empty_like(grad)
-        bf16, threads = int(grad.dtype == torch.bfloat16), torch.get_num_threads()
-        _kernel().dropout_backward(
-            grad.data_ptr(), out.data_ptr(), keep.data_ptr(), grad.numel(), bf16, ctx.scale,
-            threads
+        return _kept(grad, keep, ctx.scale, grad.dtype), None
+
+
+def _bf16(x: Tensor) -> int:
+    return int(x.dtype == torch.bfloat16)
+
+
+def _kept(grad: Tensor, keep: Tensor, scale: float, dtype: torch.dtype) -> Tensor:
+    """The gradient through a kernel's dropout: ``grad`` × scale where ``keep``, else 0, as
+    ``dtype``."""
+    grad = grad.contiguous()
+    out = torch.empty(grad.shape, dtype=dtype)
+    _kernel().dropout_backward(
+        grad.data_ptr(), out.data_ptr(), keep.data_ptr(), grad.numel(),
+        _bf16(grad) | _bf16(out) << 1, scale, torch.get_num_threads()
+    )  # fmt: skip
+    return out
+
+
+class _DropoutAdd(torch.autograd.Function):
+    """x + the kernel's dropout of y, in one pass and in the promoted type (so a bfloat16 y
+    is neither rounded after its scaling nor copied to float32 before the sum); x's gradient
+    is the sum's, y's the kept part of it, scaled."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, y: Tensor, p: float) -> Tensor:
+        dropped = round(p * _LEVELS)
+        scale = 1.0 / (1.0 - dropped / _LEVELS)
+        out = torch.empty(x.shape, dtype=torch.promote_types(x.dtype, y.dtype))
+        keep = torch.empty(x.shape, dtype=torch.bool)
+        _kernel().dropout_add_forward(
+            x.data_ptr(), y.data_ptr(), out.data_ptr(), keep.data_ptr(), x.numel(),
+            _bf16(x) | _bf16(y) << 1 | _bf16(out) << 2, _seed(), dropped, scale,
+            torch.get_num_threads()
         )  # fmt: skip
-        return out, None
+        ctx.save_for_backward(keep)
+        ctx.scale, ctx.y_dtype = scale, y.dtype
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (keep,) = ctx.saved_tensors
+        return grad, _kept(grad, keep, ctx.scale, ctx.y_dtype), None
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
@@ -109,8 +144,32 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return x * (keep.to(x.dtype) * (1.0 / (1.0 - q)))
 
 
+def dropout_add(x: Tensor, y: Tensor, p: float, training: bool = True) -> Tensor:
+    """``x + dropout(y, p, training)``, a residual connection's sum: in one pass of the C
+    kernel where it is built and x and y are contiguous float32 or bfloat16 CPU tensors of
+    one shape (the same mask as :func:`dropout` would draw), else as written."""
+    fused = (
+        training
+        and 0 < p < 1
+        and round(p * _LEVELS) > 0
+        and x.shape == y.shape
+        and all(
+            t.device.type == "cpu" and t.dtype in (torch.float32, torch.bfloat16) for t in (x, y)
+        )
+        and x.is_contiguous()
+        and y.is_contiguous()
+    )
+    if fused and _kernel():
+        return _DropoutAdd.apply(x, y, p)
+    return x + dropout(y, p, training)
+
+
 class Dropout(nn.Dropout):
     """``nn.Dropout`` (its checks, its state dict: none) whose forward is :func:`dropout`."""
 
     def forward(self, x: Tensor) -> Tensor:  # noqa: D102
         return dropout(x, self.p, self.training)
+
+    def add(self, x: Tensor, y: Tensor) -> Tensor:
+        """``x + self(y)``, in one pass where it can be (:func:`dropout_add`)."""
+        return dropout_add(x, y, self.p, self.training)

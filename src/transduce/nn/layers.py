@@ -58,7 +58,7 @@ class PostNorm(nn.Module):
     def forward(self, x: Tensor, sublayer: Sublayer) -> tuple[Tensor, Any]:
         """Returns the new x and whatever else the sub-layer returned (weights, cache)."""
         y, extra = sublayer(x)
-        return self.norm(x + self.dropout(y)), extra
+        return self.norm(self.dropout.add(x, y)), extra
 
 
 class PreNorm(nn.Module):
@@ -72,7 +72,7 @@ class PreNorm(nn.Module):
     def forward(self, x: Tensor, sublayer: Sublayer) -> tuple[Tensor, Any]:
         """Returns the new x and whatever else the sub-layer returned (weights, cache)."""
         y, extra = sublayer(self.norm(x))
-        return x + self.dropout(y), extra
+        return self.dropout.add(x, y), extra
 
 
 class EncoderLayer(nn.Module):

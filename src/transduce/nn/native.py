@@ -47,6 +47,7 @@ SIGNATURES = {
     "dropout": {
         "dropout_mask": [_P, _N, _SEED, ctypes.c_uint32, _INT],
         "dropout_forward": [_P, _P, _P, _N, _INT, _SEED, ctypes.c_uint32, _F, _INT],
+        "dropout_add_forward": [_P, _P, _P, _P, _N, _INT, _SEED, ctypes.c_uint32, _F, _INT],
         "dropout_backward": [_P, _P, _P, _N, _INT, _F, _INT],
     },
     "shifted_attention": {

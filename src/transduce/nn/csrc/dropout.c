@@ -16,6 +16,14 @@
 
 #include "bf16.h"
 
+/* One rounding per operation, as PyTorch's x + y * scale has them: no fused multiply-add,
+ * which the vectorised loops and their scalar tails could otherwise use differently. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 static inline uint64_t word(uint64_t seed, int64_t w) {
     uint64_t z = seed + (uint64_t)(w + 1) * 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -75,19 +83,48 @@ void dropout_forward(const void *x, void *out, uint8_t *keep, int64_t n, int bf1
         FORWARD(float, SAME, SAME)
 }
 
-/* The gradient: grad * scale where kept, else 0. */
-#define BACKWARD(T, LOAD, STORE)                                                            \
+/* out = x + (y * scale where kept, else 0): a residual connection's dropout and sum in
+ * one pass, the mask written to keep. `types`: bit 0 x, bit 1 y, bit 2 out in bfloat16 (out
+ * is bfloat16 only where x and y both are, as PyTorch promotes). */
+#define ADD(TX, LX, TY, LY, TO, SO)                                                         \
     {                                                                                       \
-        const T *a = (const T *)grad;                                                       \
-        T *b = (T *)out;                                                                    \
+        const TX *a = (const TX *)x;                                                        \
+        const TY *b = (const TY *)y;                                                        \
+        TO *o = (TO *)out;                                                                  \
+        CHUNKS(for (int j = 0; j < m; j++) {                                                \
+            uint8_t k = u[j] >= dropped;                                                    \
+            keep[i0 + j] = k;                                                               \
+            o[i0 + j] = SO(LX(a[i0 + j]) + (k ? LY(b[i0 + j]) * scale : 0.0f));            \
+        })                                                                                  \
+    }
+
+void dropout_add_forward(const void *x, const void *y, void *out, uint8_t *keep, int64_t n,
+                         int types, uint64_t seed, uint32_t dropped, float scale,
+                         int threads) {
+    switch (types) {
+        case 0: ADD(float, SAME, float, SAME, float, SAME) break;
+        case 1: ADD(uint16_t, from_bf16, float, SAME, float, SAME) break;
+        case 2: ADD(float, SAME, uint16_t, from_bf16, float, SAME) break;
+        default: ADD(uint16_t, from_bf16, uint16_t, from_bf16, uint16_t, to_bf16) break;
+    }
+}
+
+/* The gradient: grad * scale where kept, else 0. `types`: bit 0 grad, bit 1 out in
+ * bfloat16 (they differ where a sum's gradient goes back to an input of the other type). */
+#define BACKWARD(TG, LOAD, TO, STORE)                                                       \
+    {                                                                                       \
+        const TG *a = (const TG *)grad;                                                     \
+        TO *b = (TO *)out;                                                                  \
         _Pragma("omp parallel for num_threads(threads) schedule(static)")                  \
         for (int64_t i = 0; i < n; i++) b[i] = STORE(keep[i] ? LOAD(a[i]) * scale : 0.0f);  \
     }
 
-void dropout_backward(const void *grad, void *out, const uint8_t *keep, int64_t n, int bf16,
+void dropout_backward(const void *grad, void *out, const uint8_t *keep, int64_t n, int types,
                       float scale, int threads) {
-    if (bf16)
-        BACKWARD(uint16_t, from_bf16, to_bf16)
-    else
-        BACKWARD(float, SAME, SAME)
+    switch (types) {
+        case 0: BACKWARD(float, SAME, float, SAME) break;
+        case 1: BACKWARD(uint16_t, from_bf16, float, SAME) break;
+        case 2: BACKWARD(float, SAME, uint16_t, to_bf16) break;
+        default: BACKWARD(uint16_t, from_bf16, uint16_t, to_bf16) break;
+    }
 }

@@ -204,10 +204,9 @@ def shifted_attention(
 ) -> Tensor:
     """Attention of each step on the steps ``keys`` (:func:`key_offsets`) allow: fused into
     one pass per sequence by a compiled kernel where it can be had (:mod:`.fused`), else
-    :func:`shifted_attention_ops`; both give the same to 1e-5.
-    Args: qk (B, 2, H, T, Dh): the queries (``qk[:, 0]``) and keys (``qk[:, 1]``) in one
-    tensor, whose gradient then comes back whole, in its own layout; v (B, H, T, Dh).
-    Returns (B, H, T, Dh)."""
+    :func:`shifted_attention_ops`; both give the same to 1e-5. Args: qk (B, 2, H, T, Dh):
+    queries and keys in one tensor, whose gradient comes back whole, in its own layout; v
+    (B, H, T, Dh). Returns (B, H, T, Dh)."""
     if not fused.usable(qk, v):
         return shifted_attention_ops(qk, v, keys, dropout)
     return fused.fused_attention(qk, v, keys, dropout.p if dropout.training else 0.0)
@@ -268,8 +267,7 @@ class ConvSelfAttention(nn.Module):
     def _queries_and_keys(self, x: Tensor) -> Tensor:
         """The causal convolutions of queries and keys, as one convolution of both weights
         over one padded copy of the input (half the calls and copies of two): step t sees
-        steps t − k + 1 … t. Returns qk (B, 2, H, T, Dh): queries, keys; a view of a (B, 2,
-        H, Dh, T) tensor (time last, as the fused attention reads them)."""
+        steps t − k + 1 … t. Returns qk (B, 2, H, T, Dh), time last behind the view."""
         B, T, _ = x.shape
         padded = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))  # (B, D, k − 1 + T)
         weight = torch.cat([self.q_conv.weight, self.k_conv.weight])  # (2D, D, k)
@@ -317,8 +315,8 @@ class LogSparseLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, keys, need_weights: bool = False):
         h, weights = self.attention(self.norm1(x), mask, keys, need_weights)
-        x = x + self.dropout(h)
-        return x + self.dropout(self.ffn(self.norm2(x))), weights
+        x = self.dropout.add(x, h)
+        return self.dropout.add(x, self.ffn(self.norm2(x))), weights
 
 
 class LogSparseForecaster(nn.Module):

@@ -39,7 +39,7 @@ class PostBatchNorm(nn.Module):
 
     def forward(self, x: Tensor, sublayer):
         y, extra = sublayer(x)
-        h = x + self.dropout(y)  # (B, N, D)
+        h = self.dropout.add(x, y)  # (B, N, D)
         return self.norm(h.transpose(1, 2)).transpose(1, 2), extra
 
 
