@@ -115,7 +115,11 @@ def use_torch_dropout() -> None:
     def torch_dropout(x, p, training=True):
         return F.dropout(x, p, training) if p > 0 else x
 
+    def torch_dropout_add(x, y, p, training=True):  # the residuals' (Dropout.add)
+        return x + torch_dropout(y, p, training)
+
     transduce.nn.dropout.dropout = transduce.nn.attention.dropout = torch_dropout
+    transduce.nn.dropout.dropout_add = torch_dropout_add
 
 
 def model_flops(cfg, vocab: int, src, tgt, pad_id: int) -> float:
