@@ -2,9 +2,9 @@
 
 On a CPU, ``F.dropout`` draws one Bernoulli sample per element from a serial generator:
 on a 2-core Zen 5, 80 times the multiply that applies it (benchmarks/speed/dropout.md),
-and a Multi30k model trained 1.31× faster with this module than through it
+and a Multi30k model trained 1.30× faster with this module than through it
 (benchmarks/speed/results_zen5.md, the transduce-torch-dropout row; 1.10× on a Zen 3
-before the kernel below, results_zen3.md). Here a 64-bit random word gives four 16-bit uniform
+before the kernels below, results_zen3.md). Here a 64-bit random word gives four 16-bit uniform
 numbers, each compared with a threshold, so a mask costs a quarter of the draws. The drop
 probability is then p rounded to a multiple of 2⁻¹⁶ (``torch.rand``'s floats are
 themselves multiples of 2⁻²⁴) and the kept values are scaled by 1 / (1 − that
