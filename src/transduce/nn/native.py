@@ -4,8 +4,12 @@ first use with the machine's C compiler and loaded through ctypes.
 Each is built once per machine into ``$TRANSDUCE_CACHE`` (default ``~/.cache/transduce``),
 named by a hash of its source and the headers, the compiler's command and the CPU's flags
 (so a cache shared by machines of different CPUs never hands one a kernel built for
-another's instructions), and written atomically. A kernel runs on PyTorch's own OpenMP
-threads: it names ``libgomp.so.1``, the runtime PyTorch has already loaded. Where there is
+another's instructions), and written atomically; builds of older sources are removed. It
+is built for the machine's own instructions, or on x86-64 for the level
+``ATEN_CPU_CAPABILITY`` names (``avx2``, ``default``), as PyTorch's kernels are: a test
+pass that stands for a CPU without AVX-512 then runs the C kernels' code for it too. A
+kernel runs on PyTorch's own OpenMP threads: it names ``libgomp.so.1``, the runtime PyTorch
+has already loaded. Where there is
 no C compiler (``cc``, or ``$CC``), or it fails, or ``TRANSDUCE_FUSED=0``, :func:`library`
 returns None and the callers keep their PyTorch path, which gives the same results (tests
 check both).
@@ -16,13 +20,18 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
+import re
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 SOURCES = Path(__file__).with_name("csrc")
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math"]
-FLAGS += ["-shared", "-fPIC"]
+FLAGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-shared", "-fPIC"]
+# ATEN_CPU_CAPABILITY -> the -march of that level on x86-64 (else the machine's: native)
+ARCHES = {"default": "x86-64", "avx2": "x86-64-v3"}
+STALE_SECONDS = 3600  # an older source's build, untouched this long, is removed
 _loaded: dict[str, ctypes.CDLL | None] = {}
 
 
@@ -67,22 +76,46 @@ def _cpu_flags() -> str:
     return next((line for line in lines if line.startswith("flags")), "")
 
 
+def _arch() -> str:
+    """What the kernels are built for: on x86-64 the level ``ATEN_CPU_CAPABILITY`` names,
+    else the machine's own instructions."""
+    capability = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    return ARCHES[capability] if x86 and capability in ARCHES else "native"
+
+
 def _build(name: str, cache: Path) -> Path:
     """Kernel ``name``'s compiled library, built into ``cache`` unless it is there."""
     source = SOURCES / f"{name}.c"
-    compiler = os.environ.get("CC", "cc")
+    compiler, arch = os.environ.get("CC", "cc"), _arch()
+    flags = [*FLAGS, f"-march={arch}"]
     texts = [path.read_text() for path in (source, *sorted(SOURCES.glob("*.h")))]
-    key = hashlib.sha256("\n".join([*texts, compiler, *FLAGS, _cpu_flags()]).encode())
-    key = key.hexdigest()[:16]
-    target = cache / f"{name}-{key}.so"
+    key = hashlib.sha256("\n".join([*texts, compiler, *flags, _cpu_flags()]).encode())
+    tag = arch.replace("-", "_")  # the file's name splits at its hyphens
+    target = cache / f"{name}-{tag}-{key.hexdigest()[:16]}.so"
     if not target.exists():
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as work:
             built = Path(work) / target.name
-            command = [compiler, *FLAGS, str(source), "-o", str(built), "-lm"]
+            command = [compiler, *flags, str(source), "-o", str(built), "-lm"]
             subprocess.run(command, check=True, capture_output=True, timeout=120)
             os.replace(built, target)  # whole or not at all, if two processes race
+        _remove_stale(cache, name, tag, target)
     return target
+
+
+def _remove_stale(cache: Path, name: str, tag: str, kept: Path) -> None:
+    """Remove kernel ``name``'s other builds for the level ``tag`` (an older source's, or
+    another CPU's), and those named before builds named their level, once untouched for an
+    hour: a process of another version may still be about to load a newer one."""
+    for old in cache.glob(f"{name}-*.so"):
+        level, _, key = old.stem[len(name) + 1 :].rpartition("-")
+        ours = level in (tag, "") and re.fullmatch("[0-9a-f]{16}", key)
+        try:
+            if ours and old != kept and time.time() - old.stat().st_mtime > STALE_SECONDS:
+                old.unlink()
+        except OSError:  # gone already, or not ours to remove
+            pass
 
 
 def library(name: str) -> ctypes.CDLL | None:
