@@ -66,3 +66,6 @@ def test_an_arm_may_have_minutes_of_its_own(tmp_path, monkeypatch):
     assert [s for s in tuned if s.startswith("max_minutes=")] == ["max_minutes=5.0"]
     assert not any(s.startswith("minutes=") for s in start + tuned)  # a marker, no setting
     assert row["budget_minutes"] == [10.0, 5.0] and row["validation"] == 81.0
+    bench.candidate(args, "trec", "alone", ["threads=2", "xpos"])  # both halves on 2 threads
+    for run in ("trec_alone_pretrain", "trec_alone"):
+        assert [s for s in runs[run] if s.startswith("threads=")][-1] == "threads=2"
