@@ -117,6 +117,17 @@ typedef struct {
     const int32_t *off;
 } Rows;
 
+/* A block's sums: acc += (x0, x1) * the BW floats at b; and the sums into a row. */
+static inline void add_block(V acc[2], V x0, V x1, const float *b) {
+    acc[0] += x0 * get(b);
+    acc[1] += x1 * get(b + 16);
+}
+
+static inline void put_block(float *row, const V acc[2]) {
+    put(row, acc[0]);
+    put(row + 16, acc[1]);
+}
+
 /* s[m][t] = sum_d a[d][t] b[d][t - off[m]], m in groups of 4 (8 registers of sums). */
 static void over_channels(const Rows *r, const float *a, const float *b, float *s) {
     for (int t = 0; t < r->Tb; t += BW) {
@@ -128,15 +139,10 @@ static void over_channels(const Rows *r, const float *a, const float *b, float *
                 V a0 = get(ad), a1 = get(ad + 16);
                 for (int i = 0; i < 4; i++) {
                     if (i >= g) break;
-                    const float *bo = bd - r->off[m + i];
-                    acc[i][0] += a0 * get(bo);
-                    acc[i][1] += a1 * get(bo + 16);
+                    add_block(acc[i], a0, a1, bd - r->off[m + i]);
                 }
             }
-            for (int i = 0; i < g; i++) {
-                put(s + (m + i) * r->R + t, acc[i][0]);
-                put(s + (m + i) * r->R + t + 16, acc[i][1]);
-            }
+            for (int i = 0; i < g; i++) put_block(s + (m + i) * r->R + t, acc[i]);
         }
     }
 }
@@ -154,15 +160,10 @@ static void over_offsets(const Rows *r, const float *w, const float *b, int back
                 V w0 = get(wm), w1 = get(wm + 16);
                 for (int i = 0; i < 4; i++) {
                     if (i >= g) break;
-                    const float *bd = b + (d + i) * r->R + t + (back ? o : -o);
-                    acc[i][0] += w0 * get(bd);
-                    acc[i][1] += w1 * get(bd + 16);
+                    add_block(acc[i], w0, w1, b + (d + i) * r->R + t + (back ? o : -o));
                 }
             }
-            for (int i = 0; i < g; i++) {
-                put(y + (d + i) * r->R + t, acc[i][0]);
-                put(y + (d + i) * r->R + t + 16, acc[i][1]);
-            }
+            for (int i = 0; i < g; i++) put_block(y + (d + i) * r->R + t, acc[i]);
         }
     }
 }
