@@ -102,6 +102,12 @@ TASKS = {
                 *("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "minutes=7.5+7.5"),
                 "max_epochs=30",
             ],
+            # written after UPOS's run of a717392 (the chosen recipe alone on both cores led
+            # dev), before its own: the chosen arm, each half of it run on one core beside
+            # another candidate, run alone with both cores, its minutes as chosen (5 + 5)
+            "max_chars_xpos_members4_2threads": [
+                *("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2"),
+            ],
             "max_chars_xpos": ["pooling=max", "chars=64", "xpos"],
             "cls": ["pooling=cls"],
             "mean": ["pooling=mean"],
