@@ -187,6 +187,7 @@ def test_the_text_guides_tagger_start_figures_are_the_results_file():
     figures += [start["test"], scratch["test"], trec["max_chars_xpos"]["validation"]]
     figures += [trec["max_chars_xpos"]["test"]]
     longer = [trec["max_chars_xpos_members4_10_5"], trec["max_chars_xpos_members4_even15_30ep"]]
+    longer.append(trec["max_chars_xpos_members4_2threads"])  # alone, on both cores
     assert all(row["commit"] in section for row in longer)
     figures += [row["validation"] for row in longer]
     chosen = wnut[data["wnut"]["chosen"]]
