@@ -130,6 +130,18 @@ class _DropoutAdd(torch.autograd.Function):
         return grad, _kept(grad, keep, ctx.scale, ctx.y_dtype), None
 
 
+def _kernel_takes(p: float, *xs: Tensor) -> bool:
+    """Whether the C kernel drops out at rate ``p`` over ``xs``: a rate it can draw, and
+    contiguous float32 or bfloat16 CPU tensors, the kernel built."""
+    return (
+        0 < p < 1
+        and round(p * _LEVELS) > 0
+        and all(x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) for x in xs)
+        and all(x.is_contiguous() for x in xs)
+        and _kernel() is not None
+    )
+
+
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """``F.dropout(x, p, training)``, with :func:`keep_mask`'s cheaper mask on the CPU."""
     if not training or p == 0:
@@ -138,7 +150,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return F.dropout(x, p, training)  # p outside [0, 1] gets PyTorch's own error
     if round(p * _LEVELS) == 0:
         return x
-    if x.dtype in (torch.float32, torch.bfloat16) and x.is_contiguous() and _kernel():
+    if _kernel_takes(p, x):
         return _Dropout.apply(x, p)
     keep, q = keep_mask(x.shape, p)
     return x * (keep.to(x.dtype) * (1.0 / (1.0 - q)))
@@ -148,18 +160,7 @@ def dropout_add(x: Tensor, y: Tensor, p: float, training: bool = True) -> Tensor
     """``x + dropout(y, p, training)``, a residual connection's sum: in one pass of the C
     kernel where it is built and x and y are contiguous float32 or bfloat16 CPU tensors of
     one shape (the same mask as :func:`dropout` would draw), else as written."""
-    fused = (
-        training
-        and 0 < p < 1
-        and round(p * _LEVELS) > 0
-        and x.shape == y.shape
-        and all(
-            t.device.type == "cpu" and t.dtype in (torch.float32, torch.bfloat16) for t in (x, y)
-        )
-        and x.is_contiguous()
-        and y.is_contiguous()
-    )
-    if fused and _kernel():
+    if training and x.shape == y.shape and _kernel_takes(p, x, y):
         return _DropoutAdd.apply(x, y, p)
     return x + dropout(y, p, training)
 

@@ -9,10 +9,9 @@ is built for the machine's own instructions, or on x86-64 for the level
 ``ATEN_CPU_CAPABILITY`` names (``avx2``, ``default``), as PyTorch's kernels are: a test
 pass that stands for a CPU without AVX-512 then runs the C kernels' code for it too. A
 kernel runs on PyTorch's own OpenMP threads: it names ``libgomp.so.1``, the runtime PyTorch
-has already loaded. Where there is
-no C compiler (``cc``, or ``$CC``), or it fails, or ``TRANSDUCE_FUSED=0``, :func:`library`
-returns None and the callers keep their PyTorch path, which gives the same results (tests
-check both).
+has already loaded. Where there is no C compiler (``cc``, or ``$CC``), or it fails, or
+``TRANSDUCE_FUSED=0``, :func:`library` returns None and the callers keep their PyTorch
+path, which gives the same results (tests check both).
 """
 
 from __future__ import annotations
