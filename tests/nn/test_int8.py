@@ -8,40 +8,74 @@ from torch import nn
 
 from tests.helpers.linears import tiny_and_swapped
 from transduce.device import int8_supported
-from transduce.nn import padding_mask
-from transduce.nn.int8 import Int8Linear, quantize_linears
+from transduce.nn import int8, padding_mask
+from transduce.nn.int8 import Int8Linear, input_levels, quantize_linears
 
 pytestmark = pytest.mark.skipif(
     not int8_supported(), reason="this PyTorch build has no oneDNN int8 kernel (x86 CPU only)"
 )
 
 
+@pytest.fixture(params=["probed", "reduced"])
+def levels(request, monkeypatch):
+    """The input range this CPU's probe chose, and the reduced one forced: a CPU with VNNI
+    never takes the reduced range itself, yet it must stay right wherever it is taken."""
+    if request.param == "reduced":
+        monkeypatch.setattr(int8, "input_levels", lambda: int8.REDUCED_LEVELS)
+    return int8.input_levels()
+
+
 @pytest.mark.parametrize("bias", [True, False])
-def test_an_int8_layer_is_the_float_layer_within_its_quantization_step(bias):
+def test_an_int8_layer_is_the_float_layer_within_its_quantization_step(bias, levels):
     linear = nn.Linear(64, 640, bias=bias)
     x = torch.randn(2, 40, 64) * 3  # 80 rows × 640 outputs: the int8 kernel's size
     quantized = Int8Linear(linear)
+    assert quantized.levels == levels
     out, expected = quantized(x), linear(x).detach()
     assert out.shape == expected.shape and out.dtype == torch.float32
-    # each product carries at most half a step of x_i (max|x_i| / 127) and of w_j (max|w_j| / 127)
-    x_step = x.abs().amax(-1, keepdim=True) / 127
+    # each product carries at most half a step of x_i (max|x_i| / levels) and of w_j
+    # (max|w_j| / 127)
+    x_step = x.abs().amax(-1, keepdim=True) / levels
     w_step = linear.weight.abs().amax(1) / 127  # (640,)
     bound = 0.5 * (x_step * linear.weight.abs().sum(1) + w_step * x.abs().sum(-1, keepdim=True))
     assert ((out - expected).abs() <= bound * 1.01 + 1e-5).all()
     assert (out - expected).abs().max() > 0  # it is int8, not the float layer again
 
 
-def test_inputs_and_weights_on_the_int8_grids_multiply_exactly():
+def test_inputs_and_weights_on_the_int8_grids_multiply_exactly(levels):
     # a weight row whose largest entry is ±127 steps and an input whose largest magnitude
-    # is 127 steps are represented exactly: only the sums' rounding remains
+    # is `levels` steps are represented exactly: only the sums' rounding remains
     torch.manual_seed(1)
     steps = torch.randint(-127, 128, (512, 32)).float()
     steps[:, 0] = 127
     linear = nn.Linear(32, 512)
     linear.weight.data = steps * 0.01
-    x = torch.randint(-127, 128, (64, 32)).float() * 0.05
-    x[:, 0] = -127 * 0.05  # every row's largest magnitude: 127 steps
+    x = torch.randint(-levels, levels + 1, (64, 32)).float() * 0.05
+    x[:, 0] = -levels * 0.05  # every row's largest magnitude: `levels` steps
     torch.testing.assert_close(Int8Linear(linear)(x), linear(x).detach(), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_inputs_and_weights_at_the_top_of_their_ranges_do_not_saturate_the_sums(sign, levels):
+    # the case AVX2 without VNNI got wrong: every byte pair at its largest, added in 16 bits
+    # (a row of ones times rows of ones gave 0.03 for 64 before the probe chose the range)
+    linear = nn.Linear(64, 64, bias=False)
+    linear.weight.data.fill_(1.0)
+    x = torch.full((16, 64), sign)
+    torch.testing.assert_close(Int8Linear(linear)(x), torch.full((16, 64), 64 * sign))
+
+
+def test_the_probe_chooses_a_range_whose_extreme_product_is_exact():
+    # what input_levels promises, checked on the kernel directly at the level it chose
+    levels = input_levels()
+    assert levels in (int8.FULL_LEVELS, int8.REDUCED_LEVELS)
+    weight = torch.full((64, 64), 127, dtype=torch.int8)
+    qx = torch.full((16, 64), 2 * levels + 1, dtype=torch.uint8)
+    zero = torch.full((), levels + 1, dtype=torch.int32)
+    out = int8._qlinear(
+        qx, zero, int8._prepack(weight), torch.ones(64), torch.zeros(64, dtype=torch.int32)
+    )
+    assert torch.equal(out, torch.full_like(out, levels * 127 * 64))
 
 
 def test_zero_stays_exact_and_an_all_zero_input_gives_the_bias():
@@ -62,7 +96,7 @@ def test_a_row_gives_the_same_output_alone_or_in_any_batch():
     assert not torch.equal(together, linear(batch).detach())  # and it is int8
 
 
-def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close():
+def test_every_linear_of_a_transformer_is_swapped_and_its_outputs_stay_close(levels):
     model, quantized = tiny_and_swapped(quantize_linears)
     # 64 sentences: 704 source and 576 target rows, enough for the int8 kernel everywhere
     src, tgt = torch.randint(4, 300, (64, 11)), torch.randint(4, 300, (64, 9))

@@ -13,18 +13,55 @@ them), then scaled back to float32 by the row's and the output unit's scales, an
 added. ``benchmarks/speed/int8.py`` timed it against the other candidates (``int8.md`` on a
 Sapphire Rapids, ``int8_zen5.md`` on a Zen 5).
 
+A CPU with AVX2 but no VNNI multiplies the bytes with ``vpmaddubsw``, which adds each pair
+of products into a *saturating* 16-bit sum: 2 · 255 · 127 overflows it, and every output
+came out wrong (a row of ones times a row of ones gave 0.03 for 4). Where a probe of the
+kernel (:func:`input_levels`, once a process) sees that, inputs take 63 levels a side
+(shifted by 64 into 1 … 127), so a pair is at most 2 · 127 · 127 = 32,258 and the sums are
+exact again; the inputs' step doubles there, as fbgemm's ``reduce_range`` does on such CPUs.
+
 Only the linear layers change: embeddings, layer norms, softmax and attention stay float32,
 so every view of the model (attention maps, the explainer) runs as before.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
 
 from transduce.nn.linears import replace_linears
 
-INPUT_ZERO = 128  # the inputs' zero point: int8 values shifted into uint8
+FULL_LEVELS = 127  # an input row's levels a side where the kernel's sums are exact
+REDUCED_LEVELS = 63  # where its byte pairs would saturate 16 bits (AVX2 without VNNI)
+
+
+def _prepack(quantized: Tensor) -> Tensor:
+    return torch.ops.onednn.qlinear_prepack(quantized, None)
+
+
+def _qlinear(qx: Tensor, zero: Tensor, packed: Tensor, scale: Tensor, w_zero: Tensor) -> Tensor:
+    """oneDNN's u8 × s8 product summed in int32, times each output unit's scale: (M, N)."""
+    unit = torch.ones(())  # the kernel's input scale: the rows are scaled afterwards
+    return torch.ops.onednn.qlinear_pointwise.tensor(
+        qx, unit, zero, packed, scale, w_zero, None, 1.0, 0, torch.float32, "none", [], "",
+    )  # fmt: skip
+
+
+@functools.cache
+def input_levels() -> int:
+    """How many levels a side an input row is quantized to on this CPU: 127, or 63 where the
+    kernel's full-range byte pairs come back wrong (see the module). The probe is a product
+    whose every pair saturates a 16-bit sum: inputs at the top level times weights at 127."""
+    rows, inner, units = 16, 64, 64  # past the sizes oneDNN hands to a special small kernel
+    weight = torch.full((units, inner), FULL_LEVELS, dtype=torch.int8)
+    qx = torch.full((rows, inner), 2 * FULL_LEVELS + 1, dtype=torch.uint8)  # +127, shifted
+    zero = torch.full((), FULL_LEVELS + 1, dtype=torch.int32)
+    w_scale, w_zero = torch.ones(units), torch.zeros(units, dtype=torch.int32)
+    out = _qlinear(qx, zero, _prepack(weight), w_scale, w_zero)
+    exact = torch.equal(out, torch.full_like(out, FULL_LEVELS * FULL_LEVELS * inner))
+    return FULL_LEVELS if exact else REDUCED_LEVELS
 
 
 class Int8Linear(nn.Module):
@@ -38,30 +75,28 @@ class Int8Linear(nn.Module):
         super().__init__()
         weight = linear.weight.detach().float()
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.levels = input_levels()
         scale = weight.abs().amax(1).clamp_min(1e-12) / 127  # (N,) one per output unit
         quantized = (weight / scale[:, None]).round_().clamp_(-127, 127).to(torch.int8)
         self.register_buffer("weight_scale", scale)
         self.register_buffer("weight_zero", torch.zeros_like(scale, dtype=torch.int32))
-        self.register_buffer("input_zero", torch.full((), INPUT_ZERO, dtype=torch.int32))
-        self.register_buffer("unit", torch.ones(()))  # the kernel's input scale: rows scale later
-        self.register_buffer("packed", torch.ops.onednn.qlinear_prepack(quantized, None))
+        self.register_buffer("input_zero", torch.full((), self.levels + 1, dtype=torch.int32))
+        self.register_buffer("packed", _prepack(quantized))
         bias = None if linear.bias is None else linear.bias.detach().float().clone()
         self.register_buffer("bias", bias)
 
     def forward(self, x: Tensor) -> Tensor:
         x = x.float()
-        scale = x.abs().amax(-1, keepdim=True).div_(127).clamp_(min=1e-12)  # one per row
-        # |x| / scale ≤ 127: no clamp needed; shifted into 1 … 255 (see the module)
-        qx = (x / scale).round_().add_(INPUT_ZERO).to(torch.uint8)
-        out = torch.ops.onednn.qlinear_pointwise.tensor(
-            qx, self.unit, self.input_zero, self.packed, self.weight_scale, self.weight_zero,
-            None, 1.0, 0, torch.float32, "none", [], "",
-        )  # fmt: skip
+        scale = x.abs().amax(-1, keepdim=True).div_(self.levels).clamp_(min=1e-12)  # per row
+        # |x| / scale ≤ levels: no clamp needed; shifted into 1 … 2·levels + 1 (see the module)
+        qx = (x / scale).round_().add_(self.levels + 1).to(torch.uint8)
+        out = _qlinear(qx, self.input_zero, self.packed, self.weight_scale, self.weight_zero)
         out.mul_(scale)
         return out if self.bias is None else out.add_(self.bias)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+        levels = "" if self.levels == FULL_LEVELS else f", inputs ±{self.levels}"
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8{levels}"
 
 
 def quantize_linears(model: nn.Module) -> int:
