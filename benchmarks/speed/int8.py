@@ -13,10 +13,11 @@ model would:
   fbgemm dynamic     torch.ops.quantized.linear_dynamic: W int8 per output channel, x
                      quantized per call (PyTorch's eager dynamic quantization)
   oneDNN dynamic     torch.ops.onednn.qlinear_pointwise: W int8 per output channel, x
-                     quantized per call to int8 with a scale per row, max|x_i| / 127,
-                     shifted into uint8 (zero point 128), the scale applied after
-                     the kernel (the x86 int8 kernel of PyTorch's compiler, as
-                     transduce.nn.int8 runs it), quantization included
+                     quantized per call to int8 with a scale per row, max|x_i| / 127
+                     (63 where the kernel's byte pairs saturate: AVX2 without VNNI),
+                     shifted into uint8, the scale applied after the kernel (the x86
+                     int8 kernel of PyTorch's compiler): transduce.nn.int8.Int8Linear,
+                     quantization included
   weight-only int8   torch.ops.aten._weight_int8pack_mm: W int8, x in bfloat16
 
 Shapes: the d_model 256 model's projections (256 → 256, 256 → 1024, 1024 → 256) and its
@@ -38,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transduce.nn.int8 import Int8Linear, input_levels
 from transduce.nn.packed import PackedLinear, packing_supported
 
 HERE = Path(__file__).parent
@@ -46,7 +48,7 @@ LAYERS["256 → 8000"] = (256, 8000)
 ROWS = (5, 80, 400, 2000)
 
 
-def candidates(w, b, rows):
+def candidates(w, b):
     """name → function of x (rows, K) giving (rows, N) float32."""
     N = w.shape[0]
     scale = w.abs().amax(1).clamp_min(1e-12) / 127
@@ -58,17 +60,9 @@ def candidates(w, b, rows):
             w, scale.double(), torch.zeros(N, dtype=torch.long), 0, torch.qint8
         )
     fbgemm = torch.ops.quantized.linear_prepack(qw, b)
-    onednn = torch.ops.onednn.qlinear_prepack(wq, [rows, w.shape[1]])
-    zeros, zero = torch.zeros(N, dtype=torch.int32), torch.full((), 128, dtype=torch.int32)
-    unit = torch.ones(())
-
-    def onednn_dynamic(x):
-        x_scale = x.abs().amax(-1, keepdim=True).div_(127).clamp_(min=1e-12)
-        qx = (x / x_scale).round_().add_(128).to(torch.uint8)  # as transduce.nn.int8
-        out = torch.ops.onednn.qlinear_pointwise.tensor(
-            qx, unit, zero, onednn, scale, zeros, None, 1.0, 0, torch.float32, "none", [], ""
-        )
-        return out.mul_(x_scale).add_(b)
+    linear = nn.Linear(w.shape[1], N)
+    linear.weight.data, linear.bias.data = w, b
+    onednn_dynamic = Int8Linear(linear)  # the layer precision=int8 runs
 
     found = {
         "float32": lambda x: F.linear(x, w, b),
@@ -80,8 +74,6 @@ def candidates(w, b, rows):
         ).float(),
     }
     if packing_supported():
-        linear = nn.Linear(w.shape[1], N)
-        linear.weight.data, linear.bias.data = w, b
         packed = PackedLinear(linear)
 
         def bf16_packed(x):
@@ -106,7 +98,7 @@ def measure(rounds: int) -> list[dict]:
         w, b = torch.randn(N, K) * K**-0.5, torch.randn(N) * 0.1
         for rows in ROWS:
             x = torch.randn(rows, K)
-            fns = candidates(w, b, rows)
+            fns = candidates(w, b)
             ref = fns["float32"](x)
             errors = {
                 n: ((f(x) - ref).abs().max() / ref.abs().max()).item() for n, f in fns.items()
@@ -135,8 +127,8 @@ def report(results: list[dict], threads: int) -> str:
     names = list(dict.fromkeys(r["candidate"] for r in results))
     lines = [
         f"Command: `python benchmarks/speed/int8.py --threads {threads}` on {machine('cpu')}, "
-        f"{torch.backends.cpu.get_cpu_capability()} kernels; µs per call (median of "
-        "interleaved rounds), and in brackets float32's time ÷ this.",
+        f"{torch.backends.cpu.get_cpu_capability()} kernels, int8 inputs ±{input_levels()}; "
+        "µs per call (median of interleaved rounds), and in brackets float32's time ÷ this.",
         "",
         "| layer | rows | " + " | ".join(names) + " |",
         "|---|---:|" + "---:|" * len(names),
