@@ -3,13 +3,14 @@ import os
 import pytest
 import torch
 
-from tests.helpers.outcomes import PRECISIONS, Outcome
+from tests.helpers.outcomes import PRECISIONS, Outcome, skip_emulated_bf16
 from tests.helpers.text import TINY, number_corpus
 
 
 @pytest.fixture(params=PRECISIONS)
 def outcome(request, record_property) -> Outcome:
     """A training-outcome test's precision, seeds and bound checks (tests/helpers/outcomes.py)."""
+    skip_emulated_bf16(request.param)
     return Outcome(request.param, request.node, record_property)
 
 

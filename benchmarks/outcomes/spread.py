@@ -39,6 +39,7 @@ def run_suite(kernel: str, seed: int, threads: int, xml: Path) -> int:
         **os.environ,
         "ATEN_CPU_CAPABILITY": kernel,
         "TRANSDUCE_TEST_SEED": str(seed),
+        "TRANSDUCE_EMULATED_BF16": "1",  # both precisions on every CPU, emulated or not
         "OMP_NUM_THREADS": str(threads),
     }
     workers = ["-n", "2"] if threads == 1 else ["-n", "0"]

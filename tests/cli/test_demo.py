@@ -5,7 +5,7 @@ import matplotlib.image
 import pytest
 import torch
 
-from tests.helpers.outcomes import PRECISIONS, SEED_OFFSET, check
+from tests.helpers.outcomes import PRECISIONS, SEED_OFFSET, check, skip_emulated_bf16
 from transduce.cli.main import main
 
 pytestmark = pytest.mark.outcome  # the whole module reads one trained run, in each precision
@@ -17,6 +17,7 @@ def demo_run(tmp_path_factory, request):
     warm-up would take the paper's rate to 2.8 times the full demo's peak; at that rate the
     loss climbed back from 1.4 to 2.2 on an Intel Xeon (AMX) while it fell on an AMD Zen 5,
     so the rate is halved."""
+    skip_emulated_bf16(request.param)
     out = tmp_path_factory.mktemp("demo")
     import io
     from contextlib import redirect_stderr, redirect_stdout
