@@ -19,7 +19,8 @@ Sentences/s is the first pass over the 1,000 sentences after a 20-sentence warm-
 sentences/s the median of ``--passes`` passes more (oneDNN builds a kernel the first time
 it meets a matrix shape, about a millisecond each, and a pass meets hundreds):
   transduce-fp32, transduce-bf16, transduce-bf16-early (beam search ends a sentence at
-  the first step whose best candidate is EOS), transduce-int8, marian-generate (our
+  the first step whose best candidate is EOS), transduce-int8, transduce-int8-early (the
+  fastest path where bfloat16 is emulated: no AVX-512 BF16 or AMX), marian-generate (our
   weights), ct2-float32, ct2-int8 (on a GPU also ct2-float16 and ct2-int8_float16, which
   CTranslate2 offers there)
 The peers are built in peers.py.
@@ -49,7 +50,7 @@ TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 # PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
 ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "transduce-bf16-early", "transduce-int8")
-TRANSLATE_SYSTEMS += ("marian-generate", "ct2-float32", "ct2-int8")
+TRANSLATE_SYSTEMS += ("transduce-int8-early", "marian-generate", "ct2-float32", "ct2-int8")
 
 
 # the settings of each half, kept with its figures when the other half is measured again
