@@ -514,6 +514,11 @@ def speed_page() -> str:
         ("results_tiny", "The 2-hour En→De model (4+4 layers, d_model 128)"),
         ("results", "The d_model 256 model"),
         ("results_zen3", "The d_model 256 model on a Zen 3 (fp32)"),
+        (
+            "results_avx2",
+            "The same recipe on an AVX2-only EPYC (no AVX-512, VNNI or native bf16), with "
+            "int8 on 63 input levels a side: its own 50-minute run, trained on that machine",
+        ),
     ):
         data = load(f"speed/{stem}.json")
         lines += [
@@ -525,13 +530,18 @@ def speed_page() -> str:
             speed.summarise(data).replace("\n# ", "\n### ").replace("\n## ", "\n### "),
         ]
     cold = harness("speed/cold.py")
-    for stem, where in (("cold", "Sapphire Rapids"), ("cold_zen5", "Zen 5")):
+    for stem, where in (
+        ("cold", "Sapphire Rapids"),
+        ("cold_zen5", "Zen 5"),
+        ("cold_avx2", "AVX2-only EPYC"),
+    ):
         if (BENCH / f"speed/{stem}.json").exists():
             lines += ["", f"## Whole process, started cold ({where})", ""]
             lines.append(cold.summarise(load(f"speed/{stem}.json")))
     names = (
         "int8",
         "int8_zen5",
+        "int8_avx2",
         "attention_decoding",
         "profile_train",
         "attention",
