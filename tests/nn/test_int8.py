@@ -73,8 +73,9 @@ def test_the_probe_chooses_a_range_whose_extreme_product_is_exact():
     qx = torch.full((16, 64), 2 * levels + 1, dtype=torch.uint8)
     zero = torch.full((), levels + 1, dtype=torch.int32)
     out = int8._qlinear(
-        qx, zero, int8._prepack(weight), torch.ones(64), torch.zeros(64, dtype=torch.int32)
-    )
+        qx, torch.ones(()), zero, int8._prepack(weight), torch.ones(64),
+        torch.zeros(64, dtype=torch.int32),
+    )  # fmt: skip
     assert torch.equal(out, torch.full_like(out, levels * 127 * 64))
 
 

@@ -41,9 +41,11 @@ def _prepack(quantized: Tensor) -> Tensor:
     return torch.ops.onednn.qlinear_prepack(quantized, None)
 
 
-def _qlinear(qx: Tensor, zero: Tensor, packed: Tensor, scale: Tensor, w_zero: Tensor) -> Tensor:
-    """oneDNN's u8 × s8 product summed in int32, times each output unit's scale: (M, N)."""
-    unit = torch.ones(())  # the kernel's input scale: the rows are scaled afterwards
+def _qlinear(
+    qx: Tensor, unit: Tensor, zero: Tensor, packed: Tensor, scale: Tensor, w_zero: Tensor
+) -> Tensor:
+    """oneDNN's u8 × s8 product summed in int32, times each output unit's scale: (M, N).
+    ``unit`` is the kernel's input scale, 1: the rows are scaled afterwards."""
     return torch.ops.onednn.qlinear_pointwise.tensor(
         qx, unit, zero, packed, scale, w_zero, None, 1.0, 0, torch.float32, "none", [], "",
     )  # fmt: skip
@@ -59,7 +61,7 @@ def input_levels() -> int:
     qx = torch.full((rows, inner), 2 * FULL_LEVELS + 1, dtype=torch.uint8)  # +127, shifted
     zero = torch.full((), FULL_LEVELS + 1, dtype=torch.int32)
     w_scale, w_zero = torch.ones(units), torch.zeros(units, dtype=torch.int32)
-    out = _qlinear(qx, zero, _prepack(weight), w_scale, w_zero)
+    out = _qlinear(qx, torch.ones(()), zero, _prepack(weight), w_scale, w_zero)
     exact = torch.equal(out, torch.full_like(out, FULL_LEVELS * FULL_LEVELS * inner))
     return FULL_LEVELS if exact else REDUCED_LEVELS
 
@@ -81,6 +83,7 @@ class Int8Linear(nn.Module):
         self.register_buffer("weight_scale", scale)
         self.register_buffer("weight_zero", torch.zeros_like(scale, dtype=torch.int32))
         self.register_buffer("input_zero", torch.full((), self.levels + 1, dtype=torch.int32))
+        self.register_buffer("unit", torch.ones(()))  # made once, not at every call
         self.register_buffer("packed", _prepack(quantized))
         bias = None if linear.bias is None else linear.bias.detach().float().clone()
         self.register_buffer("bias", bias)
@@ -90,7 +93,9 @@ class Int8Linear(nn.Module):
         scale = x.abs().amax(-1, keepdim=True).div_(self.levels).clamp_(min=1e-12)  # per row
         # |x| / scale ≤ levels: no clamp needed; shifted into 1 … 2·levels + 1 (see the module)
         qx = (x / scale).round_().add_(self.levels + 1).to(torch.uint8)
-        out = _qlinear(qx, self.input_zero, self.packed, self.weight_scale, self.weight_zero)
+        out = _qlinear(
+            qx, self.unit, self.input_zero, self.packed, self.weight_scale, self.weight_zero
+        )
         out.mul_(scale)
         return out if self.bias is None else out.add_(self.bias)
 
