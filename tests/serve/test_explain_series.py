@@ -40,8 +40,11 @@ def test_a_forecasting_run_shows_its_attention_with_dates(tmp_path, browser):
             ),
         )
         rows = browser.find_element(By.ID, "rows")
-        rows.clear()
-        rows.send_keys(open(csv, encoding="utf-8").read())
+        # pasted, as a user would: send_keys types the 400 rows' ~14,000 characters one
+        # event at a time, which ran past WebDriver's 120 s read timeout on a slow 2-core VM
+        browser.execute_script(
+            "arguments[0].value = arguments[1];", rows, open(csv, encoding="utf-8").read()
+        )
         browser.find_element(By.ID, "attend").click()
         wait(browser, lambda b: css(b, "#series-map rect.series-cell"))
         cells = css(browser, "#series-map rect.series-cell")
