@@ -69,14 +69,7 @@ def test_the_probe_chooses_a_range_whose_extreme_product_is_exact():
     # what input_levels promises, checked on the kernel directly at the level it chose
     levels = input_levels()
     assert levels in (int8.FULL_LEVELS, int8.REDUCED_LEVELS)
-    weight = torch.full((64, 64), 127, dtype=torch.int8)
-    qx = torch.full((16, 64), 2 * levels + 1, dtype=torch.uint8)
-    zero = torch.full((), levels + 1, dtype=torch.int32)
-    out = int8._qlinear(
-        qx, torch.ones(()), zero, int8._prepack(weight), torch.ones(64),
-        torch.zeros(64, dtype=torch.int32),
-    )  # fmt: skip
-    assert torch.equal(out, torch.full_like(out, levels * 127 * 64))
+    assert int8.extreme_product_is_exact(levels)
 
 
 def test_zero_stays_exact_and_an_all_zero_input_gives_the_bias():

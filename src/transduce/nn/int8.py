@@ -51,19 +51,23 @@ def _qlinear(
     )  # fmt: skip
 
 
+def extreme_product_is_exact(levels: int) -> bool:
+    """Whether the kernel sums exactly a product whose every byte pair is at its largest:
+    inputs at the top of ``levels`` levels a side times weights at 127."""
+    rows, inner, units = 16, 64, 64  # past the sizes oneDNN hands to a special small kernel
+    weight = torch.full((units, inner), FULL_LEVELS, dtype=torch.int8)
+    qx = torch.full((rows, inner), 2 * levels + 1, dtype=torch.uint8)  # +levels, shifted
+    zero = torch.full((), levels + 1, dtype=torch.int32)
+    w_scale, w_zero = torch.ones(units), torch.zeros(units, dtype=torch.int32)
+    out = _qlinear(qx, torch.ones(()), zero, _prepack(weight), w_scale, w_zero)
+    return torch.equal(out, torch.full_like(out, levels * FULL_LEVELS * inner))
+
+
 @functools.cache
 def input_levels() -> int:
     """How many levels a side an input row is quantized to on this CPU: 127, or 63 where the
-    kernel's full-range byte pairs come back wrong (see the module). The probe is a product
-    whose every pair saturates a 16-bit sum: inputs at the top level times weights at 127."""
-    rows, inner, units = 16, 64, 64  # past the sizes oneDNN hands to a special small kernel
-    weight = torch.full((units, inner), FULL_LEVELS, dtype=torch.int8)
-    qx = torch.full((rows, inner), 2 * FULL_LEVELS + 1, dtype=torch.uint8)  # +127, shifted
-    zero = torch.full((), FULL_LEVELS + 1, dtype=torch.int32)
-    w_scale, w_zero = torch.ones(units), torch.zeros(units, dtype=torch.int32)
-    out = _qlinear(qx, torch.ones(()), zero, _prepack(weight), w_scale, w_zero)
-    exact = torch.equal(out, torch.full_like(out, FULL_LEVELS * FULL_LEVELS * inner))
-    return FULL_LEVELS if exact else REDUCED_LEVELS
+    kernel's full-range byte pairs come back wrong (see the module)."""
+    return FULL_LEVELS if extreme_product_is_exact(FULL_LEVELS) else REDUCED_LEVELS
 
 
 class Int8Linear(nn.Module):
