@@ -1,5 +1,5 @@
-"""The candidates for transduce's fast linear layers (int8, and bfloat16 packed once),
-timed at the shapes beam search runs.
+"""The candidates for transduce's fast linear layers (int8, and bfloat16 or float32 packed
+once), timed at the shapes beam search runs.
 
     python benchmarks/speed/int8.py [--threads N]
 
@@ -10,6 +10,8 @@ model would:
   bfloat16           F.linear on bfloat16 x and W (what bf16 autocast runs)
   bfloat16 packed    W in bfloat16, laid out once in oneDNN's blocked format
                      (transduce.nn.packed, what bf16 translation runs on a CPU)
+  float32 packed     W in float32, laid out once for oneDNN (transduce.nn.packed, what
+                     fp32 translation runs on a CPU)
   fbgemm dynamic     torch.ops.quantized.linear_dynamic: W int8 per output channel, x
                      quantized per call (PyTorch's eager dynamic quantization)
   oneDNN dynamic     torch.ops.onednn.qlinear_pointwise: W int8 per output channel, x
@@ -23,8 +25,8 @@ model would:
 Shapes: the d_model 256 model's projections (256 → 256, 256 → 1024, 1024 → 256) and its
 output layer (256 → 8000), at 5 rows (one sentence's beams), 80 and 400 rows (a batch's
 beams) and 2,000 rows (an encoder batch). Interleaved rounds, medians; also the largest
-error against float32, relative to the largest output. Results go to
-benchmarks/speed/int8.md.
+error against float32, relative to the largest output, and whether a row's output is the
+same bit for bit alone as in its batch. Results go to benchmarks/speed/int8.md.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ def candidates(w, b):
                 return packed(x).float()
 
         found["bfloat16 packed"] = bf16_packed
+    if packing_supported(torch.float32):
+        found["float32 packed"] = PackedLinear(linear, torch.float32)
     return found
 
 
@@ -103,6 +107,10 @@ def measure(rounds: int) -> list[dict]:
             errors = {
                 n: ((f(x) - ref).abs().max() / ref.abs().max()).item() for n, f in fns.items()
             }
+            alone = {
+                n: all(torch.equal(f(x[i : i + 1]), f(x)[i : i + 1]) for i in (0, rows - 1))
+                for n, f in fns.items()
+            }
             repeats = max(2, int(2e5 / (rows * N)))
             times = {n: [] for n in fns}
             for _ in range(rounds):
@@ -116,6 +124,7 @@ def measure(rounds: int) -> list[dict]:
                         "candidate": name,
                         "us": statistics.median(times[name]),
                         "error": errors[name],
+                        "batch_invariant": alone[name],
                     }
                 )
     return rows_out
@@ -143,11 +152,15 @@ def report(results: list[dict], threads: int) -> str:
             + " |"
         )
     worst = {n: max(r["error"] for r in results if r["candidate"] == n) for n in names}
+    steady = {n: all(r["batch_invariant"] for r in results if r["candidate"] == n) for n in names}
     lines += [
         "",
         "Largest error against float32, relative to the largest output: "
         + ", ".join(f"{n} {e:.1e}" for n, e in worst.items())
         + ".",
+        "",
+        "A row's output the same bit for bit alone as in its batch (first and last row, every "
+        "shape): " + ", ".join(f"{n} {'yes' if steady[n] else 'no'}" for n in names) + ".",
     ]
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,9 @@ sentences/s the median of ``--passes`` passes more (oneDNN builds a kernel the f
 it meets a matrix shape, about a millisecond each, and a pass meets hundreds):
   transduce-fp32, transduce-bf16, transduce-bf16-early (beam search ends a sentence at
   the first step whose best candidate is EOS), transduce-int8, transduce-int8-early (the
-  fastest path where bfloat16 is emulated: no AVX-512 BF16 or AMX), marian-generate (our
+  fastest path where bfloat16 is emulated: no AVX-512 BF16 or AMX), transduce-fp32-early,
+  transduce-fp32-mkl (float32 on PyTorch's MKL sgemm, the linear layers left unpacked:
+  what transduce-fp32 ran before oneDNN's packed float32 layers), marian-generate (our
   weights), ct2-float32, ct2-int8 (on a GPU also ct2-float16 and ct2-int8_float16, which
   CTranslate2 offers there)
 The peers are built in peers.py.
@@ -51,6 +53,7 @@ TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "transduce-bf16-early", "transduce-int8")
 TRANSLATE_SYSTEMS += ("transduce-int8-early", "marian-generate", "ct2-float32", "ct2-int8")
+TRANSLATE_SYSTEMS += ("transduce-fp32-early", "transduce-fp32-mkl")
 
 
 # the settings of each half, kept with its figures when the other half is measured again
@@ -69,7 +72,13 @@ def make_translator(args, system: str, workdir: Path):
     from transduce.api.loading import load as load_translator
 
     if system.startswith("transduce"):
-        return load_translator(args.run_dir, args.device, system.split("-")[1])
+        translator = load_translator(args.run_dir, args.device, system.split("-")[1])
+        if system.endswith("-mkl"):
+            from transduce.nn.packed import unpack_linears
+
+            unpack_linears(translator.model)
+            translator.packed = False  # done sentences leave the batch at once, as before
+        return translator
     if system.startswith("ct2"):
         from transduce.export import ctranslate2 as ct2
 

@@ -6,11 +6,14 @@ from torch import nn
 from tests.helpers.linears import tiny_and_swapped
 from transduce.device import bf16_is_fast
 from transduce.nn import padding_mask
-from transduce.nn.packed import PackedLinear, pack_linears, packing_supported
+from transduce.nn.packed import PackedLinear, pack_linears, packing_supported, unpack_linears
 
-pytestmark = pytest.mark.skipif(
+needs_bf16 = pytest.mark.skipif(
     not (packing_supported() and bf16_is_fast(torch.device("cpu"))),
     reason="packed bf16 layers need oneDNN and a CPU with bfloat16 (AVX-512 BF16 or AMX)",
+)
+needs_fp32 = pytest.mark.skipif(
+    not packing_supported(torch.float32), reason="packed fp32 layers need a PyTorch with oneDNN"
 )
 
 
@@ -18,6 +21,7 @@ def autocast():
     return torch.autocast("cpu", dtype=torch.bfloat16)
 
 
+@needs_bf16
 @pytest.mark.parametrize("bias", [True, False])
 def test_under_autocast_a_packed_layer_is_autocasts_linear_bit_for_bit(bias):
     torch.manual_seed(0)
@@ -36,6 +40,7 @@ def test_under_autocast_a_packed_layer_is_autocasts_linear_bit_for_bit(bias):
         assert torch.equal(out, got.view(-1, 1000)[i : i + 1])
 
 
+@needs_bf16
 def test_outside_autocast_a_packed_layer_is_the_float_layer():
     linear = nn.Linear(32, 48)
     x = torch.randn(5, 32)
@@ -44,6 +49,7 @@ def test_outside_autocast_a_packed_layer_is_the_float_layer():
     assert got.dtype == torch.float32 and torch.equal(got, F.linear(x, linear.weight, linear.bias))
 
 
+@needs_bf16
 def test_every_linear_of_a_transformer_is_packed_and_it_computes_as_under_autocast():
     model, packed = tiny_and_swapped(pack_linears)
     src, tgt = torch.randint(4, 300, (8, 11)), torch.randint(4, 300, (8, 9))
@@ -53,14 +59,15 @@ def test_every_linear_of_a_transformer_is_packed_and_it_computes_as_under_autoca
         assert torch.equal(packed(src, tgt, mask), model(src, tgt, mask))
 
 
+@needs_bf16
 def test_a_bf16_translator_on_the_cpu_is_packed_and_translates_as_before(trained_run):
     import transduce
 
     bf16 = transduce.load(trained_run, "cpu", "bf16", verbose=False)
     fp32 = transduce.load(trained_run, "cpu", "fp32", verbose=False)
-    assert any(type(m) is PackedLinear for m in bf16.model.modules())
-    assert not any(type(m) is PackedLinear for m in fp32.model.modules())
+    assert {m.dtype for m in bf16.model.modules() if type(m) is PackedLinear} == {torch.bfloat16}
     plain = transduce.load(trained_run, "cpu", "fp32", verbose=False)
+    assert unpack_linears(plain.model) > 0
     plain.precision = "bf16"  # the same model under autocast, unpacked
     lines = ["seven thousand two", "five hundred", "ninety one"]
     assert bf16.translate(lines, beam=3) == plain.translate(lines, beam=3)
@@ -68,3 +75,50 @@ def test_a_bf16_translator_on_the_cpu_is_packed_and_translates_as_before(trained
         bf16.attention("five hundred").cross[0].dtype
         == fp32.attention("five hundred").cross[0].dtype
     )
+
+
+@needs_fp32
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_packed_fp32_layer_is_the_linear_layer_and_each_row_its_own(bias):
+    torch.manual_seed(0)
+    linear = nn.Linear(256, 1000, bias=bias)
+    packed = PackedLinear(linear, torch.float32)
+    x = torch.randn(3, 70, 256)
+    with torch.no_grad():
+        got, expected = packed(x), linear(x)
+        rows = x.view(-1, 256)
+        # a row gives the same output, bit for bit, alone or in any batch (MKL's sgemm,
+        # which F.linear runs, need not: its blocking changes with the number of rows)
+        batches = {m: packed(rows[:m]) for m in (1, 2, 5, 7, 33, 80, 209)}
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    for m, out in batches.items():
+        assert torch.equal(out, got.view(-1, 1000)[:m]), m
+    with torch.no_grad(), autocast():  # under autocast, as the float layer
+        assert torch.equal(packed(x), linear(x))
+
+
+@needs_fp32
+def test_a_packed_layer_is_bf16_or_fp32():
+    with pytest.raises(ValueError, match="bfloat16 or float32, not torch.float16"):
+        PackedLinear(nn.Linear(4, 4), torch.float16)
+
+
+@needs_fp32
+def test_an_fp32_translator_on_the_cpu_is_packed_and_its_views_use_the_same_layers(trained_run):
+    import transduce
+
+    fp32 = transduce.load(trained_run, "cpu", "fp32", verbose=False)
+    packed = [m for m in fp32.model.modules() if type(m) is PackedLinear]
+    assert packed and {m.dtype for m in packed} == {torch.float32}
+    assert fp32.packed  # done sentences wait in the batch, as with bf16
+    plain = transduce.load(trained_run, "cpu", "fp32", verbose=False)
+    assert unpack_linears(plain.model) > 0
+    lines = ["seven thousand two", "five hundred", "ninety one", "three"]
+    assert not any(type(m) is PackedLinear for m in plain.model.modules())
+    assert fp32.translate(lines, beam=3) == plain.translate(lines, beam=3)
+    # the attention view runs the packed layers too, and shows the translation's tokens
+    calls = []
+    packed[0].register_forward_hook(lambda *_: calls.append(1))
+    maps = fp32.attention("five hundred")
+    assert calls and maps.translation == fp32.translate(["five hundred"])[0]
