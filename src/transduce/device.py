@@ -60,6 +60,28 @@ def bf16_is_fast(device: torch.device) -> bool:
     return False
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor as Linux's /proc/cpuinfo names it (``AuthenticAMD``,
+    ``GenuineIntel``), or "" where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def fp32_packing_pays() -> bool:
+    """Whether float32 decoding should run its linear layers on weights packed for oneDNN
+    (:mod:`transduce.nn.packed`) rather than on MKL's sgemm: on AMD x86 CPUs, where MKL
+    takes no fast path of its own and oneDNN's packed kernel was faster at the shapes of
+    beam search (``benchmarks/speed/int8_avx2.md``; CTranslate2 picks oneDNN there for
+    the same reason). Intel CPUs keep MKL: its figures there were measured with it."""
+    return platform.machine().lower() in ("x86_64", "amd64") and cpu_vendor() == "AuthenticAMD"
+
+
 def int8_supported() -> bool:
     """Whether this PyTorch has the oneDNN int8 linear kernel that precision=int8 runs
     (x86 CPU builds do)."""

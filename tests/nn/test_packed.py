@@ -4,7 +4,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.helpers.linears import tiny_and_swapped
-from transduce.device import bf16_is_fast
+from transduce.device import bf16_is_fast, fp32_packing_pays
 from transduce.nn import padding_mask
 from transduce.nn.packed import PackedLinear, pack_linears, packing_supported, unpack_linears
 
@@ -104,7 +104,10 @@ def test_a_packed_layer_is_bf16_or_fp32():
         PackedLinear(nn.Linear(4, 4), torch.float16)
 
 
-@needs_fp32
+@pytest.mark.skipif(
+    not (packing_supported(torch.float32) and fp32_packing_pays()),
+    reason="fp32 translation packs its layers on AMD x86 CPUs only (Intel's keep MKL)",
+)
 def test_an_fp32_translator_on_the_cpu_is_packed_and_its_views_use_the_same_layers(trained_run):
     import transduce
 
@@ -122,3 +125,41 @@ def test_an_fp32_translator_on_the_cpu_is_packed_and_its_views_use_the_same_laye
     packed[0].register_forward_hook(lambda *_: calls.append(1))
     maps = fp32.attention("five hundred")
     assert calls and maps.translation == fp32.translate(["five hundred"])[0]
+
+
+def test_fp32_translation_packs_on_amd_cpus_and_keeps_mkl_elsewhere(monkeypatch, trained_run):
+    import transduce
+    from transduce import device
+
+    for vendor, machine, packs in [
+        ("AuthenticAMD", "x86_64", True),
+        ("GenuineIntel", "x86_64", False),
+        ("", "x86_64", False),
+        ("AuthenticAMD", "arm64", False),
+    ]:
+        monkeypatch.setattr(device, "cpu_vendor", lambda vendor=vendor: vendor)
+        monkeypatch.setattr(device.platform, "machine", lambda machine=machine: machine)
+        assert device.fp32_packing_pays() is packs, (vendor, machine)
+    if packing_supported(torch.float32):
+        monkeypatch.setattr(device, "cpu_vendor", lambda: "GenuineIntel")
+        monkeypatch.setattr(device.platform, "machine", lambda: "x86_64")
+        fp32 = transduce.load(trained_run, "cpu", "fp32", verbose=False)
+        assert not any(type(m) is PackedLinear for m in fp32.model.modules())
+
+
+def test_the_cpu_vendor_is_read_from_proc_cpuinfo(monkeypatch, tmp_path):
+    import builtins
+
+    from transduce import device
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\n")
+    real_open = builtins.open
+    monkeypatch.setattr(
+        builtins,
+        "open",
+        lambda path, *a, **k: real_open(info if path == "/proc/cpuinfo" else path, *a, **k),
+    )
+    assert device.cpu_vendor() == "AuthenticAMD"
+    info.unlink()
+    assert device.cpu_vendor() == ""

@@ -11,7 +11,13 @@ import torch
 
 from transduce.decoding import defaults
 from transduce.decoding.translator import Translator
-from transduce.device import bf16_is_fast, pick_device, resolve_precision, retain_freed_memory
+from transduce.device import (
+    bf16_is_fast,
+    fp32_packing_pays,
+    pick_device,
+    resolve_precision,
+    retain_freed_memory,
+)
 from transduce.export.ctranslate2 import CTranslate2Translator, keeps_its_quantization
 from transduce.nn.packed import pack_linears, packing_supported
 from transduce.runs import ensemble_members
@@ -50,7 +56,8 @@ def _translator(model, tokenizer, device: str, precision: str) -> Translator:
     if precision == "bf16" and dev.type == "cpu" and bf16_is_fast(dev) and packing_supported():
         pack_linears(model)
     elif precision == "fp32" and dev.type == "cpu" and packing_supported(torch.float32):
-        pack_linears(model, torch.float32)  # each row its own, and faster than MKL on AMD
+        if fp32_packing_pays():  # faster than MKL on AMD CPUs
+            pack_linears(model, torch.float32)
     if dev.type == "cpu":  # a search makes and frees MiB-sized tensors by the thousand
         retain_freed_memory()
     return Translator(model=model, tokenizer=tokenizer, device=dev, precision=precision)
