@@ -542,6 +542,7 @@ def speed_page() -> str:
         "int8",
         "int8_zen5",
         "int8_avx2",
+        "packed_fp32_avx2",
         "attention_decoding",
         "profile_train",
         "attention",

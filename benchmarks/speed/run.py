@@ -61,9 +61,10 @@ HALF_SETTINGS = {
     "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
     "training": ("train_systems", "train_sizes", "steps", "warmup_steps", "rounds"),
 }
-# the systems also measured at the other batch sizes: float32, our fastest path and the
-# fastest peer, so that each is compared where it is fastest
-SWEPT = ("transduce-fp32", "transduce-bf16-early", "ct2-int8")
+# the systems also measured at the other batch sizes: float32, our fastest path (bf16 with
+# early exit; fp32 with it where bf16 is emulated) and the fastest peer, so that each is
+# compared where it is fastest
+SWEPT = ("transduce-fp32", "transduce-bf16-early", "transduce-fp32-early", "ct2-int8")
 
 
 # ----------------------------------------------------------------------------- translation
