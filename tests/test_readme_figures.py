@@ -122,25 +122,43 @@ def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
 
 def test_readme_avx2_speed_ratios_are_those_of_its_results_files():
     import json
+    import re
 
     speed = ROOT / "benchmarks/speed"
     results = json.loads((speed / "results_avx2.json").read_text())
     cold = json.loads((speed / "cold_avx2.json").read_text())
     text = " ".join(README[README.index("On an AVX2-only EPYC") :].split("On one H200")[0].split())
-    sent = {r["system"]: r for r in results["translation"] if r["max_tokens"] == 6000}
-    early, fp32 = sent["transduce-int8-early"], sent["transduce-fp32"]
+    rows = results["translation"]
+    sent = {r["system"]: r for r in rows if r["max_tokens"] == 6000}
+    ours = [s for s in sent if s.startswith("transduce")]
+    assert max(ours, key=lambda s: sent[s]["sentences_per_s"]) == "transduce-fp32-early"
+    early, fp32 = sent["transduce-fp32-early"], sent["transduce-fp32"]
     ratio = early["sentences_per_s"] / sent["ct2-int8"]["sentences_per_s"]
+    assert "fastest path, fp32 with `--early-exit`," in text
     assert f"at {ratio:.2f}× CTranslate2 int8 in process" in text
-    assert f"BLEU {early['bleu']:.2f} against {fp32['bleu']:.2f} in fp32" in text
+    assert f"BLEU {early['bleu']:.2f} against {fp32['bleu']:.2f} without early exit" in text
+
+    def fastest(system):
+        return max(r["sentences_per_s"] for r in rows if r["system"] == system)
+
+    best = fastest("transduce-fp32-early") / fastest("ct2-int8")
+    assert f"each at its fastest batch, {best:.2f}×" in text
     seconds = {r["system"]: r["seconds"] for r in cold["rows"]}
-    assert f"{seconds['ct2-int8'] / seconds['transduce-int8-early']:.2f}× as a whole" in text
+    assert f"{seconds['ct2-int8'] / seconds['transduce-fp32-early']:.2f}× as a whole" in text
+    table = (speed / "packed_fp32_avx2.md").read_text(encoding="utf-8")
+    packed = re.search(r"\| packed \| [\d.]+ \| ([\d.]+)× \| (\d+) \| ([\d.]+)× \|", table)
+    mkl = re.search(r"\| mkl \| [\d.]+ \| [\d.]+× \| (\d+) \|", table)
+    batches, alone_ms, alone = packed.groups()
+    assert f"alone {alone}× as fast as on MKL's sgemm ({alone_ms} ms against {mkl[1]})" in text
+    assert f"batches {batches}× as fast" in text
     train = {r["system"]: r for r in results["training"] if r["max_tokens"] == 4096}
-    ours = train["transduce"]
-    assert f"{ours['tokens_per_s'] / train['marian']['tokens_per_s']:.2f}× Marian's" in text
-    assert f"at {ours['model_flops_per_s'] / ours['peak_flops_per_s']:.0%} of the" in text
+    mine = train["transduce"]
+    assert f"{mine['tokens_per_s'] / train['marian']['tokens_per_s']:.2f}× Marian's" in text
+    assert f"at {mine['model_flops_per_s'] / mine['peak_flops_per_s']:.0%} of the" in text
     guide = " ".join((ROOT / "docs/guides/serving.md").read_text(encoding="utf-8").split())
-    int8 = sent["transduce-int8"]["sentences_per_s"] / fp32["sentences_per_s"]
-    assert f"beam search in int8 ran at {int8:.2f}× float32" in guide
+    int8 = sent["transduce-int8-early"]["sentences_per_s"] / early["sentences_per_s"]
+    assert f"with `--early-exit` beam search in int8 ran at {int8:.2f}× float32" in guide
+    assert f"alone {alone}× as fast" in guide and f"batches {batches}× as fast" in guide
 
 
 def test_readme_speed_ratios_are_those_of_the_results_file():
