@@ -159,6 +159,8 @@ def test_readme_avx2_speed_ratios_are_those_of_its_results_files():
     int8 = sent["transduce-int8-early"]["sentences_per_s"] / early["sentences_per_s"]
     assert f"with `--early-exit` beam search in int8 ran at {int8:.2f}× float32" in guide
     assert f"alone {alone}× as fast" in guide and f"batches {batches}× as fast" in guide
+    rss = [round(sent[s]["peak_rss_mb"]) for s in ("transduce-fp32", "transduce-fp32-mkl")]
+    assert "peaked at {} MB against {} MB on MKL".format(*rss) in guide
 
 
 def test_readme_speed_ratios_are_those_of_the_results_file():
