@@ -8,14 +8,17 @@ from collections.abc import Callable
 from torch import nn
 
 
-def replace_linears(model: nn.Module, make: Callable[[nn.Linear], nn.Module]) -> int:
-    """Replace, in place, every plain ``nn.Linear`` inside ``model`` by ``make(layer)``.
-    Returns how many."""
+def replace_linears(
+    model: nn.Module, make: Callable[[nn.Module], nn.Module], kind: type = nn.Linear
+) -> int:
+    """Replace, in place, every layer of exactly type ``kind`` (a plain ``nn.Linear``, or
+    one of the stand-ins, to put it back) inside ``model`` by ``make(layer)``. Returns how
+    many."""
     swaps = [
         (parent, name, child)
         for parent in model.modules()
         for name, child in parent.named_children()
-        if type(child) is nn.Linear
+        if type(child) is kind
     ]
     for parent, name, child in swaps:
         setattr(parent, name, make(child))

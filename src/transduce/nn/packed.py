@@ -101,14 +101,10 @@ def unpack_linears(model: nn.Module) -> int:
     """Undo :func:`pack_linears`: put a plain ``nn.Linear`` on the same weight and bias
     back in place of every :class:`PackedLinear` (float32 then runs MKL's sgemm again, as
     ``benchmarks/speed/run.py``'s ``transduce-fp32-mkl`` does). Returns how many."""
-    swaps = [
-        (parent, name, child)
-        for parent in model.modules()
-        for name, child in parent.named_children()
-        if type(child) is PackedLinear
-    ]
-    for parent, name, child in swaps:
-        linear = nn.Linear(child.in_features, child.out_features, bias=child.bias is not None)
-        linear.weight, linear.bias = child.weight, child.bias
-        setattr(parent, name, linear)
-    return len(swaps)
+    return replace_linears(model, _plain, PackedLinear)
+
+
+def _plain(packed: PackedLinear) -> nn.Linear:
+    linear = nn.Linear(packed.in_features, packed.out_features, packed.bias is not None, "meta")
+    linear.weight, linear.bias = packed.weight, packed.bias
+    return linear
