@@ -18,11 +18,11 @@ In float32 (``dtype=torch.float32``) the packed float32 weight serves every call
 autocast, the attention maps and the explainer included, so they see what the translation
 computed. ``F.linear`` in float32 runs MKL's sgemm. On AMD CPUs, where MKL takes no fast
 path of its own (CTranslate2 picks oneDNN there for the same reason), oneDNN's packed
-kernel was faster at most shapes of a beam-search step, up to 4× on the output layer of a
-single sentence (``benchmarks/speed/int8.py``: its ``float32 packed`` column), so float32
-translation packs its layers there (:func:`transduce.device.fp32_packing_pays`). A row's
-output is also the same bit for bit alone or in any batch, where MKL's changes in its
-last bits with the number of rows.
+kernel was faster at 11 of 16 shapes of a beam-search step (slower at 256 → 256 on few
+rows), 3.8× on the output layer of a single sentence (``benchmarks/speed/int8.py``: its
+``float32 packed`` column), so float32 translation packs its layers there
+(:func:`transduce.device.fp32_packing_pays`). A row's output is also the same bit for bit
+alone or in any batch, where MKL's changes in its last bits with the number of rows.
 """
 
 from __future__ import annotations
