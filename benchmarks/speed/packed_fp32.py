@@ -50,8 +50,7 @@ def main() -> None:
     if not any(type(m) is PackedLinear for m in packed.model.modules()):
         raise SystemExit("fp32 translation is not packed on this CPU (it packs on AMD ones)")
     mkl = transduce.load(args.run_dir, "cpu", "fp32", verbose=False)
-    unpack_linears(mkl.model)
-    mkl.packed = False  # done sentences leave the batch at once, as unpacked layers did
+    unpack_linears(mkl.model)  # done sentences then leave a batch at once, as before
     systems = {"packed": packed, "mkl": mkl}
     style = {"lenpen_style": "power", "max_tokens": 6000}
     bleu = {}

@@ -21,11 +21,9 @@ it meets a matrix shape, about a millisecond each, and a pass meets hundreds):
   transduce-fp32, transduce-bf16, transduce-bf16-early (beam search ends a sentence at
   the first step whose best candidate is EOS), transduce-int8, transduce-int8-early (the
   fastest path where bfloat16 is emulated: no AVX-512 BF16 or AMX), transduce-fp32-early,
-  transduce-fp32-mkl (float32 on PyTorch's MKL sgemm, the linear layers left unpacked:
-  what transduce-fp32 ran before oneDNN's packed float32 layers), marian-generate (our
+  transduce-fp32-mkl (fp32 on MKL's sgemm, layers unpacked, as before), marian-generate (our
   weights), ct2-float32, ct2-int8 (on a GPU also ct2-float16 and ct2-int8_float16, which
-  CTranslate2 offers there)
-The peers are built in peers.py.
+  CTranslate2 offers there). The peers are built in peers.py.
 """
 
 from __future__ import annotations
@@ -61,9 +59,8 @@ HALF_SETTINGS = {
     "translation": ("translate_systems", "translate_sizes", "passes", "latency_sentences"),
     "training": ("train_systems", "train_sizes", "steps", "warmup_steps", "rounds"),
 }
-# the systems also measured at the other batch sizes: float32, our fastest path (bf16 with
-# early exit; fp32 with it where bf16 is emulated) and the fastest peer, so that each is
-# compared where it is fastest
+# the systems also measured at the other batch sizes: float32, our fastest paths (with early
+# exit) and the fastest peer, so that each is compared where it is fastest
 SWEPT = ("transduce-fp32", "transduce-bf16-early", "transduce-fp32-early", "ct2-int8")
 
 
@@ -71,14 +68,12 @@ SWEPT = ("transduce-fp32", "transduce-bf16-early", "transduce-fp32-early", "ct2-
 def make_translator(args, system: str, workdir: Path):
     """Something with .search(lines, beam, alpha) → [[(text, score)]]."""
     from transduce.api.loading import load as load_translator
+    from transduce.nn.packed import unpack_linears
 
     if system.startswith("transduce"):
         translator = load_translator(args.run_dir, args.device, system.split("-")[1])
         if system.endswith("-mkl"):
-            from transduce.nn.packed import unpack_linears
-
-            unpack_linears(translator.model)
-            translator.packed = False  # done sentences leave the batch at once, as before
+            unpack_linears(translator.model)  # done sentences then leave a batch at once
         return translator
     if system.startswith("ct2"):
         from transduce.export import ctranslate2 as ct2

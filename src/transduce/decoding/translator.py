@@ -189,9 +189,14 @@ class Translator(TranslateAPI):
         if precision == "int8":
             quantize_linears(self.model)
         self.tokenizer, self.device, self.precision = tokenizer, device, precision
-        self.packed = any(isinstance(m, PackedLinear) for m in self.model.modules())
         positions = model.positions.table.shape[0]
         self.max_source = positions - EXTRA_OUTPUT - 2  # room for EOS and BOS + outputs
+
+    @property
+    def packed(self) -> bool:
+        """Whether the model's linear layers are packed for oneDNN (then done sentences
+        leave a batch in groups; see PACKED_GROUP)."""
+        return any(isinstance(m, PackedLinear) for m in self.model.modules())
 
     @torch.no_grad()
     def search(
