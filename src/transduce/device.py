@@ -60,11 +60,11 @@ def bf16_is_fast(device: torch.device) -> bool:
     return False
 
 
-def cpu_vendor() -> str:
+def cpu_vendor(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's vendor as Linux's /proc/cpuinfo names it (``AuthenticAMD``,
     ``GenuineIntel``), or "" where it cannot be read."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as info:
             for line in info:
                 if line.startswith("vendor_id"):
                     return line.split(":", 1)[1].strip()
