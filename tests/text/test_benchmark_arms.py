@@ -69,3 +69,22 @@ def test_an_arm_may_have_minutes_of_its_own(tmp_path, monkeypatch):
     bench.candidate(args, "trec", "alone", ["threads=2", "xpos"])  # both halves on 2 threads
     for run in ("trec_alone_pretrain", "trec_alone"):
         assert [s for s in runs[run] if s.startswith("threads=")][-1] == "threads=2"
+
+
+def test_a_pre_marked_setting_reaches_the_pre_training_alone_and_wins_there(tmp_path, monkeypatch):
+    bench = text_harness()
+    runs = {}
+    monkeypatch.setattr(bench, "train", lambda argv, run: runs.setdefault(run.name, argv))
+    monkeypatch.setattr(bench, "curve", lambda run, key: [80.0])
+    args = SimpleNamespace(data=Path("/data"), runs=tmp_path)
+    arm = ["xpos", "pre:batch_tokens=896", "pre:max_epochs=40"]
+    bench.candidate(args, "trec", "arm", arm)
+    start, tuned = (
+        apply_overrides(TextConfig(), runs[r]) for r in ("trec_arm_pretrain", "trec_arm")
+    )
+    assert (start.batch_tokens, start.engine.max_epochs) == (896, 40)  # after COMMON's 20
+    assert (tuned.batch_tokens, tuned.engine.max_epochs) == (0, 20)
+    assert not any(s.startswith("pre:") for r in runs.values() for s in r)
+    bench.candidate(args, "upos", "both", ["xpos", "batch_tokens=768"])  # a shaping setting
+    for run in ("upos_both_pretrain", "upos_both"):
+        assert apply_overrides(TextConfig(), runs[run]).batch_tokens == 768

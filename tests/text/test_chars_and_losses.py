@@ -2,6 +2,7 @@
 (token_dropout=) and entity words weighed above O (outside_weight=): what each subword is
 given, what the loss reads, runs that train, load and explain, and settings refused."""
 
+import json
 import re
 from types import SimpleNamespace
 
@@ -120,6 +121,8 @@ def test_a_tagger_with_letters_trains_loads_tags_and_explains(tmp_path, capsys):
         (["task=entities", "format=conll", "outside_weight=0"], "outside_weight must be in"),
         (["token_dropout=1.5"], "token_dropout"),
         (["chars=-1"], "chars"),
+        (["batch_tokens=-1"], "batch_tokens"),
+        (["batch_tokens=20", "max_tokens=64"], "batch_tokens=20 is below max_tokens=64"),
     ],
 )
 def test_bad_settings_of_these_are_one_line_errors(tmp_path, capsys, settings, message):
@@ -130,3 +133,37 @@ def test_bad_settings_of_these_are_one_line_errors(tmp_path, capsys, settings, m
     err = capsys.readouterr().err
     assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
     assert not run.exists() or not (run / "config.yaml").exists()
+
+
+def test_batch_tokens_groups_sentences_of_similar_length_and_every_one_once(tmp_path):
+    lengths = [2 + (7 * i) % 40 for i in range(300)]  # 2 to 41 subwords, mixed
+    task = task_of(tmp_path, batch_tokens=96, max_tokens=64)
+    task.data.train = Encoded([[1] * n for n in lengths], [[-100] * n for n in lengths], [])
+    batches = [b.tolist() for b in task.batches(0)]
+    assert sorted(i for b in batches for i in b) == list(range(300))  # each once
+    padded = [max(lengths[i] for i in b) * len(b) for b in batches]
+    assert max(padded) <= 96
+    assert sum(lengths) / sum(padded) > 0.9  # little padding
+    assert [b.tolist() for b in task.batches(0)] == batches  # by seed and epoch alone
+    assert [b.tolist() for b in task.batches(1)] != batches
+    plain = task_of(tmp_path, max_tokens=64)  # batch_size sentences drawn at random
+    plain.data.train = task.data.train
+    drawn = [b.tolist() for b in plain.batches(0)]
+    assert {len(b) for b in drawn[:-1]} == {32}
+    assert sum(lengths) / sum(max(lengths[i] for i in b) * len(b) for b in drawn) < 0.7
+
+
+def test_a_tagger_trains_on_batches_by_length(tmp_path):
+    from transduce.data.batching import token_batches
+    from transduce.data.labelled import read_tagged
+    from transduce.tasks.text.data import encode
+
+    train = tagged_sentences(tmp_path / "train.conll", 200, 1)
+    run = train_text(tmp_path, "run", "task=entities", "format=conll", f"train={train}",
+                     "valid_share=0", f"valid={train}", "batch_tokens=200")  # fmt: skip
+    model = transduce.load(run)
+    assert [t for _, t in model.tag("big fox red")] == ["B-ANIMAL", "I-ANIMAL", "O"]
+    encoded = encode(model.tokenizer, read_tagged(train, "conll"), model.labels, 128, "t")
+    expected = len(token_batches([len(ids) for ids in encoded.ids], 200))
+    first = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["epoch"] == 1 and first["step"] == expected < 200 // 16  # fewer, fuller

@@ -58,6 +58,7 @@ class TextConfig:
         d_model=128, d_ff=256, num_heads=4, num_encoder_layers=2, dropout=0.1, max_len=512
     )
     batch_size: int = 32
+    batch_tokens: int = 0
     lr: float = 5e-4
     weight_decay: float = 0.01
     warmup: int = 200
@@ -104,7 +105,10 @@ class TextConfig:
         "calibrate": "entities: at each validation, choose the number (from -1 to 3) added "
         "to O's log-probability before decoding that gives the best entity F1; the "
         "checkpoint keeps it, and the tagger decodes with it",
-        "batch_size": "sentences per batch",
+        "batch_size": "sentences per batch, drawn at random (without batch_tokens)",
+        "batch_tokens": "batches of sentences of similar length instead, each at most this "
+        "many subwords with its padding (sorted by length, the batches shuffled; 0: "
+        "batch_size sentences drawn at random, padded to the longest)",
         "lr": "AdamW's peak learning rate",
         "weight_decay": "AdamW's weight decay",
         "warmup": "updates over which the rate rises linearly to lr",
@@ -142,7 +146,16 @@ class TextConfig:
         if not self.train:
             found.append(("train", "train is not set; give train=PATH/TO/FILE"))
         found += at_least(self, 1, "vocab_size", "batch_size", "column", "members")
-        found += at_least(self, 0, "chars", "relative")
+        found += at_least(self, 0, "chars", "relative", "batch_tokens")
+        if 0 < self.batch_tokens < self.max_tokens:
+            found.append(
+                (
+                    "batch_tokens",
+                    f"batch_tokens={self.batch_tokens} is below max_tokens={self.max_tokens}: "
+                    "a batch must hold a sentence of max_tokens subwords; give at least "
+                    "that, or 0",
+                )
+            )
         found += at_least(self, 2, "max_tokens") + at_least(self, 0, "warmup")
         found += in_range(self, "valid_share", 0, 1) + in_range(self, "label_smoothing", 0, 1)
         if not 0 < self.lr < math.inf:
