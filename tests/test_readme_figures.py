@@ -255,3 +255,23 @@ def test_the_text_guides_tagger_start_figures_are_the_results_file():
         assert f"{figure:.2f}" in section, figure
     first = ", ".join(f"{v:.2f}" for v in chosen["validation_by_epoch"][:5])
     assert f"start's: {first} over its first five" in section
+
+
+def test_the_text_guides_batches_by_length_figures_are_the_results_file():
+    import json
+
+    data = json.loads((ROOT / "benchmarks/text/results.json").read_text())
+    guide = " ".join((ROOT / "docs/guides/text.md").read_text().split())
+    section = guide[guide.index("### Batches by length, measured") :].split(" #")[0]
+    upos = data["upos"]["candidates"]
+    arm = REGULARISED + "_members2_xpos_2threads"
+    plain, length, chosen = upos[arm + "_again"], upos[arm + "_length"], upos[arm]
+    assert data["upos"]["chosen"] == arm and "batch_tokens=768" in length["settings"]
+    figures = [plain[k] for k in ("pretraining_validation", "validation", "test")]
+    figures += [length[k] for k in ("pretraining_validation", "validation", "test")]
+    figures += [length["validation"] - plain["validation"], chosen["validation"]]
+    for figure in figures:
+        assert f"{figure:.2f}" in section, figure
+    assert plain["commit"] in section and length["commit"] in section
+    trec = data["trec"]["candidates"]["max_chars_xpos_members4_2threads_length_start"]
+    assert f"{trec['validation']:.2f}" in section and trec["commit"] in section
