@@ -273,5 +273,11 @@ def test_the_text_guides_batches_by_length_figures_are_the_results_file():
     for figure in figures:
         assert f"{figure:.2f}" in section, figure
     assert plain["commit"] in section and length["commit"] in section
-    trec = data["trec"]["candidates"]["max_chars_xpos_members4_2threads_length_start"]
-    assert f"{trec['validation']:.2f}" in section and trec["commit"] in section
+    trec = data["trec"]["candidates"]
+    pair = [trec["max_chars_xpos_members4_2threads" + k] for k in ("_length_start", "_again")]
+    for row in pair:
+        for key in ("pretraining_validation", "validation", "test"):
+            assert f"{row[key]:.2f}" in section, (key, row[key])
+        assert row["commit"] in section
+    assert data["trec"]["chosen"] == "max_chars_xpos_members4"
+    assert f"{trec['max_chars_xpos_members4']['validation']:.2f}" in section
