@@ -63,6 +63,9 @@ MEMBERS = {"trec": "members=4", "wnut": "members=2"}
 # positions, 16,000 subwords, dropout 0.3 and a tenth of the subwords hidden
 REGULARISED = ["piece=last", "chars=128", RELATIVE, "vocab_size=16000", "dropout=0.3"]
 REGULARISED += ["token_dropout=0.1"]
+# TREC's and UPOS's chosen recipes, each run alone on both cores (threads=2)
+TREC_ALONE = ("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2")
+UPOS_ALONE = (*REGULARISED, "members=2", "xpos", "threads=2", "minutes=8+17")
 MLM = "mlm"  # a candidate's marker: pre-train for half its minutes, fine-tune the rest
 # A tagger of UD English-EWT's training sentences (UPOS, or the Penn Treebank's finer
 # XPOS) pre-trained in the same way, supervised: its encoder has read 204,000 tagged words
@@ -75,7 +78,9 @@ PRETRAINING = (MLM, *TAGGERS)
 # an arm's own minutes instead of its task's: "minutes=15", or for a pre-trained arm
 # "minutes=10+5" (pre-training, then fine-tuning; the task's minutes are split in halves)
 MINUTES = "minutes="
-# a setting of an arm's pre-training alone: "pre:batch_tokens=896" (after COMMON, so it wins)
+# a setting of an arm's pre-training alone: "pre:batch_tokens=896" (after COMMON, so it wins).
+# LENGTH_RULE, an arm's batch_tokens: the smallest multiple of 128 subwords whose epoch has
+# no more batches than 32 a batch gives
 PRE = "pre:"
 EWT = {"train": "ud_ewt/en_ewt-ud-train.conllu", "valid": "ud_ewt/en_ewt-ud-dev.conllu"}
 # the arm's settings a tagger start shares (its own subwords too: the arm's tokenizer is
@@ -107,26 +112,17 @@ TASKS = {
             # written after UPOS's run of a717392 (the chosen recipe alone on both cores led
             # dev), before its own: the chosen arm, each half of it run on one core beside
             # another candidate, run alone with both cores, its minutes as chosen (5 + 5)
-            "max_chars_xpos_members4_2threads": [
-                *("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2"),
-            ],
-            # written after the runs of cdc84d5, before its own: a random batch of 32 of EWT's
-            # sentences is two thirds padding, and batches of similar length (batch_tokens)
-            # trained the UPOS tagger 2.8x as fast in a 60-step probe. The arm above, its
-            # XPOS start so batched: the smallest multiple of 128 subwords whose epoch has
-            # no more batches than 32 a batch gives (896: 345 against 392 with this
-            # tokenizer), 40 epochs so that its minutes end it. TREC's questions are short
-            # and its fine-tuning reached its 20 epochs: it keeps its batches
+            "max_chars_xpos_members4_2threads": list(TREC_ALONE),
+            # written after cdc84d5's runs, before its own: the arm above, its XPOS start
+            # batched by length (a random 32 of EWT is two thirds padding) at LENGTH_RULE
+            # (896: 345 batches against 392), 40 epochs so that its minutes end it; its
+            # fine-tuning, which reached its 20 epochs, keeps its batches
             "max_chars_xpos_members4_2threads_length_start": [
-                *("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2"),
-                *("pre:batch_tokens=896", "pre:max_epochs=40"),
+                *(*TREC_ALONE, "pre:batch_tokens=896", "pre:max_epochs=40"),
             ],
-            # written before its run, after the start of the one above: the arm it changes,
-            # run again on the machine it runs on (the rows above came from other machines,
-            # and this one trains more slowly), so that the pair shares a machine
-            "max_chars_xpos_members4_2threads_again": [
-                *("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2"),
-            ],
+            # written before its run and the one above's: the arm it changes, run again on
+            # their machine (slower than the one of the rows above), so that they compare
+            "max_chars_xpos_members4_2threads_again": list(TREC_ALONE),
             "max_chars_xpos": ["pooling=max", "chars=64", "xpos"],
             "cls": ["pooling=cls"],
             "mean": ["pooling=mean"],
@@ -176,27 +172,18 @@ TASKS = {
             # (dev 93.70, 94.15, 94.14), each on one core beside another candidate. Run
             # alone, the arm has both cores for the issue's 30 minutes: threads=2, the
             # same 25 training minutes split 8 + 17 (fine-tuning is the task's)
-            "last_subword_chars_relative_16k_regularised_members2_xpos_2threads": [
-                *REGULARISED,
-                *("members=2", "xpos", "threads=2", "minutes=8+17"),
-            ],
-            # written after the runs of a717392, before its own: the arm above with batches of
-            # similar length (batch_tokens) in both halves, the smallest multiple of 128
-            # subwords whose epoch has no more batches than 32 a batch gives (768: 384
-            # against 392), which trained it 2.8x as fast in a 60-step probe; 40 epochs, so
-            # that its minutes end each half (it reached 10 in 17 minutes)
+            "last_subword_chars_relative_16k_regularised_members2_xpos_2threads": list(UPOS_ALONE),
+            # written after a717392's runs, before its own: the arm above batched by length
+            # in both halves at LENGTH_RULE (768: 384 batches against 392; 2.8x as fast in
+            # a 60-step probe), 40 epochs so that its minutes end each half
             "last_subword_chars_relative_16k_regularised_members2_xpos_2threads_length": [
-                *REGULARISED,
-                *("members=2", "xpos", "threads=2", "minutes=8+17", "batch_tokens=768"),
-                *("max_epochs=40", "pre:max_epochs=40"),
+                *(*UPOS_ALONE, "batch_tokens=768", "max_epochs=40", "pre:max_epochs=40"),
             ],
-            # written during the run of the one above (its start reached EWT dev 91.03 in 8
-            # minutes, against 93.08 for the arm it changes on the machine of a717392): the
-            # arm it changes, run again on the same machine as it, so that the pair compares
-            "last_subword_chars_relative_16k_regularised_members2_xpos_2threads_again": [
-                *REGULARISED,
-                *("members=2", "xpos", "threads=2", "minutes=8+17"),
-            ],
+            # written during the one above's run (its start: EWT dev 91.03 in 8 minutes,
+            # 93.08 on a717392's machine): the arm it changes, run again on its machine
+            "last_subword_chars_relative_16k_regularised_members2_xpos_2threads_again": list(
+                UPOS_ALONE
+            ),
             # its training loss near 0 by the end, dev still: two encoders' mean in the
             # same minutes (each half the epochs); the 16k arm without the regularisers
             # (dev 93.04, test 93.28 at 1e9f993) is left out to keep the task at 30 minutes
