@@ -140,17 +140,20 @@ def test_batch_tokens_groups_sentences_of_similar_length_and_every_one_once(tmp_
     task = task_of(tmp_path, batch_tokens=96, max_tokens=64)
     task.data.train = Encoded([[1] * n for n in lengths], [[-100] * n for n in lengths], [])
     batches = [b.tolist() for b in task.batches(0)]
+
+    def padded(batch):  # the subwords a batch holds, padded to its longest sentence
+        return max(lengths[i] for i in batch) * len(batch)
+
     assert sorted(i for b in batches for i in b) == list(range(300))  # each once
-    padded = [max(lengths[i] for i in b) * len(b) for b in batches]
-    assert max(padded) <= 96
-    assert sum(lengths) / sum(padded) > 0.9  # little padding
+    assert max(padded(b) for b in batches) <= 96
+    assert sum(lengths) / sum(padded(b) for b in batches) > 0.9  # little padding
     assert [b.tolist() for b in task.batches(0)] == batches  # by seed and epoch alone
     assert [b.tolist() for b in task.batches(1)] != batches
     plain = task_of(tmp_path, max_tokens=64)  # batch_size sentences drawn at random
     plain.data.train = task.data.train
     drawn = [b.tolist() for b in plain.batches(0)]
     assert {len(b) for b in drawn[:-1]} == {32}
-    assert sum(lengths) / sum(max(lengths[i] for i in b) * len(b) for b in drawn) < 0.7
+    assert sum(lengths) / sum(padded(b) for b in drawn) < 0.7
 
 
 def test_a_tagger_trains_on_batches_by_length(tmp_path):
