@@ -184,6 +184,11 @@ TASKS = {
             "last_subword_chars_relative_16k_regularised_members2_xpos_2threads_again": list(
                 UPOS_ALONE
             ),
+            # written before its run, on a Zen 5 (AVX-512 BF16, 2 cores) like the one that
+            # measured a717392's row: the length arm again, on a machine as fast as that one
+            "last_subword_chars_relative_16k_regularised_members2_xpos_2threads_length_fast": [
+                *(*UPOS_ALONE, "batch_tokens=768", "max_epochs=40", "pre:max_epochs=40"),
+            ],
             # its training loss near 0 by the end, dev still: two encoders' mean in the
             # same minutes (each half the epochs); the 16k arm without the regularisers
             # (dev 93.04, test 93.28 at 1e9f993) is left out to keep the task at 30 minutes
