@@ -63,8 +63,9 @@ MEMBERS = {"trec": "members=4", "wnut": "members=2"}
 # positions, 16,000 subwords, dropout 0.3 and a tenth of the subwords hidden
 REGULARISED = ["piece=last", "chars=128", RELATIVE, "vocab_size=16000", "dropout=0.3"]
 REGULARISED += ["token_dropout=0.1"]
-# TREC's and UPOS's chosen recipes, each run alone on both cores (threads=2)
-TREC_ALONE = ("pooling=max", "chars=64", MEMBERS["trec"], "xpos", "threads=2")
+# TREC's chosen recipe; it and UPOS's, each run alone on both cores (threads=2)
+MEMBERS_XPOS = ("pooling=max", "chars=64", MEMBERS["trec"], "xpos")
+TREC_ALONE = (*MEMBERS_XPOS, "threads=2")
 UPOS_ALONE = (*REGULARISED, "members=2", "xpos", "threads=2", "minutes=8+17")
 MLM = "mlm"  # a candidate's marker: pre-train for half its minutes, fine-tune the rest
 # A tagger of UD English-EWT's training sentences (UPOS, or the Penn Treebank's finer
@@ -123,6 +124,15 @@ TASKS = {
             # written before its run and the one above's: the arm it changes, run again on
             # their machine (slower than the one of the rows above), so that they compare
             "max_chars_xpos_members4_2threads_again": list(TREC_ALONE),
+            # written before their runs, side by side on one core each as the chosen row's
+            # halves were: its start batched by length (LENGTH_RULE: 896) on a Zen 5, and
+            # the chosen arm again beside it
+            "max_chars_xpos_members4_length_start": [
+                *MEMBERS_XPOS,
+                "pre:batch_tokens=896",
+                "pre:max_epochs=40",
+            ],
+            "max_chars_xpos_members4_again": list(MEMBERS_XPOS),
             "max_chars_xpos": ["pooling=max", "chars=64", "xpos"],
             "cls": ["pooling=cls"],
             "mean": ["pooling=mean"],
@@ -211,6 +221,14 @@ TASKS = {
             # arms' 20.86 and 22.18) left out, so that the task takes 30 minutes, not 45
             # written after the pilot named at TAGGERS; first, beside the first mlm arm
             "chars_recall_upos": ["piece=first", *RECALL, "upos"],
+            # written before their runs, side by side on a Zen 5: the arm above batched by
+            # length (LENGTH_RULE with its EWT tokenizer: 896 for EWT, 337 batches against
+            # 392; 1,280 for WNUT's 3,394 sentences, 106 against 107), and itself again
+            "chars_recall_upos_length": [
+                *("piece=first", *RECALL, "upos", "batch_tokens=1280", "max_epochs=40"),
+                *("pre:batch_tokens=896", "pre:max_epochs=40"),
+            ],
+            "chars_recall_upos_again": ["piece=first", *RECALL, "upos"],
             "chars_recall_mlm": ["piece=first", *RECALL, MLM],
             "chars_recall_relative_mlm": ["piece=first", *RECALL, RELATIVE, MLM],
             "chars_recall_members2": ["piece=first", *RECALL, MEMBERS["wnut"]],
