@@ -80,6 +80,43 @@ def test_a_classifier_trains_tests_loads_and_predicts(classifier, capsys):
         model.attention("owl", layer=3)
 
 
+def test_sentences_batched_by_length_get_what_they_get_alone_in_their_own_places(
+    classifier, tmp_path
+):
+    """predict() and word_scores() batch neighbours by length (little padding); each
+    sentence's result is the one it gets alone, at its own index."""
+    from transduce.data.labelled import Sentences, Tagged
+    from transduce.tasks.text.data import encode
+    from transduce.tasks.text.task import by_length, predict, word_scores
+
+    texts = ["owl red fox blue dog cat owl", "a", "red fox", "cat", "dog blue owl red", "fox"]
+    model = transduce.load(classifier)
+    found = Sentences(texts, ["plain"] * len(texts), list(range(1, 7)))
+    encoded = encode(model.tokenizer, found, model.labels, 64, "mixed")
+    batches = by_length(encoded, 4)
+    assert sorted(i for b in batches for i in b) == list(range(6)) and batches[0] != [0, 1, 2, 3]
+    batched, probabilities = predict(model.model, encoded, batch_size=4)
+    alone = [
+        predict(model.model, encode(model.tokenizer, found_one, model.labels, 64, "one"))
+        for found_one in (Sentences([t], ["plain"], [1]) for t in texts)
+    ]
+    assert batched == [label for (labels, _) in alone for label in labels]
+    for p, (_, one) in zip(probabilities, alone):
+        assert p == pytest.approx(one[0], abs=1e-5)
+    train_file = tagged(tmp_path / "train.conll", 100, 1)
+    tagger = transduce.load(
+        train_text(tmp_path, "tagger", "task=tag", "format=conll", f"train={train_file}")
+    )
+    words = [t.split() for t in texts]
+    found = Tagged(words, [["O"] * len(w) for w in words], list(range(1, 7)))
+    encoded = encode(tagger.tokenizer, found, tagger.labels, 64, "mixed")
+    scores = word_scores(tagger.model, encoded, batch_size=4)
+    for i, w in enumerate(words):
+        one = encode(tagger.tokenizer, Tagged([w], [["O"] * len(w)], [1]), tagger.labels, 64, "")
+        assert scores[i].shape[0] == len(w)
+        assert torch.allclose(scores[i], word_scores(tagger.model, one)[0], atol=1e-5)
+
+
 def test_a_tagger_and_an_entity_tagger_read_tags_at_each_words_first_subword(tmp_path, capsys):
     train_file, test_file = tagged(tmp_path / "train.conll", 300, 1), tagged(tmp_path / "t", 50, 2)
     settings = ["task=entities", "format=conll", f"train={train_file}", "calibrate=false"]

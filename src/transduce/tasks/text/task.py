@@ -132,14 +132,21 @@ def predict(
         return [word_tags(s, rules, outside) for s in word_scores(model, encoded, batch_size)], []
     model.eval()
     device = next(model.parameters()).device
-    out, probabilities = [], []
-    for start in range(0, len(encoded.ids), batch_size):
-        rows = range(start, min(start + batch_size, len(encoded.ids)))
+    out, probabilities = [0] * len(encoded.ids), [[]] * len(encoded.ids)
+    for rows in by_length(encoded, batch_size):
         ids, _, chars = batch_of(encoded, rows, False)
         logits = model(ids.to(device), chars=_to(chars, device)).logits.float().cpu()
-        probabilities += logits.softmax(-1).tolist()
-        out += logits.argmax(-1).tolist()
+        for row, p, best in zip(rows, logits.softmax(-1).tolist(), logits.argmax(-1).tolist()):
+            out[row], probabilities[row] = best, p
     return out, probabilities
+
+
+def by_length(encoded: Encoded, batch_size: int) -> list[list[int]]:
+    """The sentences' indices in batches of ``batch_size`` neighbours by length, so that a
+    batch is padded little (in file order, a batch of EWT's sentences is mostly padding);
+    the callers put each result back at its sentence's place."""
+    order = sorted(range(len(encoded.ids)), key=lambda i: len(encoded.ids[i]))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 @torch.no_grad()
@@ -148,12 +155,12 @@ def word_scores(model: EncoderOnly, encoded: Encoded, batch_size: int = 128) -> 
     is read at."""
     model.eval()
     device = next(model.parameters()).device
-    out = []
-    for start in range(0, len(encoded.ids), batch_size):
-        rows = range(start, min(start + batch_size, len(encoded.ids)))
+    out: list[Tensor] = [torch.empty(0)] * len(encoded.ids)
+    for rows in by_length(encoded, batch_size):
         ids, tags, chars = batch_of(encoded, rows, True)
         logits = model(ids.to(device), chars=_to(chars, device)).logits.float().cpu()
-        out += [logits[row][tags[row] != IGNORE] for row in range(len(rows))]
+        for row, i in enumerate(rows):
+            out[i] = logits[row][tags[row] != IGNORE]
     return out
 
 
