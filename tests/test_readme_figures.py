@@ -283,5 +283,13 @@ def test_the_text_guides_batches_by_length_figures_are_the_results_file():
         for key in scored:
             assert f"{row[key]:.2f}" in section, (key, row[key])
         assert row["commit"] in section
+    wnut = data["wnut"]["candidates"]
+    length, plain = wnut["chars_recall_upos_length"], wnut["chars_recall_upos_again"]
+    assert data["wnut"]["chosen"] == "chars_recall_upos_again"  # the recipe, run again
+    assert "batch_tokens=1280" in length["settings"] and length["commit"] in section
+    for row in (length, plain):
+        assert f"{row['validation']:.2f}" in section and f"{row['test']:.2f}" in section
+    epochs = (len(length["validation_by_epoch"]), len(plain["validation_by_epoch"]))
+    assert f"its fine-tuning {epochs[0]} epochs against {epochs[1]}" in section
     assert data["trec"]["chosen"] == "max_chars_xpos_members4"
     assert f"{trec['max_chars_xpos_members4']['validation']:.2f}" in section
