@@ -545,6 +545,7 @@ def speed_page() -> str:
         "packed_fp32_avx2",
         "attention_decoding",
         "profile_train",
+        "profile_train_zen5",
         "attention",
         "dropout",
         "allocator",
