@@ -21,6 +21,8 @@ COMMON = ["batch_size=32", "patience=0", "threads=1", "cooldown=0.3", "max_epoch
 # taggers found a fifth of the entities they should, and a loss that weighs O at 0.1
 # with 10% of subwords hidden found more (dev F1 20.9)
 RECALL = ["chars=128", "outside_weight=0.1", "token_dropout=0.1"]
+# WNUT-17's chosen recipe: a word's first subword speaks, RECALL, a UPOS tagger's start
+RECALL_UPOS = ("piece=first", *RECALL, "upos")
 # relative positions (a head's score of each distance up to 16 subwords) lifted UPOS dev
 # in 5-minute runs (91.03 against 90.45 with chars=128) and in the full 25 (92.82 against
 # 91.02, at 8fa5f90); on WNUT (20.97 against 20.86) and TREC (85.69 both) 5-minute runs
@@ -193,15 +195,15 @@ TASKS = {
             # and mlm_then_fine_tune (at 64e6736: dev 9.65 and 10.87, below their chars_recall
             # arms' 20.86 and 22.18) left out, so that the task takes 30 minutes, not 45
             # written after the pilot named at TAGGERS; first, beside the first mlm arm
-            "chars_recall_upos": ["piece=first", *RECALL, "upos"],
+            "chars_recall_upos": list(RECALL_UPOS),
             # written before their runs, side by side on a Zen 5: the arm above batched by
             # length (LENGTH_RULE with its EWT tokenizer: 896 for EWT, 337 batches against
             # 392; 1,280 for WNUT's 3,394 sentences, 106 against 107), and itself again
             "chars_recall_upos_length": [
-                *("piece=first", *RECALL, "upos", "batch_tokens=1280", "max_epochs=40"),
+                *(*RECALL_UPOS, "batch_tokens=1280", "max_epochs=40"),
                 *("pre:batch_tokens=896", "pre:max_epochs=40"),
             ],
-            "chars_recall_upos_again": ["piece=first", *RECALL, "upos"],
+            "chars_recall_upos_again": list(RECALL_UPOS),
             "chars_recall_mlm": ["piece=first", *RECALL, MLM],
             "chars_recall_relative_mlm": ["piece=first", *RECALL, RELATIVE, MLM],
             "chars_recall_members2": ["piece=first", *RECALL, MEMBERS["wnut"]],
