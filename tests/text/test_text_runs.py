@@ -2,6 +2,7 @@
 predicting and served; bad files and settings refused in one line."""
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +16,7 @@ from tests.helpers.text import (
     tagged_sentences,
     train_text,
 )
+from transduce import runs
 from transduce.cli.main import main
 from transduce.errors import UserError
 
@@ -300,3 +302,25 @@ def test_masked_language_model_pretraining_then_fine_tuning_from_it(tmp_path, ca
     argv = ["text", "train", f"train={train_file}", f"init={pre}", "d_model=48", *TINY[1:]]
     assert main([*argv, "--run-dir", str(tmp_path / "other")]) == 2
     assert "does not fit this run's model" in capsys.readouterr().err
+
+
+def test_a_run_averaged_by_transduce_average_is_what_it_loads_and_tests(
+    classifier, tmp_path, capsys, caplog
+):
+    run = tmp_path / "run"
+    shutil.copytree(classifier, run)
+    steps = runs.step_checkpoints(run)
+    assert len(steps) >= 2, "the tiny run keeps too few checkpoints to average"
+    assert main(["average", str(run), "--last", "2"]) == 0
+    averaged = runs.load_checkpoint(run / "averaged.pt")["model"]
+    best = runs.load_checkpoint(run / "checkpoints" / "best.pt")["model"]
+    assert any(not torch.equal(averaged[k], best[k]) for k in averaged)
+    loaded = transduce.load(run).model.state_dict()
+    assert all(torch.equal(loaded[k], averaged[k]) for k in averaged)
+    capsys.readouterr()
+    with caplog.at_level("WARNING", logger="transduce"):
+        assert main(["text", "test", str(run)]) == 0
+    assert f"using {run / 'averaged.pt'}" in caplog.text
+    one = transduce.load(run / "checkpoints" / "best.pt").model.state_dict()  # a file in it
+    assert all(torch.equal(one[k], best[k]) for k in best)
+    assert (run / "test_results.json").is_file()

@@ -12,6 +12,7 @@ tagger on the encoder alone.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import torch
@@ -38,20 +39,23 @@ from transduce.tasks.text.task import (
 
 POOLED = {"cls": "[CLS]", "mean": "mean", "max": "max"}  # the pooled row's name in a view
 
+log = logging.getLogger("transduce.runs")  # "using CHECKPOINT", as a translator says
+
 
 class TextModel:
-    """A text run's best checkpoint, its tokenizer and its labels.
+    """A text run's model (its averaged checkpoint if ``transduce average`` wrote one, else
+    its best, else its newest), its tokenizer and its labels.
 
     Args:
-        path: the run directory.
+        path: the run directory, or one of its checkpoints.
+        verbose: say which checkpoint is used (on the "transduce" logger).
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.run_dir = Path(path)
-        if not self.run_dir.is_dir():
-            raise UserError(f"{path}: no such run directory; give one that text train wrote")
-        checkpoint = runs.checkpoint_dir(self.run_dir) / runs.BEST
+    def __init__(self, path: str | Path, verbose: bool = False) -> None:
+        checkpoint, self.run_dir = runs.find_checkpoint(path)
         state = runs.load_checkpoint(checkpoint, "text")
+        if verbose:
+            log.warning(f"transduce: using {checkpoint}")
         try:
             self.cfg = apply_mapping(TextConfig(), state["model_config"], str(checkpoint))
             self.labels = list(state["extra"]["labels"])
@@ -201,7 +205,7 @@ def load_text_model(path, device: str, precision: str, verbose: bool) -> TextMod
     if isinstance(path, (list, tuple)):
         raise UserError(f"{', '.join(map(str, path))}: text runs load one at a time")
     cpu_float32_only(path, device, precision, "a text model")
-    return TextModel(path)
+    return TextModel(path, verbose)
 
 
 EXAMPLES = {  # what the page starts from

@@ -54,7 +54,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    result = TextModel(args.run_dir).test(args.data)
+    result = TextModel(args.run_dir, verbose=True).test(args.data)
     line = f"test accuracy {result['accuracy']:.2f}% ({result.get('words', result['sentences'])} "
     line += "words)" if "words" in result else "sentences)"
     print(line)
