@@ -5,6 +5,7 @@ import logging
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -393,3 +394,24 @@ def test_training_on_a_cpu_retains_freed_memory(forecast_config, tmp_path, monke
         == 0
     )
     assert calls == [1]
+
+
+def test_training_time_counts_each_updates_optimiser_step(tmp_path):
+    """max_minutes is training time: an optimiser step is as much of it as the backward
+    pass (a text run's AdamW and clipping took a fifth of its updates, uncounted)."""
+    pause = 0.05
+
+    class SlowStep(torch.optim.SGD):
+        def step(self, closure=None):
+            time.sleep(pause)
+            return super().step(closure)
+
+    class SlowOptimiser(ToyTask):
+        def build_optimizer(self, model):
+            return SlowStep(model.parameters(), lr=1.0), None
+
+    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(5)]
+    engine = engine_for(SlowOptimiser(batches), tmp_path, max_steps=5, valid_every=0)
+    engine.run()
+    # the last update's step is counted with the next update's, which there is not
+    assert engine.elapsed >= 4 * pause

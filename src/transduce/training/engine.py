@@ -86,6 +86,10 @@ class Engine:
         self.step = self.epoch = self.position = self.bad_validations = 0
         self.best = -math.inf if task.higher_is_better else math.inf
         self.elapsed, self.last_metrics, self.saved_step = 0.0, {}, -1
+        # the last update's clipping and optimiser step, in seconds: the next update adds
+        # them to its own through the same sum over processes, so every process's clock
+        # (and so its budget's end) stays the same
+        self.unsummed = 0.0
         self.report = Report(
             run_dir=self.run_dir, cfg=cfg, unit=task.unit, is_main=session.is_main, log=log
         )
@@ -281,10 +285,11 @@ class Engine:
                 self.scaler.scale(loss * weight).backward()
             total += float(loss.detach()) * weight
             units += int(n) * int(weight)
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start + self.unsummed
         total, units, seconds, signalled = s.all_sum(
             [total, float(units), seconds, float(bool(self.signals.signum))]
         )
+        start = time.perf_counter()
         if signalled and not self.stopping:  # the same on every process
             self.stopping = True
             self.log.info(
@@ -311,6 +316,7 @@ class Engine:
         if self.schedule is not None:
             self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self.unsummed = time.perf_counter() - start
         self.step += 1
         self.elapsed += seconds / s.world  # the same on every process
         # epochs completed after this update, as the validation row at this step counts them

@@ -14,7 +14,8 @@ class EngineConfig:
 
     Attributes:
         max_steps, max_epochs, max_minutes: budgets, checked after every update (minutes
-            count training time, not validation). patience: stop after this many
+            count training time: each update's forward and backward passes, clipping and
+            optimiser step, not validation). patience: stop after this many
             validations without a better metric.
         cooldown: the last fraction of the budget over which the learning rate falls
             linearly to zero, whatever the schedule gives (0: off). The budget is the first
@@ -46,8 +47,8 @@ class EngineConfig:
     HELP = {
         "max_steps": "stop after this many updates (0: no limit)",
         "max_epochs": "stop after this many passes over the data (0: no limit)",
-        "max_minutes": "stop after this many minutes of training; validations are not "
-        "counted (0: no limit)",
+        "max_minutes": "stop after this many minutes of training (the updates, their "
+        "optimiser steps included); validations are not counted (0: no limit)",
         "patience": "stop after this many validations without a better metric (0: never)",
         "cooldown": "last fraction of the budget over which the learning rate falls "
         "linearly to 0 (0: off)",
