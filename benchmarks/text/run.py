@@ -32,6 +32,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from arms import (  # noqa: E402  (the script's own folder)
+    AVERAGE,
     COMMON,
     EWT,
     MINUTES,
@@ -46,6 +47,7 @@ from arms import (  # noqa: E402  (the script's own folder)
 )
 
 from transduce.api.text import TextModel  # noqa: E402
+from transduce.runs import average_run  # noqa: E402
 
 
 def unlabeled_text(data: Path, out: Path) -> Path:
@@ -83,7 +85,8 @@ def candidate(args, task: str, name: str, extra: list[str]) -> dict:
     """Train one candidate (pre-training first for a marked one); its settings (and its
     pre-training's, with its best validation score) and best validation score."""
     _, minutes, files, settings, shared, _ = TASKS[task]
-    own = [s for s in extra if s not in PRETRAINING and not s.startswith((MINUTES, PRE))]
+    marks = (MINUTES, PRE, AVERAGE)
+    own = [s for s in extra if s not in PRETRAINING and not s.startswith(marks)]
     argv = [*(f"{k}=DATA/{v}" for k, v in files.items()), *settings, *shared, *COMMON, *own]
     began, run, row = time.time(), args.runs / f"{task}_{name}", {}
     [kind] = [s for s in extra if s in PRETRAINING] or [""]
@@ -101,11 +104,16 @@ def candidate(args, task: str, name: str, extra: list[str]) -> dict:
     argv.append(f"max_minutes={halves[-1]}")
     train(resolved(args, argv), run)
     scores = curve(run, "val_f1" if task == "wnut" else "val_accuracy")
+    row["validation"] = max(scores)
+    [last] = [int(s.removeprefix(AVERAGE)) for s in extra if s.startswith(AVERAGE)] or [0]
+    if last:  # its model (and so its test) is the mean of its last checkpoints
+        average_run(run, last)
+        row["averaged"], row["validation_best_checkpoint"] = last, row["validation"]
+        row["validation"] = score(TextModel(run).score(args.data / files["valid"]))
     return {
         "settings": argv,
         "pretrained": kind,
         **row,
-        "validation": max(scores),
         "validation_by_epoch": [round(v, 2) for v in scores],
         "budget_minutes": list(halves),
         "minutes": round((time.time() - began) / 60, 1),

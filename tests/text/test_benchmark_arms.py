@@ -88,3 +88,30 @@ def test_a_pre_marked_setting_reaches_the_pre_training_alone_and_wins_there(tmp_
     bench.candidate(args, "upos", "both", ["xpos", "batch_tokens=768"])  # a shaping setting
     for run in ("upos_both_pretrain", "upos_both"):
         assert apply_overrides(TextConfig(), runs[run]).batch_tokens == 768
+
+
+def test_an_averaged_arm_is_validated_as_the_mean_of_its_last_checkpoints(tmp_path, monkeypatch):
+    bench = text_harness()
+    runs, averaged, scored = {}, [], []
+
+    class Scored:  # stands in for the averaged run's TextModel
+        def __init__(self, run):
+            self.run = run
+
+        def score(self, path):
+            scored.append((self.run.name, path))
+            return {"accuracy": 82.5}
+
+    monkeypatch.setattr(bench, "train", lambda argv, run: runs.setdefault(run.name, argv))
+    monkeypatch.setattr(bench, "curve", lambda run, key: [80.0, 81.0])
+    monkeypatch.setattr(bench, "average_run", lambda run, last: averaged.append((run.name, last)))
+    monkeypatch.setattr(bench, "TextModel", Scored)
+    args = SimpleNamespace(data=Path("/data"), runs=tmp_path)
+    row = bench.candidate(args, "upos", "arm", ["xpos", "average=4"])
+    assert averaged == [("upos_arm", 4)]
+    assert scored == [("upos_arm", Path("/data/ud_ewt/en_ewt-ud-dev.conllu"))]
+    assert row["validation"] == 82.5 and row["validation_best_checkpoint"] == 81.0
+    assert row["averaged"] == 4
+    assert not any(s.startswith("average=") for run in runs.values() for s in run)  # a marker
+    plain = bench.candidate(args, "upos", "plain", ["xpos"])
+    assert plain["validation"] == 81.0 and "averaged" not in plain and len(averaged) == 1

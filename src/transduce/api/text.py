@@ -168,19 +168,25 @@ class TextModel:
         }
 
     def test(self, path: str | Path | None = None) -> dict:
-        """The scores on ``path`` (by default the run's ``test`` file): accuracy, and for
-        entities the entity-level precision, recall and F1; written to
-        RUN/test_results.json."""
-        self._for("test", "classify", "tag", "entities")
+        """The scores on ``path`` (by default the run's ``test`` file), as :meth:`score`
+        gives them, written to RUN/test_results.json."""
         path = path or self.cfg.test
         if not path:
+            self._for("test", "classify", "tag", "entities")
             raise UserError(f"{self.run_dir} was trained without test=; give the test file")
+        result = self.score(path, "test")
+        runs.write_json(self.run_dir, runs.TEST_RESULTS, result)
+        return result
+
+    def score(self, path: str | Path, method: str = "score") -> dict:
+        """The scores on the labelled file ``path``, in the run's format: accuracy, and for
+        entities the entity-level precision, recall and F1 (nothing is written)."""
+        self._for(method, "classify", "tag", "entities")
         found = read(self.cfg, str(path))
         encoded = self._encode(found, str(path))
         predicted, _ = predict(self.model, encoded, rules=self._rules, outside=self._outside)
         result = {"task": self.cfg.task, "file": str(path)}
         result.update(scores(self.cfg.task, self.labels, encoded, predicted))
-        runs.write_json(self.run_dir, runs.TEST_RESULTS, result)
         return result
 
     def _encode(self, found, source: str = "<text>"):
