@@ -660,9 +660,10 @@ def text_page() -> str:
         "two (two candidates side by side) for 20 epochs or the task's minutes, whichever "
         "comes first (minutes below are wall-clock, validations included); a task's "
         "candidates are fixed in that script "
-        "before its runs, the one of best validation score is chosen (a tie goes to the one "
-        "listed first, as TREC's mean_chars and mean_chars_relative tied), and only then is the "
-        "test file scored. A candidate marked pre-trained is the BERT recipe at equal "
+        "before its runs, and among those whose run took no longer than the task's limit "
+        "(wall-clock minutes), the one of best validation score is chosen (a tie goes to "
+        "the one listed first, as TREC's mean_chars and mean_chars_relative tied); only "
+        "then is the test file scored. A candidate marked pre-trained is the BERT recipe at equal "
         "total time: a masked language model trained for half the minutes on unlabeled "
         "English (the three tasks' training sentences and Multi30k's training captions), "
         "then fine-tuned for the other half. One pre-trained by a tagger does the same "
@@ -687,13 +688,17 @@ def text_page() -> str:
             "",
             f"`{task['command']}` at {task['commit']}, {task['minutes']} min in all, "
             f"up to {task['minutes_each']:g} training minutes a candidate. "
-            f"Published: {published}. Target: {task['target']}.",
+            f"Published: {published}. Target: {task['target']} in at most "
+            f"{task.get('limit_minutes', '?')} minutes; a candidate over them is marked "
+            "and not chosen.",
             "",
             f"| candidate | pre-trained | validation | {measure} | minutes |",
             "|---|---|---:|---:|---:|",
         ]
         for name, row in task["candidates"].items():
             chosen = " (chosen)" if name == task["chosen"] else ""
+            if row["minutes"] > task.get("limit_minutes", row["minutes"]):
+                chosen += " (over the limit)"
             if row.get("commit", task["commit"]) != task["commit"]:  # kept from a run before
                 chosen += f" (at {row['commit']})"
             pre = PRETRAINED[row["pretrained"]]

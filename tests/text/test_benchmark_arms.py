@@ -115,3 +115,18 @@ def test_an_averaged_arm_is_validated_as_the_mean_of_its_last_checkpoints(tmp_pa
     assert not any(s.startswith("average=") for run in runs.values() for s in run)  # a marker
     plain = bench.candidate(args, "upos", "plain", ["xpos"])
     assert plain["validation"] == 81.0 and "averaged" not in plain and len(averaged) == 1
+
+
+def test_the_choice_is_among_the_candidates_that_fit_the_tasks_minutes():
+    bench = text_harness()
+    rows = {
+        "fast": {"validation": 90.0, "minutes": 29.9, "test": 91.0},
+        "slow": {"validation": 95.0, "minutes": 30.1, "test": 96.0},
+        "tied": {"validation": 90.0, "minutes": 12.0, "test": 89.0},
+    }
+    assert bench.choose(rows, 30.0) == "fast"  # the slow one's higher score does not count
+    assert bench.choose(rows, 31.0) == "slow"
+    assert bench.choose({"slow": rows["slow"]}, 10.0) == "slow"  # none fits: among all
+    entry = bench.record("upos", rows, commit="abc")
+    assert entry["chosen"] == "fast" and entry["test"] == 91.0 and entry["limit_minutes"] == 30
+    assert entry["reached"] is False and entry["commit"] == "abc"
