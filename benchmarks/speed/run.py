@@ -49,6 +49,7 @@ TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 # Ablations: our model with the plain output layer + loss over every position, and with
 # PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
 ABLATIONS = ("transduce-unfused", "transduce-torch-dropout")
+# and, asked for by --train-systems, train_speed.COMPILED: the unfused one through torch.compile
 TRANSLATE_SYSTEMS = ("transduce-fp32", "transduce-bf16", "transduce-bf16-early", "transduce-int8")
 TRANSLATE_SYSTEMS += ("transduce-int8-early", "marian-generate", "ct2-float32", "ct2-int8")
 TRANSLATE_SYSTEMS += ("transduce-fp32-early", "transduce-fp32-mkl")

@@ -4,6 +4,7 @@ system's measurement (target tokens/s, median over steps after warm-up)."""
 
 from __future__ import annotations
 
+import os
 import random
 import resource
 import statistics
@@ -11,6 +12,10 @@ import time
 from pathlib import Path
 
 from peers import TorchTransformerMT
+
+# the unfused model and loss (PyTorch's operations only) through torch.compile (Inductor's
+# C++ kernels on a CPU): not among the default systems, its compilation takes minutes
+COMPILED = "transduce-compiled"
 
 
 # ----------------------------------------------------------------------------- shared set-up
@@ -169,6 +174,8 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
     cfg, tokenizer, src, tgt = load_setup(args)
     if system == "transduce-torch-dropout":
         use_torch_dropout()
+    if system == COMPILED:  # the C kernels, called through ctypes, are opaque to the compiler
+        os.environ["TRANSDUCE_FUSED"] = "0"
     device = torch.device(args.device)
     precision = resolve_precision(args.precision, device)
     batches = training_batches(src, tgt, tokenizer, max_tokens, args.warmup_steps + args.steps)
@@ -176,12 +183,19 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
     optimizer = paper_adam(model.parameters())
     for group in optimizer.param_groups:
         group["lr"] = 1e-4
+
+    def step_loss(s, t):
+        plain = "transduce-unfused" if system == COMPILED else system
+        return train_loss(plain, model, s, t, tokenizer.pad_id, cfg.label_smoothing)
+
+    if system == COMPILED:  # compiled in the warm-up steps, for batches of any shape
+        step_loss = torch.compile(step_loss, dynamic=True)
     rates, flops = [], []
     for i, (s, t) in enumerate(batches):
         s, t = s.to(device), t.to(device)
         start = time.perf_counter()
         with autocast(device, precision):
-            loss = train_loss(system, model, s, t, tokenizer.pad_id, cfg.label_smoothing)
+            loss = step_loss(s, t)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
