@@ -519,6 +519,12 @@ def speed_page() -> str:
             "The same recipe on an AVX2-only EPYC (no AVX-512, VNNI or native bf16), with "
             "int8 on 63 input levels a side: its own 50-minute run, trained on that machine",
         ),
+        (
+            "compile_zen5",
+            "Training through torch.compile on a Zen 5: the unfused model and loss compiled "
+            "by Inductor (dynamic shapes, compiled in the warm-up steps), beside the eager "
+            "step with transduce's C kernels and Marian",
+        ),
     ):
         data = load(f"speed/{stem}.json")
         lines += [

@@ -56,3 +56,16 @@ def test_a_system_measured_in_turns_gives_its_median_round_and_keeps_every_round
     assert merged["rounds_tokens_per_s"] == [5_100, 3_500, 4_800] and merged["steps"] == 36
     skip = run.skipped("train:marian:4096", "RuntimeError: no")
     assert run.in_turns([rounds[0], skip]) == skip
+
+
+def test_one_half_measured_alone_is_summarised_alone():
+    """`--only train` into a file of its own (the compiled system's run) gets the training
+    table, and a translation-only file its tables, each without the other's."""
+    run, _ = speed_harness()
+    results = json.loads((ROOT / "benchmarks/speed/results_tiny.json").read_text())
+    training = run.summarise({**results, "translation": []})
+    assert "| transduce (" in training and "| transduce-fp32 |" not in training
+    translation = run.summarise({**results, "training": []})
+    assert "| transduce-fp32 |" in translation and "| transduce (" not in translation
+    whole = run.summarise(results)  # both halves: the two, in that order
+    assert whole.index(training.strip()) < whole.index(translation.strip())

@@ -235,7 +235,14 @@ def not_run(results: dict) -> list[str]:
 
 def summarise(results: dict) -> str:
     """The Markdown tables of results.md (ratios against the peers)."""
+    return "\n".join(training_table(results) + translation_table(results)) + "\n"
+
+
+def training_table(results: dict) -> list[str]:
+    """Training's table (ratios against transduce's own figure) and the matmul peak."""
     train = {r["system"]: r for r in measured(results["training"]) if r["max_tokens"] == 4096}
+    if "transduce" not in train:
+        return []
     ours = train["transduce"]
     lines = [
         "| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
@@ -252,13 +259,21 @@ def summarise(results: dict) -> str:
         f"\nmatmul peak measured in the same run: "
         f"{ours['peak_flops_per_s'] / 1e12:.2f} TFLOP/s ({ours['precision']})\n"
     )
+    return lines
+
+
+def translation_table(results: dict) -> list[str]:
+    """Translation's tables (against transduce-fp32), and the systems not run."""
     tr = {
         r["system"]: r
         for r in measured(results["translation"])
         if r["max_tokens"] == results["settings"]["translate_tokens"]
     }
+    skips = not_run(results)
+    if "transduce-fp32" not in tr:
+        return [""] + skips if skips else []
     base = tr["transduce-fp32"]
-    lines += [
+    lines = [
         "| translation (beam 5, 1000 sentences) | sentences/s | target tokens/s | "
         "vs transduce-fp32 | warm sentences/s | p50 ms | p95 ms | BLEU | peak RSS |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -272,8 +287,7 @@ def summarise(results: dict) -> str:
             f"{r['bleu']} | {r['peak_rss_mb']:,.0f} MB |"
         )
     lines += batch_table(results)
-    skips = not_run(results)
-    return "\n".join(lines + ([""] + skips if skips else [])) + "\n"
+    return lines + ([""] + skips if skips else [])
 
 
 def batch_table(results: dict) -> list[str]:
@@ -352,7 +366,9 @@ def main() -> None:
     if args.replot:
         results = json.loads(out.with_suffix(".json").read_text())
         out.with_suffix(".md").write_text(summarise(results))
-        return plot(results, out.with_suffix(".png"))
+        if results["training"] and results["translation"]:
+            plot(results, out.with_suffix(".png"))
+        return None
     if not (args.data and args.run_dir):
         parser.error("--data and --run-dir are required to measure")
     from transduce.io import recorded_path
@@ -391,10 +407,10 @@ def main() -> None:
         for key in HALF_SETTINGS[other]:  # the settings the kept half ran with
             results["settings"][key] = kept["settings"].get(key)
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    out.with_suffix(".md").write_text(summarise(results))  # one half: its table alone
     if results["training"] and results["translation"]:
-        out.with_suffix(".md").write_text(summarise(results))
         plot(results, out.with_suffix(".png"))
-        print(out.with_suffix(".md").read_text())
+    print(out.with_suffix(".md").read_text())
 
 
 if __name__ == "__main__":
