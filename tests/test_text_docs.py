@@ -56,16 +56,21 @@ def test_the_shipped_config_command_runs(tmp_path, monkeypatch, capsys):
     from tests.helpers.docs import ROOT
     from tests.helpers.text import TEXT_SETTINGS
 
-    assert [c.split()[3] for c in SHIPPED] == [
+    trains = [c for c in SHIPPED if c.startswith("transduce text train")]
+    assert [c.split()[3] for c in trains] == [
         "configs/text_upos_xpos.yaml",
         "configs/text_upos.yaml",
     ]
+    assert SHIPPED[2:] == ["transduce average runs/upos --last 4", "transduce text test runs/upos"]
     monkeypatch.chdir(tmp_path)
     write_text_files(tmp_path)
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
-    for command in SHIPPED:
+    for command in trains:
         output = run_console(command, capsys, extra=TEXT_SETTINGS)
         assert output.startswith("best validation accuracy ")
+    run_console(SHIPPED[2], capsys)
+    assert run_console(SHIPPED[3], capsys).startswith("test accuracy ")
+    assert (tmp_path / "runs" / "upos" / "averaged.pt").is_file()
     saved = (tmp_path / "runs" / "upos" / "config.yaml").read_text()
     assert "relative: 16" in saved and "piece: last" in saved  # the recipe's own settings
     assert (

@@ -41,6 +41,10 @@ def test_each_shipped_text_config_is_its_benchmark_arm(name):
     shipped.validate(source)
     assert _recipe(shipped) == _recipe(bench)
     assert shipped.train  # it names the files it is for
+    row = results["candidates"][arm or results["chosen"]]
+    if part == "settings" and row.get("averaged"):  # the arm's model: its last checkpoints
+        text = (ROOT / "configs" / name).read_text()
+        assert f"#   transduce average runs/{task} --last {row['averaged']}\n" in text
 
 
 def test_a_shipped_config_starts_from_the_run_its_start_config_names():
