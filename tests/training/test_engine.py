@@ -1,69 +1,27 @@
 """The engine: one update, one loop, for every task."""
 
 import json
-import logging
 import os
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+from tests.helpers.engine import ToyTask, engine_for
 from tests.helpers.forecasting import SINE_YAML as FORECAST_TINY
 from tests.helpers.forecasting import write_sine
 from transduce.cli.main import main
 from transduce.errors import UserError
 from transduce.runs import load_checkpoint, step_checkpoints
 from transduce.training import train as train_module
-from transduce.training.distributed import Session, check_same_batches
+from transduce.training.distributed import check_same_batches
 from transduce.training.engine import Engine, EngineConfig
 from transduce.training.signals import Interrupted
 
 SRC = Path(__file__).parents[2] / "src" / "transduce"
-
-
-class ToyTask:
-    """Least squares with a 3 → 1 linear map; plain SGD at rate 1, so an update is −grad."""
-
-    kind, metric, higher_is_better, unit = "numbers", "score", True, "values"
-
-    def __init__(self, batches):
-        self._batches = batches
-
-    def build_model(self):
-        return nn.Linear(3, 1, bias=False)
-
-    def build_optimizer(self, model):
-        return torch.optim.SGD(model.parameters(), lr=1.0), None
-
-    def batches(self, epoch):
-        return self._batches
-
-    def loss(self, model, batch):
-        x, y = batch
-        return ((model(x) - y) ** 2).sum(), y.numel()
-
-    def validate(self, model):
-        return {"score": 0.0}
-
-    def record(self):
-        return {"model_config": {}}
-
-
-def engine_for(task, tmp_path, **settings):
-    cfg = EngineConfig(**{"max_steps": 1, "valid_every": 1, **settings})
-    session = Session(0, 1, torch.device("cpu"), "fp32")
-    return Engine(
-        task=task,
-        cfg=cfg,
-        session=session,
-        run_dir=tmp_path / "run",
-        config={},
-        log=logging.getLogger("test"),
-    )
 
 
 def test_accumulation_gives_the_gradient_of_the_merged_batch(tmp_path):
@@ -97,39 +55,6 @@ def test_cooldown_lowers_the_rate_linearly_to_zero_over_the_end_of_the_budget(tm
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert [r["lr"] for r in rows if "lr" in r] == [1.0, 1.0, 1.0, 0.5]  # the rates used
     assert engine.optimizer.param_groups[0]["lr"] == 1.0  # the schedule's own, not scaled
-
-
-def test_cooldown_follows_the_budget_that_ends_the_run_first(tmp_path):
-    engine = engine_for(ToyTask([]), tmp_path, max_steps=100, max_minutes=1.0, cooldown=0.5)
-    engine.step, engine.elapsed = 10, 45.0  # 10% of the steps, 75% of the minutes
-    assert engine.progress() == pytest.approx(0.75)  # what cooldown_factor is given
-    engine.elapsed = 15.0
-    assert engine.progress() == pytest.approx(0.25)
-
-
-def test_an_epoch_budget_bar_counts_epochs_once_they_end(tmp_path, monkeypatch):
-    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(3)]
-    engine = engine_for(ToyTask(batches), tmp_path, max_steps=0, max_epochs=2, valid_every=0)
-    seen, original = [], Engine.update
-    monkeypatch.setattr(
-        Engine, "update", lambda self, *a: (original(self, *a), seen.append(self.report.bar.n))
-    )
-    engine.run()
-    assert seen == [0, 0, 1, 1, 1, 2]  # not 1 while the first epoch is still training
-
-
-def test_with_two_budgets_the_bar_counts_the_share_of_the_one_that_ends_first(
-    tmp_path, monkeypatch
-):
-    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(2)]
-    # a config's hour of training, cut to 4 updates on the command line: the steps end it
-    engine = engine_for(ToyTask(batches), tmp_path, max_steps=4, max_minutes=60.0)
-    seen, original = [], Engine.update
-    monkeypatch.setattr(
-        Engine, "update", lambda self, *a: (original(self, *a), seen.append(self.report.bar.n))
-    )
-    engine.run()
-    assert engine.report.bar_unit == "%" and seen == pytest.approx([25, 50, 75, 100])
 
 
 class SignalledAt(ToyTask):
@@ -394,24 +319,3 @@ def test_training_on_a_cpu_retains_freed_memory(forecast_config, tmp_path, monke
         == 0
     )
     assert calls == [1]
-
-
-def test_training_time_counts_each_updates_optimiser_step(tmp_path):
-    """max_minutes is training time: an optimiser step is as much of it as the backward
-    pass (a text run's AdamW and clipping took a fifth of its updates, uncounted)."""
-    pause = 0.05
-
-    class SlowStep(torch.optim.SGD):
-        def step(self, closure=None):
-            time.sleep(pause)
-            return super().step(closure)
-
-    class SlowOptimiser(ToyTask):
-        def build_optimizer(self, model):
-            return SlowStep(model.parameters(), lr=1.0), None
-
-    batches = [(torch.randn(2, 3), torch.randn(2, 1)) for _ in range(5)]
-    engine = engine_for(SlowOptimiser(batches), tmp_path, max_steps=5, valid_every=0)
-    engine.run()
-    # the last update's step is counted with the next update's, which there is not
-    assert engine.elapsed >= 4 * pause
