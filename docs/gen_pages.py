@@ -553,6 +553,7 @@ def speed_page() -> str:
         "attention_decoding",
         "profile_train",
         "profile_train_zen5",
+        "profile_train_spr",
         "attention",
         "dropout",
         "allocator",
