@@ -117,8 +117,7 @@ def test_an_fp32_translator_on_the_cpu_is_packed_and_its_views_use_the_same_laye
     assert packed and {m.dtype for m in packed} == {torch.float32}
     assert fp32.packed  # done sentences wait in the batch, as with bf16
     plain = transduce.load(trained_run, "cpu", "fp32", verbose=False)
-    unpack_linears(plain.model)  # fp32 is packed on AMD CPUs only (fp32_packing_pays)
-    assert not any(type(m) is PackedLinear for m in plain.model.modules())
+    assert unpack_linears(plain.model) > 0
     lines = ["seven thousand two", "five hundred", "ninety one", "three"]
     assert not any(type(m) is PackedLinear for m in plain.model.modules()) and not plain.packed
     assert fp32.translate(lines, beam=3) == plain.translate(lines, beam=3)
