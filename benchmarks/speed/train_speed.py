@@ -16,6 +16,10 @@ from peers import TorchTransformerMT
 # the unfused model and loss (PyTorch's operations only) through torch.compile (Inductor's
 # C++ kernels on a CPU): not among the default systems, its compilation takes minutes
 COMPILED = "transduce-compiled"
+# Marian with glibc keeping freed memory, as transduce's trainer has it (``transduce train``
+# calls transduce.device.retain_freed_memory on a CPU, and so does every transduce system
+# here): asked for by --train-systems, it shows how much of a ratio that setting makes
+MARIAN_RETAINED = "marian-retained"
 
 
 # ----------------------------------------------------------------------------- shared set-up
@@ -69,7 +73,7 @@ def build_for_training(system: str, cfg, tokenizer):
         return build_transformer(cfg.model_config(vocab, tokenizer.pad_id))
     if system == "torch":
         return TorchTransformerMT.build(cfg, vocab, tokenizer.pad_id)
-    if system == "marian":
+    if system in ("marian", MARIAN_RETAINED):
         marian = to_marian(build_transformer(cfg.model_config(vocab, tokenizer.pad_id)), tokenizer)
         marian.config.dropout = cfg.model.dropout  # to_marian builds for inference
         for module in marian.modules():
@@ -168,10 +172,13 @@ def matmul_peak(dtype_name: str, device=None, size: int = 2048, repeats: int = 1
 def measure_training(args, system: str, max_tokens: int) -> dict:
     import torch
 
-    from transduce.device import autocast, resolve_precision
+    from transduce.device import autocast, resolve_precision, retain_freed_memory
     from transduce.training.schedule import paper_adam
 
     cfg, tokenizer, src, tgt = load_setup(args)
+    retained = system.startswith("transduce") or system == MARIAN_RETAINED
+    if retained and args.device == "cpu":  # as training/train.py sets it up (a process each)
+        retain_freed_memory()
     if system == "transduce-torch-dropout":
         use_torch_dropout()
     if system == COMPILED:  # the C kernels, called through ctypes, are opaque to the compiler
@@ -185,7 +192,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         group["lr"] = 1e-4
 
     def step_loss(s, t):
-        plain = "transduce-unfused" if system == COMPILED else system
+        plain = {COMPILED: "transduce-unfused", MARIAN_RETAINED: "marian"}.get(system, system)
         return train_loss(plain, model, s, t, tokenizer.pad_id, cfg.label_smoothing)
 
     if system == COMPILED:  # compiled in the warm-up steps, for batches of any shape

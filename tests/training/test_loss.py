@@ -4,8 +4,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from transduce.nn import native
 from transduce.training import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
 from transduce.training.loss import EXP_FLOOR, smoothing_floor
+
+
+@pytest.fixture(params=["kernel", "pytorch"])
+def rows(request, monkeypatch):
+    """How the fused loss turns a block of logits into its gradient: the C kernel
+    (skipped without a compiler) or PyTorch's operations (the kernel made unavailable)."""
+    if request.param == "kernel" and native.library("smoothed_ce") is None:
+        pytest.skip("the smoothed_ce kernel needs a C compiler (cc, or $CC)")
+    if request.param == "pytorch":
+        monkeypatch.setitem(native._loaded, "smoothed_ce", None)
+    return request.param
 
 
 def test_matches_a_hand_computation():
@@ -57,7 +69,7 @@ def test_default_epsilon_is_the_papers():
 @pytest.mark.parametrize("chunk", [3, 7, 64])
 @pytest.mark.parametrize("group", [1, 8, 1024])
 @pytest.mark.parametrize("epsilon", [0.0, 0.1])
-def test_fused_output_layer_loss_equals_logits_then_loss(chunk, group, epsilon):
+def test_fused_output_layer_loss_equals_logits_then_loss(chunk, group, epsilon, rows):
     """Chunked output layer + loss: same value and same gradients as the plain graph,
     whether the weight's gradient is summed per chunk or per group of chunks (a full one,
     a partial last one, or all rows at once)."""
@@ -78,7 +90,7 @@ def test_fused_output_layer_loss_equals_logits_then_loss(chunk, group, epsilon):
     torch.testing.assert_close(weight.grad, want[1])
 
 
-def test_fused_loss_is_exact_when_logits_span_far_beyond_the_exp_floor():
+def test_fused_loss_is_exact_when_logits_span_far_beyond_the_exp_floor(rows):
     """The fused loss floors z − max at EXP_FLOOR before exp (a slow path of the CPU exp
     lies below it); with logits hundreds apart, the gold one among the lowest, value and
     gradients still equal the plain graph's."""
@@ -101,7 +113,7 @@ def test_fused_loss_is_exact_when_logits_span_far_beyond_the_exp_floor():
     torch.testing.assert_close(weight.grad, want[1])
 
 
-def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
+def test_fused_output_layer_loss_runs_in_bf16_under_autocast(rows):
     torch.manual_seed(0)
     hidden = torch.randn(16, 8, requires_grad=True)
     weight = torch.randn(11, 8, requires_grad=True)
@@ -120,6 +132,42 @@ def test_fused_output_layer_loss_runs_in_bf16_under_autocast():
     # bf16 keeps about 3 significant digits: every chunk's gradient lands in its own rows
     torch.testing.assert_close(hidden.grad, want[0], rtol=0, atol=0.05 * want[0].abs().max())
     torch.testing.assert_close(weight.grad, want[1], rtol=0, atol=0.05 * want[1].abs().max())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_kernel_and_pytorchs_operations_give_the_same_loss_and_gradients(dtype, monkeypatch):
+    """The C kernel against PyTorch's path on a block as training sees it: a vocabulary
+    that is no multiple of a vector's width, rows split among threads, a gold class at
+    either end; the same loss and gradients to float32 rounding (both read the same
+    bfloat16 logits)."""
+    if native.library("smoothed_ce") is None:
+        pytest.skip("the smoothed_ce kernel needs a C compiler (cc, or $CC)")
+    torch.manual_seed(0)
+    hidden = torch.randn(300, 32).to(dtype).requires_grad_()
+    weight = torch.randn(1001, 32).to(dtype).requires_grad_()
+    target = torch.randint(0, 1001, (300,))
+    target[:2] = torch.tensor([0, 1000])
+    results = []
+    for kernel in (True, False):
+        if not kernel:
+            monkeypatch.setitem(native._loaded, "smoothed_ce", None)
+        hidden.grad = weight.grad = None
+        loss = linear_label_smoothed_ce(hidden, weight, target, 0.1, 128, 256)
+        loss.backward()
+        results.append((loss, hidden.grad.float(), weight.grad.float()))
+    (loss, grad_h, grad_w), (want, want_h, want_w) = results
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=0)
+    low = 2**-7 if dtype == torch.bfloat16 else 1e-5  # gradients rounded to bf16 or not
+    torch.testing.assert_close(grad_h, want_h, rtol=low, atol=low * want_h.abs().max())
+    torch.testing.assert_close(grad_w, want_w, rtol=low, atol=low * want_w.abs().max())
+
+
+def test_a_nan_among_the_logits_makes_the_fused_loss_nan(rows):
+    """A diverged model's NaN reaches the loss (the engine's guard looks there), whichever
+    path computes it."""
+    hidden, weight = torch.randn(6, 4), torch.randn(9, 4)
+    hidden[3, 1] = float("nan")
+    assert torch.isnan(linear_label_smoothed_ce(hidden, weight, torch.arange(6), 0.1, 4))
 
 
 @pytest.mark.parametrize("epsilon, classes", [(0.1, 67), (0.1, 8000), (0.3, 5)])

@@ -58,6 +58,7 @@ SIGNATURES = {
         "dropout_add_forward": [_P, _P, _P, _P, _N, _INT, _SEED, ctypes.c_uint32, _F, _INT],
         "dropout_backward": [_P, _P, _P, _N, _INT, _F, _INT],
     },
+    "smoothed_ce": {"smoothed_ce": [_P, _INT, _N, _N, _N, _P, _F, _P, _INT]},
     "shifted_attention": {
         "shifted_forward": [*[StridedTensor] * 4, _P, _P, _P, _F, _P, *_SIZES],
         "shifted_backward": [*[StridedTensor] * 7, _P, _P, _F, _P, *_SIZES],

@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transduce.nn import native
+
 # The least argument the fused loss passes to exp (see _LinearLabelSmoothedCE.forward).
 EXP_FLOOR = -80.0
 
@@ -61,59 +63,110 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
     the logits, the loss and, since the loss is the end of the graph, the gradients too
     (dlogits = softmax − q) in buffers that the next chunk reuses. Backward only scales the
     saved gradients.
+
+    ``hidden`` and ``weight`` come in as they are (float32 parameters and activations) and
+    the products run in ``dtype`` (autocast's, or None for their own): casting the (V, D)
+    weight outside would give autograd a cast to undo and a gradient rounded to bfloat16 and
+    back, two more (V, D) copies a step, each a fresh buffer whose pages fault in (on a
+    Zen 5, several ms apiece for V = 8,000, D = 256). So the weight's gradient is summed in
+    float32 and handed back as it is.
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, epsilon, chunk, group):  # noqa: D102
-        V, N = weight.shape[0], hidden.shape[0]
-        grad_hidden = torch.empty_like(hidden)
-        grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
-        total = hidden.new_zeros((), dtype=torch.float32)
-        # Buffers that serve every chunk: ``low``, the logits in the matmul's dtype (later
-        # their gradient), and ``full``, their float32 copy, which becomes the softmax (in
-        # float32 they are one). Fresh buffers per chunk fault in new pages on a CPU, about
-        # 6% of a d128 model's training step.
-        # ``low`` keeps the gradients of up to ``group`` rows, so that the weight's
-        # gradient is one product (and one float32 sum) per group, not per chunk: in bf16
-        # each product's (V, D) result is rounded to bf16 and cast to float32 to be summed.
-        # On a Zen 5 the loss of a 4,096-token batch (V = 8,000, D = 256) took 86 ms this
-        # way and 92 with one product per 256-row chunk, about 1.5% of the step.
-        rows = min(chunk, N)
-        low = hidden.new_empty((min(max(group, rows), N), V))
-        full = None if low.dtype == torch.float32 else low.new_empty((rows, V), dtype=torch.float32)
-        first = 0  # the first row whose gradient ``low`` holds
-        for start in range(0, N, chunk):
-            h = hidden[start : start + chunk]  # (C, D)
-            y = target[start : start + chunk]  # (C,)
-            c, at = h.shape[0], start - first
-            if at + c > low.shape[0]:  # the group is full: its rows' share of the weight's
-                grad_weight += (low[:at].t() @ hidden[first:start]).float()
-                first, at = start, 0
-            z = torch.mm(h, weight.t(), out=low[at : at + c])  # (C, V) logits
-            z = z if full is None else full[:c].copy_(z)
-            picked = z.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (C,)
-            mean = z.mean(-1)  # (C,)
-            top = z.amax(-1, keepdim=True)  # (C, 1)
-            # z − top ≥ EXP_FLOOR before exp: PyTorch's CPU exp takes a path about ten times
-            # slower for results below float32's normal range (arguments under ≈ −87.3),
-            # where logits spread that far (no label smoothing, a diverging run). exp(EXP_FLOOR)
-            # is ~1e-35 against a row sum of at least 1, so the loss and gradient do not move.
-            norm = z.sub_(top).clamp_(min=EXP_FLOOR).exp_().sum(-1, keepdim=True)  # (C, 1)
-            lse = (top + norm.log()).squeeze(-1)  # (C,)
-            # (1 − ε)(lse − z_y) + ε(lse − mean_v z_v)
-            total += (lse - (1 - epsilon) * picked - epsilon * mean).sum()
-            grad = z.div_(norm).sub_(epsilon / V)  # softmax − ε/V
-            grad.scatter_add_(-1, y.unsqueeze(-1), grad.new_full((c, 1), -(1 - epsilon)))
-            grad = low[at : at + c].copy_(grad)  # in the matmul's dtype
-            torch.mm(grad, weight, out=grad_hidden[start : start + c])
-        grad_weight += (low[: N - first].t() @ hidden[first:]).float()
-        ctx.save_for_backward(grad_hidden, grad_weight.to(weight.dtype))
+    def forward(ctx, hidden, weight, target, epsilon, chunk, group, dtype):  # noqa: D102
+        low_hidden = hidden if dtype is None else hidden.to(dtype)
+        low_weight = weight if dtype is None else weight.to(dtype)
+        grad_hidden, grad_weight, total = _chunks(
+            low_hidden, low_weight, target, epsilon, chunk, group
+        )
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        ctx.dtypes = hidden.dtype, weight.dtype
         return total
 
     @staticmethod
     def backward(ctx, grad_output):  # noqa: D102
         grad_hidden, grad_weight = ctx.saved_tensors
-        return grad_hidden * grad_output, grad_weight * grad_output, None, None, None, None
+        hidden_dtype, weight_dtype = ctx.dtypes
+        return (
+            grad_hidden.to(hidden_dtype) * grad_output,
+            grad_weight.to(weight_dtype) * grad_output,
+            *(None,) * 5,
+        )
+
+
+def _chunks(hidden, weight, target, epsilon: float, chunk: int, group: int):
+    """The loss of ``hidden @ weight.T`` summed over rows, with its gradients in ``hidden``
+    (in its dtype) and ``weight`` (summed in float32), a chunk of rows at a time."""
+    V, N = weight.shape[0], hidden.shape[0]
+    grad_hidden = torch.empty_like(hidden)
+    grad_weight = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+    total = hidden.new_zeros((), dtype=torch.float32)
+    rows = _Rows(hidden.new_empty((min(max(group, chunk, 1), N), V)), epsilon)
+    # ``rows.low`` keeps the logits of up to ``group`` rows, then their gradients, so that
+    # the weight's gradient is one product (added to the float32 sum in place) per group,
+    # not per chunk. On a Zen 5 the loss of a 4,096-token batch (V = 8,000, D = 256) took 86
+    # ms this way and 92 with one product per 256-row chunk, about 1.5% of the step.
+    first = 0  # the first row whose gradient ``rows.low`` holds
+    for start in range(0, N, chunk):
+        h = hidden[start : start + chunk]  # (C, D)
+        c, at = h.shape[0], start - first
+        if at + c > rows.low.shape[0]:  # the group is full: its rows' share of the weight's
+            grad_weight.add_(rows.low[:at].t() @ hidden[first:start])  # (V, D)
+            first, at = start, 0
+        z = torch.mm(h, weight.t(), out=rows.low[at : at + c])  # (C, V) logits
+        total += rows.loss_and_gradient(z, target[start : start + c])  # z now the gradient
+        torch.mm(z, weight, out=grad_hidden[start : start + c])
+    grad_weight.add_(rows.low[: N - first].t() @ hidden[first:])  # (V, D)
+    return grad_hidden, grad_weight, total
+
+
+class _Rows:
+    """Turns a block of logits into their gradient in place, returning the block's loss:
+    the C kernel ``nn/csrc/smoothed_ce.c`` in one visit of each row, else PyTorch's
+    operations (the same figures to float32 rounding; tests check both)."""
+
+    def __init__(self, low: Tensor, epsilon: float):
+        self.low, self.epsilon = low, epsilon
+        kernel = native.library("smoothed_ce") if low.device.type == "cpu" else None
+        self.kernel = kernel if low.dtype in (torch.float32, torch.bfloat16) else None
+        self.full = None  # the fallback's float32 block, made at its first use
+
+    def loss_and_gradient(self, z: Tensor, y: Tensor) -> Tensor:
+        """Args: z (C, V) logits, rows contiguous, overwritten by dloss/dz; y (C,) ids."""
+        if self.kernel is not None:
+            y = y.to(torch.int64).contiguous()
+            losses = torch.empty(z.shape[0], dtype=torch.float32)
+            bf16 = int(z.dtype == torch.bfloat16)
+            failed = self.kernel.smoothed_ce(
+                z.data_ptr(), bf16, *z.shape, z.stride(0), y.data_ptr(), self.epsilon,
+                losses.data_ptr(), torch.get_num_threads(),
+            )  # fmt: skip
+            if failed:
+                raise MemoryError("smoothed_ce: out of memory for a row buffer")
+            return losses.sum()
+        return self._with_torch(z, y)
+
+    def _with_torch(self, z: Tensor, y: Tensor) -> Tensor:
+        epsilon, (c, V), low = self.epsilon, z.shape, z
+        if z.dtype != torch.float32:  # a float32 copy, which becomes the softmax
+            if self.full is None or self.full.shape[0] < c:
+                self.full = z.new_empty((c, V), dtype=torch.float32)
+            z = self.full[:c].copy_(z)
+        picked = z.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (C,)
+        mean = z.mean(-1)  # (C,)
+        top = z.amax(-1, keepdim=True)  # (C, 1)
+        # z − top ≥ EXP_FLOOR before exp: PyTorch's CPU exp takes a path about ten times
+        # slower for results below float32's normal range (arguments under ≈ −87.3),
+        # where logits spread that far (no label smoothing, a diverging run). exp(EXP_FLOOR)
+        # is ~1e-35 against a row sum of at least 1, so the loss and gradient do not move.
+        norm = z.sub_(top).clamp_(min=EXP_FLOOR).exp_().sum(-1, keepdim=True)  # (C, 1)
+        lse = (top + norm.log()).squeeze(-1)  # (C,)
+        grad = z.div_(norm).sub_(epsilon / V)  # softmax − ε/V
+        grad.scatter_add_(-1, y.unsqueeze(-1), grad.new_full((c, 1), -(1 - epsilon)))
+        if grad.data_ptr() != low.data_ptr():
+            low.copy_(grad)  # in the matmul's dtype
+        # (1 − ε)(lse − z_y) + ε(lse − mean_v z_v)
+        return (lse - (1 - epsilon) * picked - epsilon * mean).sum()
 
 
 def linear_label_smoothed_ce(
@@ -139,8 +192,7 @@ def linear_label_smoothed_ce(
 
     Returns: a float32 scalar, differentiable in ``hidden`` and ``weight``.
     """
-    if torch.is_autocast_enabled(hidden.device.type):
-        dtype = torch.get_autocast_dtype(hidden.device.type)
-        hidden, weight = hidden.to(dtype), weight.to(dtype)
-    with torch.autocast(hidden.device.type, enabled=False):
-        return _LinearLabelSmoothedCE.apply(hidden, weight, target, epsilon, chunk, group)
+    kind = hidden.device.type
+    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
+    with torch.autocast(kind, enabled=False):
+        return _LinearLabelSmoothedCE.apply(hidden, weight, target, epsilon, chunk, group, dtype)
