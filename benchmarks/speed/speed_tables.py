@@ -30,15 +30,16 @@ def training_table(results: dict) -> list[str]:
         return []
     ours = train["transduce"]
     lines = [
-        "| training (4096-token batches) | target tokens/s | transduce is | MFU | peak RSS |",
-        "|---|---:|---:|---:|---:|",
+        "| training (4096-token batches) | target tokens/s | transduce is | MFU | loss/token "
+        "| peak RSS |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, r in train.items():
         mfu = r["model_flops_per_s"] / r["peak_flops_per_s"]
         lines.append(
             f"| {name} ({r['precision']}) | {r['tokens_per_s']:,} | "
             f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}× | {mfu:.{0 if mfu >= 0.1 else 1}%} | "
-            f"{r['peak_rss_mb']:,.0f} MB |"
+            f"{r.get('loss_per_token', '')} | {r['peak_rss_mb']:,.0f} MB |"
         )
     lines.append(
         f"\nmatmul peak measured in the same run: "

@@ -197,7 +197,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
 
     if system == COMPILED:  # compiled in the warm-up steps, for batches of any shape
         step_loss = torch.compile(step_loss, dynamic=True)
-    rates, flops = [], []
+    rates, flops, summed, tokens = [], [], 0.0, 0
     for i, (s, t) in enumerate(batches):
         s, t = s.to(device), t.to(device)
         start = time.perf_counter()
@@ -211,8 +211,10 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
             torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         if i >= args.warmup_steps:
-            rates.append(int((t[:, 1:] != tokenizer.pad_id).sum()) / seconds)
+            count = int((t[:, 1:] != tokenizer.pad_id).sum())
+            rates.append(count / seconds)
             flops.append(model_flops(cfg, len(tokenizer), s, t, tokenizer.pad_id) / seconds)
+            summed, tokens = summed + float(loss), tokens + count
     return {
         "system": system,
         "precision": precision,
@@ -221,6 +223,9 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
         "model_flops_per_s": statistics.median(flops),
         "peak_flops_per_s": matmul_peak("bfloat16" if precision == "bf16" else "float32", device),
         "steps": len(rates),
+        # the same batches from the same weights (every system's model starts from one
+        # transduce model's initial weights, seed 0): the losses should agree to rounding
+        "loss_per_token": round(summed / tokens, 4),
         "peak_rss_mb": peak_rss_mb(),
     }
 
