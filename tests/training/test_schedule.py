@@ -84,3 +84,29 @@ def test_the_cooldown_scales_one_step_and_the_schedule_goes_on_from_its_own_rate
         optimizer.step()
     torch.testing.assert_close(weight.detach(), torch.full((2,), 1 - 0.05))
     assert [g["lr"] for g in optimizer.param_groups] == [0.1, 0.2]
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_the_papers_adam_is_fused_on_a_cpu_and_updates_as_the_unfused_one(weight_decay):
+    """paper_adam takes PyTorch's fused update where it can (a CPU's parameters), and its
+    steps are Adam's (or AdamW's) of the same settings to float32 rounding."""
+    torch.manual_seed(0)
+    weights = [torch.randn(7, 5), torch.randn(5)]
+    ours = [torch.nn.Parameter(w.clone()) for w in weights]
+    plain = [torch.nn.Parameter(w.clone()) for w in weights]
+    optimizer = paper_adam(ours, weight_decay)
+    reference = paper_adam(plain, weight_decay)
+    for group in reference.param_groups:
+        group["fused"] = False  # PyTorch's per-parameter update
+    assert all(group["fused"] for group in optimizer.param_groups)
+    for group in (*optimizer.param_groups, *reference.param_groups):
+        group["lr"] = 1e-2
+    for _ in range(5):
+        grads = [torch.randn_like(w) for w in weights]
+        for p, q, g in zip(ours, plain, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        optimizer.step()
+        reference.step()
+    for p, q in zip(ours, plain):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+    assert any(not torch.equal(p, w) for p, w in zip(ours, weights))  # they moved

@@ -25,15 +25,30 @@ def paper_adam(params: Iterable[torch.nn.Parameter], weight_decay: float = 0.0) 
     A positive ``weight_decay`` makes it AdamW (Loshchilov & Hutter 2019): each update also
     shrinks the weight matrices and embeddings by rate · weight_decay of themselves, while
     biases and layer-norm gains and shifts (the one-dimensional parameters) are left alone.
+
+    On a CPU or GPU the update is PyTorch's fused one (one kernel over all parameters, the
+    same arithmetic to float32 rounding): on a CPU PyTorch otherwise updates a parameter
+    at a time, about a dozen operations each, 10.9 ms a step for the Multi30k model's 127
+    parameters on a 2-core Zen 5 against 4.0 fused.
     """
-    if not weight_decay:
-        return torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     params = list(params)
+    fused = _fusable(params) or None  # None: PyTorch's choice where it cannot fuse
+    if not weight_decay:
+        return torch.optim.Adam(params, lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=fused)
     groups = [
         {"params": [p for p in params if p.dim() > 1], "weight_decay": weight_decay},
         {"params": [p for p in params if p.dim() <= 1], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    return torch.optim.AdamW(groups, lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+
+
+def _fusable(params: list[torch.nn.Parameter]) -> bool:
+    """Whether PyTorch's fused Adam takes these parameters: floating point, on a CPU or a
+    CUDA GPU, and at least one of them."""
+    devices = {p.device.type for p in params}
+    return (
+        bool(params) and devices <= {"cpu", "cuda"} and all(p.is_floating_point() for p in params)
+    )
 
 
 def warmup_schedule(
