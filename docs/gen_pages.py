@@ -536,6 +536,10 @@ def speed_page() -> str:
             "",
             speed.summarise(data).replace("\n# ", "\n### ").replace("\n## ", "\n### "),
         ]
+    paired = harness("speed/paired_train.py")
+    for stem, where in (("paired_zen5", "Zen 5"),):
+        lines += ["", f"## Training step against step, in one process ({where})", ""]
+        lines.append(paired.summarise(load(f"speed/{stem}.json")))
     cold = harness("speed/cold.py")
     for stem, where in (
         ("cold", "Sapphire Rapids"),

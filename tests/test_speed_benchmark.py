@@ -69,3 +69,38 @@ def test_one_half_measured_alone_is_summarised_alone():
     assert "| transduce-fp32 |" in translation and "| transduce (" not in translation
     whole = run.summarise(results)  # both halves: the two, in that order
     assert whole.index(training.strip()) < whole.index(translation.strip())
+
+
+def test_paired_training_ratios_are_medians_over_batches_not_ratios_of_medians():
+    """paired_train.py: each system's ratio is the median over batches of its step's time
+    against transduce's on the same batch, so a slow spell that falls on one batch moves
+    both; the table names the quartiles and divides MFU by the higher measured peak."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from gen_pages import harness
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    paired = harness("speed/paired_train.py")
+    seconds = {"transduce": [1.0, 3.0, 1.0], "marian": [2.5, 4.0, 2.0]}  # a slow 2nd batch
+    counts, flops = [1000, 3000, 1000], [1e12, 3e12, 1e12]
+    losses = {"transduce": [10.0, 4], "marian": [10.4, 4]}
+    ours, marian = paired.paired_rows(seconds, counts, flops, losses)
+    assert ours["ratio"] == 1.0 and marian["ratio"] == 2.0  # per batch: 2.5, 1.33, 2.0
+    # the ratio of the median speeds would say 1000 / 750 = 1.33×
+    assert ours["tokens_per_s"] == 1000 and marian["tokens_per_s"] == 500
+    assert marian["loss_per_token"] == 2.6 and marian["steps"] == 3
+    for row in (ours, marian):
+        row["precision"] = "bf16"
+    settings = {"systems": "transduce,marian", "rounds": 1, "steps": 3, "threads": 2}
+    table = paired.summarise(
+        {
+            "settings": settings,
+            "machine": "a CPU",
+            "rows": [ours, marian],
+            "peak_flops_per_s": 2e12,
+            "peaks": [1e12, 2e12],
+        }
+    )
+    low, _, high = paired.quartiles([2.5, 4 / 3, 2.0])
+    assert f"| marian (bf16) | 500 | 2.00× | {low:.2f}–{high:.2f} | 25% | 2.6 |" in table
+    assert "2.00 TFLOP/s (the higher of 1.00, 2.00, before and after)" in table

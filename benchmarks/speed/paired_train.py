@@ -79,7 +79,7 @@ def measure(args) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - start, float(loss)
+        return time.perf_counter() - start, float(loss.detach())
 
     peaks = [matmul_peak("bfloat16" if precision == "bf16" else "float32")]
     seconds = {system: [] for system in systems}  # per measured (round, batch)
@@ -100,23 +100,35 @@ def measure(args) -> dict:
                 counts.append(int((t[:, 1:] != tokenizer.pad_id).sum()))
                 flops.append(model_flops(cfg, len(tokenizer), s, t, tokenizer.pad_id))
     peaks.append(matmul_peak("bfloat16" if precision == "bf16" else "float32"))
-    ours = seconds[systems[0]]
+    rows = paired_rows(seconds, counts, flops, losses)
+    for row in rows:
+        row["precision"] = precision
+    return {"rows": rows, "peak_flops_per_s": max(peaks), "peaks": peaks}
+
+
+def paired_rows(
+    seconds: dict[str, list[float]], counts: list[int], flops: list[float], losses: dict
+) -> list[dict]:
+    """Each system's figures from its step times on the measured batches (in the order of
+    ``counts``, their target tokens, and ``flops``, their matmul FLOPs), the first system
+    being transduce: the ratio is the median over batches of the two steps' times, not a
+    ratio of medians."""
+    ours = next(iter(seconds.values()))
     rows = []
-    for system in systems:
-        took = seconds[system]
+    for system, took in seconds.items():
+        ratios = [x / o for x, o in zip(took, ours)]
         rows.append(
             {
                 "system": system,
-                "precision": precision,
                 "tokens_per_s": round(statistics.median(c / x for c, x in zip(counts, took))),
                 "model_flops_per_s": statistics.median(f / x for f, x in zip(flops, took)),
-                "ratio": statistics.median(x / o for x, o in zip(took, ours)),
-                "ratio_quartiles": quartiles([x / o for x, o in zip(took, ours)]),
+                "ratio": statistics.median(ratios),
+                "ratio_quartiles": quartiles(ratios),
                 "loss_per_token": round(losses[system][0] / losses[system][1], 4),
                 "steps": len(took),
             }
         )
-    return {"rows": rows, "peak_flops_per_s": max(peaks), "peaks": peaks}
+    return rows
 
 
 def quartiles(values: list[float]) -> list[float]:

@@ -214,7 +214,7 @@ def measure_training(args, system: str, max_tokens: int) -> dict:
             count = int((t[:, 1:] != tokenizer.pad_id).sum())
             rates.append(count / seconds)
             flops.append(model_flops(cfg, len(tokenizer), s, t, tokenizer.pad_id) / seconds)
-            summed, tokens = summed + float(loss), tokens + count
+            summed, tokens = summed + float(loss.detach()), tokens + count
     return {
         "system": system,
         "precision": precision,
