@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from plot import machine
-from run import CONFIG
 from train_speed import (
+    CONFIG,
     build_for_training,
     load_setup,
     matmul_peak,
@@ -180,8 +180,12 @@ def main() -> None:
     args = parser.parse_args()
     if not args.systems.startswith("transduce,"):
         parser.error("--systems: transduce first, then the systems it is compared with")
+    from transduce.io import recorded_path
+
+    root = HERE.parents[1]
+    settings = {k: v for k, v in vars(args).items() if k not in ("data", "run_dir", "out")}
     results = {
-        "settings": {k: v for k, v in vars(args).items() if k not in ("data", "run_dir", "out")},
+        "settings": {**settings, "config": recorded_path(args.config, root)},
         "machine": machine("cpu"),
         **measure(args),
     }

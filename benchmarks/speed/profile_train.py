@@ -16,9 +16,15 @@ from pathlib import Path
 
 import torch
 from profile_beam import operator_table
-from run import CONFIG
 from torch.profiler import ProfilerActivity, profile
-from train_speed import build_for_training, load_setup, matmul_peak, train_loss, training_batches
+from train_speed import (
+    CONFIG,
+    build_for_training,
+    load_setup,
+    matmul_peak,
+    train_loss,
+    training_batches,
+)
 
 HERE = Path(__file__).parent
 

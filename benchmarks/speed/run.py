@@ -43,11 +43,10 @@ from pathlib import Path
 from peers import MarianTranslator
 from plot import machine, plot
 from speed_tables import summarise
-from train_speed import in_turns, measure_training, peak_rss_mb
+from train_speed import CONFIG, in_turns, measure_training, peak_rss_mb
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-CONFIG = ROOT / "configs" / "multi30k_en_de_2h.yaml"
 TRAIN_SYSTEMS = ("transduce", "torch", "marian")
 # Ablations: our model with the plain output layer + loss over every position, and with
 # PyTorch's F.dropout in place of transduce.nn.dropout's cheaper CPU mask.
