@@ -123,6 +123,24 @@ def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
     )
 
 
+def test_readme_paired_training_ratios_are_those_of_its_results_file():
+    """The README's step-against-step sentence gives paired_zen5.json's ratios."""
+    import json
+
+    paired = json.loads((ROOT / "benchmarks/speed/paired_zen5.json").read_text())
+    rows = {r["system"]: r for r in paired["rows"]}
+    text = " ".join(README[README.index("Measured step against step") :].split())
+    text = text.split("On a Sapphire Rapids")[0]
+    low, _, high = rows["marian"]["ratio_quartiles"]
+    assert f"at {rows['marian']['ratio']:.2f}× Marian's" in text
+    assert f"(quartiles over batches {low:.2f}–{high:.2f})" in text
+    assert f"and {rows['torch']['ratio']:.2f}× the `nn.Transformer`" in text
+    mfu = rows["transduce"]["model_flops_per_s"] / paired["peak_flops_per_s"]
+    assert f"at {mfu:.0%} of the matmul peak" in text
+    assert f"C kernel gives {rows['transduce-loss-ops']['ratio']:.2f}×" in text
+    assert f"fused Adam {rows['transduce-adam-loop']['ratio']:.2f}×" in text
+
+
 def test_readme_avx2_speed_ratios_are_those_of_its_results_files():
     import json
     import re
