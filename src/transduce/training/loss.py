@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from transduce.nn import native
 
-# The least argument the fused loss passes to exp (see _LinearLabelSmoothedCE.forward).
+# The least argument the fused loss passes to exp on PyTorch's path (see _Rows._with_torch).
 EXP_FLOOR = -80.0
 
 
@@ -67,9 +67,8 @@ class _LinearLabelSmoothedCE(torch.autograd.Function):
     ``hidden`` and ``weight`` come in as they are (float32 parameters and activations) and
     the products run in ``dtype`` (autocast's, or None for their own): casting the (V, D)
     weight outside would give autograd a cast to undo and a gradient rounded to bfloat16 and
-    back, two more (V, D) copies a step, each a fresh buffer whose pages fault in (on a
-    Zen 5, several ms apiece for V = 8,000, D = 256). So the weight's gradient is summed in
-    float32 and handed back as it is.
+    back: two more (V, D) copies a step. So the weight's gradient is summed in float32 and
+    handed back as it is.
     """
 
     @staticmethod
