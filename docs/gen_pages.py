@@ -510,7 +510,7 @@ def speed_page() -> str:
             "results_zen5",
             "The same recipe on a Zen 5 (AVX-512 BF16 and VNNI, no AMX), with int8: its own "
             "30-minute run, trained on that machine (training measured at 78d867b, "
-            "translation at ca67f97)",
+            "translation at f34c63b)",
         ),
         ("results_tiny", "The 2-hour En→De model (4+4 layers, d_model 128)"),
         ("results", "The d_model 256 model"),

@@ -98,9 +98,11 @@ def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
     sent = {(r["system"], r["max_tokens"]): r for r in results["translation"]}
     ct2 = sent["ct2-int8", 6000]["sentences_per_s"]
     early = sent["transduce-bf16-early", 6000]
-    assert f"at {early['sentences_per_s'] / ct2:.2f}× the sentences a second" in text
     bf16, int8 = sent["transduce-bf16", 6000], sent["transduce-int8", 6000]
-    assert f"bf16 {bf16['sentences_per_s'] / ct2:.2f}×" in text
+    fp32 = sent["transduce-fp32", 6000]
+    assert f"in bf16 at {bf16['sentences_per_s'] / ct2:.2f}× the sentences a second" in text
+    assert f"float32 path ({bf16['bleu']:.2f} and {fp32['bleu']:.2f})" in text
+    assert f"at {early['sentences_per_s'] / ct2:.2f}× with `--early-exit`" in text
     assert f"int8 {int8['sentences_per_s'] / ct2:.2f}×" in text
     assert f"BLEU {early['bleu']:.2f} against {bf16['bleu']:.2f} without it" in text
     fastest = {
@@ -112,6 +114,9 @@ def test_readme_zen5_speed_ratios_are_those_of_its_results_files():
     seconds = {r["system"]: r["seconds"] for r in cold["rows"]}
     whole = seconds["ct2-int8"] / seconds["transduce-bf16-early"]
     assert f"start-up included: {whole:.2f}×" in text
+    first = {r["system"]: r["one_sentence_seconds"] for r in cold["rows"]}
+    assert f"{first['transduce-bf16-early']:.2f} s to its first sentence" in text
+    assert f"CTranslate2 {first['ct2-int8']:.2f}" in text
     train = {r["system"]: r["tokens_per_s"] for r in results["training"] if r["max_tokens"] == 4096}
     assert f"{train['transduce'] / train['torch']:.2f}× the target tokens" in text
     assert f"{train['transduce'] / train['marian']:.2f}× Hugging Face Marian's" in text
