@@ -8,8 +8,8 @@ batch a second apart, whatever the machine is doing that minute.
 run.py gives each system a process of its own and takes the median of rounds in turns; on
 a VM whose speed moved by a third from one minute to the next (a Zen 5's Marian rounds
 gave 3,645 to 4,756 target tokens a second in one run), the medians of separate rounds
-mixed fast and slow spells. Here the models of every system (run.py's, the same initial
-weights and batches, 4,096 target tokens) live in one process, which keeps freed memory
+mixed fast and slow spells. Here the models of every system (run.py's, on the same
+batches of 4,096 target tokens) live in one process, which keeps freed memory
 as ``transduce train`` does (Marian's rounds with and without it were alike); the order of
 the systems rotates from batch to batch. Per system: its target tokens a second (median
 over its steps), and "transduce is": the median over batches of the ratio of its step's

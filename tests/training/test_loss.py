@@ -162,6 +162,14 @@ def test_the_kernel_and_pytorchs_operations_give_the_same_loss_and_gradients(dty
     torch.testing.assert_close(grad_w, want_w, rtol=low, atol=low * want_w.abs().max())
 
 
+def test_a_gold_id_outside_the_classes_is_refused(rows):
+    """Either path refuses an id past the vocabulary (the kernel would read outside a row)."""
+    hidden, weight = torch.randn(6, 4), torch.randn(9, 4)
+    for bad in (9, -1):
+        with pytest.raises((IndexError, RuntimeError)):
+            linear_label_smoothed_ce(hidden, weight, torch.tensor([0, 1, 2, bad, 4, 5]), 0.1, 4)
+
+
 def test_a_nan_among_the_logits_makes_the_fused_loss_nan(rows):
     """A diverged model's NaN reaches the loss (the engine's guard looks there), whichever
     path computes it."""

@@ -134,6 +134,8 @@ class _Rows:
         """Args: z (C, V) logits, rows contiguous, overwritten by dloss/dz; y (C,) ids."""
         if self.kernel is not None:
             y = y.to(torch.int64).contiguous()
+            if y.numel() and not (0 <= int(y.min()) and int(y.max()) < z.shape[1]):
+                raise IndexError(f"a gold id lies outside the {z.shape[1]} classes")  # C reads
             losses = torch.empty(z.shape[0], dtype=torch.float32)
             bf16 = int(z.dtype == torch.bfloat16)
             failed = self.kernel.smoothed_ce(
