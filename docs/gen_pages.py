@@ -537,7 +537,10 @@ def speed_page() -> str:
             speed.summarise(data).replace("\n# ", "\n### ").replace("\n## ", "\n### "),
         ]
     paired = harness("speed/paired_train.py")
-    for stem, where in (("paired_zen5", "Zen 5"),):
+    for stem, where in (
+        ("paired_zen5", "Zen 5, at db86d82"),
+        ("paired_zen5_again", "Zen 5, again at df1354a, in a faster spell of the VM"),
+    ):
         lines += ["", f"## Training step against step, in one process ({where})", ""]
         lines.append(paired.summarise(load(f"speed/{stem}.json")))
     cold = harness("speed/cold.py")

@@ -144,6 +144,14 @@ def test_readme_paired_training_ratios_are_those_of_its_results_file():
     assert f"at {mfu:.0%} of the matmul peak" in text
     assert f"C kernel gives {rows['transduce-loss-ops']['ratio']:.2f}×" in text
     assert f"fused Adam {rows['transduce-adam-loop']['ratio']:.2f}×" in text
+    again = json.loads((ROOT / "benchmarks/speed/paired_zen5_again.json").read_text())
+    rows = {r["system"]: r for r in again["rows"]}
+    low, _, high = rows["marian"]["ratio_quartiles"]
+    text = text.split("The same command again")[1]
+    assert f"{rows['marian']['ratio']:.2f}× Marian (quartiles {low:.2f}–{high:.2f})" in text
+    assert f"{rows['torch']['ratio']:.2f}× the script" in text
+    mfu = rows["transduce"]["model_flops_per_s"] / again["peak_flops_per_s"]
+    assert f"at {mfu:.0%} of the peak" in text
 
 
 def test_readme_avx2_speed_ratios_are_those_of_its_results_files():
