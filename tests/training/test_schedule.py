@@ -110,3 +110,26 @@ def test_the_papers_adam_is_fused_on_a_cpu_and_updates_as_the_unfused_one(weight
     for p, q in zip(ours, plain):
         torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
     assert any(not torch.equal(p, w) for p, w in zip(ours, weights))  # they moved
+
+
+def test_the_text_and_forecasting_adamw_is_fused_on_a_cpu_and_updates_as_the_unfused_one():
+    """adamw (the text and forecasting tasks') takes PyTorch's fused update on a CPU, with
+    AdamW's default betas and eps and the weight decay given, to float32 rounding."""
+    from transduce.training.schedule import adamw
+
+    torch.manual_seed(0)
+    weights = [torch.randn(6, 4), torch.randn(4)]
+    ours = [torch.nn.Parameter(w.clone()) for w in weights]
+    plain = [torch.nn.Parameter(w.clone()) for w in weights]
+    optimizer = adamw(ours, 1e-2, 0.05)
+    reference = torch.optim.AdamW(plain, lr=1e-2, weight_decay=0.05, foreach=False)
+    assert all(group["fused"] for group in optimizer.param_groups)
+    for _ in range(5):
+        grads = [torch.randn_like(w) for w in weights]
+        for p, q, g in zip(ours, plain, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        optimizer.step()
+        reference.step()
+    for p, q in zip(ours, plain):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+    assert any(not torch.equal(p, w) for p, w in zip(ours, weights))

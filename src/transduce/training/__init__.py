@@ -2,6 +2,7 @@
 
 from transduce.training.loss import LabelSmoothedCrossEntropy, linear_label_smoothed_ce
 from transduce.training.schedule import (
+    adamw,
     inverse_sqrt_rate,
     noam_rate,
     paper_adam,
@@ -11,6 +12,7 @@ from transduce.training.schedule import (
 
 __all__ = [
     "LabelSmoothedCrossEntropy",
+    "adamw",
     "linear_label_smoothed_ce",
     "inverse_sqrt_rate",
     "noam_rate",

@@ -42,6 +42,19 @@ def paper_adam(params: Iterable[torch.nn.Parameter], weight_decay: float = 0.0) 
     return torch.optim.AdamW(groups, lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=fused)
 
 
+def adamw(
+    params: Iterable[torch.nn.Parameter], lr: float, weight_decay: float = 0.01
+) -> torch.optim.AdamW:
+    """PyTorch's AdamW with its default betas and ε (the text and forecasting tasks'),
+    fused where it can be (as :func:`paper_adam`): its per-parameter update costs the
+    text tagger of ``configs/text_upos.yaml`` about 15 of a 62 ms step on a 2-core Zen 5,
+    a dozen small operations for each of its ~80 parameters."""
+    params = list(params)
+    return torch.optim.AdamW(
+        params, lr=lr, weight_decay=weight_decay, fused=_fusable(params) or None
+    )
+
+
 def _fusable(params: list[torch.nn.Parameter]) -> bool:
     """Whether PyTorch's fused Adam takes these parameters: floating point, on a CPU or a
     CUDA GPU, and at least one of them."""

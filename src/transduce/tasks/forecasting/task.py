@@ -20,6 +20,7 @@ from transduce.tasks.forecasting.data import ForecastData, load_forecast_data
 from transduce.tasks.forecasting.evaluation import evaluate
 from transduce.tasks.forecasting.rundir import calibrate_run
 from transduce.training.distributed import Session
+from transduce.training.schedule import adamw
 from transduce.training.train import train_task
 
 
@@ -43,7 +44,7 @@ class ForecastTask:
 
     def build_optimizer(self, model):
         trainable = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        optimizer = adamw(trainable, self.cfg.lr, self.cfg.weight_decay)
         if self.cfg.lr_decay == 1:
             return optimizer, None
         return optimizer, LambdaLR(
