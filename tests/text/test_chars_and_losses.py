@@ -170,3 +170,51 @@ def test_a_tagger_trains_on_batches_by_length(tmp_path):
     expected = len(token_batches([len(ids) for ids in encoded.ids], 200))
     first = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert first["epoch"] == 1 and first["step"] == expected < 200 // 16  # fewer, fuller
+
+
+def test_a_batch_pads_each_sentences_ids_tags_and_letters_as_written_out_by_hand():
+    """batch_of pads ids with 0, tags with IGNORE and letters with 0 to the longest
+    sentence, rows in the order asked for; labels of a sentence stay one a row."""
+    from transduce.tasks.text.task import batch_of
+
+    a, b = (1,) * 24, (2,) * 24
+    encoded = Encoded(
+        [[1, 5, 6], [1, 7], [1, 8, 9, 4]],
+        [[-100, 0, 1], [-100, 2], [-100, 1, -100, 0]],
+        [["x", "y"], ["z"], ["u", "v"]],
+        chars=[[(0,) * 24, a, b], [(0,) * 24, b], [(0,) * 24, a, a, b]],
+    )
+    ids, tags, chars = batch_of(encoded, [1, 2, 0], True)
+    assert ids.tolist() == [[1, 7, 0, 0], [1, 8, 9, 4], [1, 5, 6, 0]]
+    assert tags.tolist() == [[-100, 2, -100, -100], [-100, 1, -100, 0], [-100, 0, 1, -100]]
+    assert chars.shape == (3, 4, 24) and chars.dtype == torch.long
+    assert chars[0, :, 0].tolist() == [0, 2, 0, 0]
+    assert chars[1, :, 0].tolist() == [0, 1, 1, 2]
+    assert chars[2, :, 5].tolist() == [0, 1, 2, 0]
+    encoded.ids.append([1, 4])  # a sentence added after a batch was made is seen
+    encoded.labels.append([-100, 2])
+    encoded.chars.append([(0,) * 24, b])
+    ids, tags, _ = batch_of(encoded, [3], True)
+    assert ids.tolist() == [[1, 4]] and tags.tolist() == [[-100, 2]]
+    sentences = Encoded([[1, 5, 6], [1, 7]], [2, 0], [])
+    ids, labels, chars = batch_of(sentences, [1, 0], False)
+    assert ids.tolist() == [[1, 7, 0], [1, 5, 6]] and labels.tolist() == [0, 2]
+    assert chars is None
+
+
+@pytest.mark.parametrize("width", [24, 5])
+def test_distinct_rows_are_torch_uniques_up_to_their_order(width):
+    """distinct_rows gives each distinct row once and every row's own index, as
+    torch.unique(dim=0) does; rows that differ in one late letter stay apart."""
+    from transduce.nn.chars import distinct_rows
+
+    torch.manual_seed(0)
+    spellings = torch.randint(0, 256, (40, width))
+    spellings[1] = spellings[0]
+    spellings[1, -1] = (spellings[0, -1] + 1) % 256  # differs in its last letter only
+    rows = spellings[torch.randint(0, 40, (300,))]
+    words, where = distinct_rows(rows)
+    expected, _ = torch.unique(rows, dim=0, return_inverse=True)
+    assert torch.equal(words[where], rows)
+    assert len(words) == len(expected)
+    assert sorted(map(tuple, words.tolist())) == sorted(map(tuple, expected.tolist()))

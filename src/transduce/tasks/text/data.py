@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from transduce import runs
 from transduce.data.labelled import Sentences, Tagged, read_lines, read_sentences, read_tagged
 from transduce.data.tokenizer import SubwordTokenizer
@@ -39,6 +41,31 @@ class Encoded:
     words: list[list[str]]
     gold: list[list[int]] = field(default_factory=list)
     chars: list[list[tuple[int, ...]]] = field(default_factory=list)
+
+    def tensors(self) -> Rows:
+        """Each sentence's ids, per-token labels and characters as tensors, made on the
+        first call (and again if sentences were added since): a training batch then pads
+        tensors, not Python lists, which cost a tagger about 4 ms of a 60 ms step."""
+        made = self.__dict__.get("_rows")
+        if made is None or len(made.ids) != len(self.ids):
+            per_token = bool(self.labels) and isinstance(self.labels[0], list)
+            made = Rows(
+                [torch.tensor(ids, dtype=torch.long) for ids in self.ids],
+                [torch.tensor(t, dtype=torch.long) for t in self.labels] if per_token else None,
+                [torch.tensor(c, dtype=torch.long).reshape(-1, MAX_CHARS) for c in self.chars],
+            )
+            self.__dict__["_rows"] = made
+        return made
+
+
+@dataclass
+class Rows:
+    """:meth:`Encoded.tensors`: (L,) ids, (L,) tags (None for a label a sentence) and
+    (L, C) character ids (empty without characters), a tensor each sentence."""
+
+    ids: list[torch.Tensor]
+    tags: list[torch.Tensor] | None
+    chars: list[torch.Tensor]
 
 
 @dataclass

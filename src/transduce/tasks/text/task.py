@@ -11,19 +11,19 @@ from pathlib import Path
 import torch
 from torch import Tensor
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pad_sequence
 from torch.optim.lr_scheduler import LambdaLR
 
 from transduce import runs
 from transduce.data.batching import token_batches
-from transduce.data.vocab import pad_batch
 from transduce.errors import UserError
 from transduce.evaluation.entities import entity_scores
-from transduce.nn.chars import MAX_CHARS
 from transduce.nn.encoder_only import EncoderEnsemble, EncoderOnly, build_encoder_only
 from transduce.tasks.text.bio import Rules, best_allowed, scheme_rules, training_rules
 from transduce.tasks.text.config import EXTENDABLE, MASK, TextConfig
 from transduce.tasks.text.data import IGNORE, Encoded, TextData, load_text_data
 from transduce.training.distributed import Session
+from transduce.training.schedule import adamw
 from transduce.training.train import train_task
 
 
@@ -98,18 +98,23 @@ def _load_encoder(model: EncoderOnly, weights: dict, state: dict, path: Path) ->
 def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor, Tensor | None]:
     """(B, L) ids padded with 0; (B,) labels or (B, L) tags (padding ``IGNORE``); and
     the (B, L, C) character ids of each token's word, or None if not encoded."""
-    ids = pad_batch([encoded.ids[i] for i in rows], 0)
+    made = encoded.tensors()
+    ids = pad_sequence([made.ids[i] for i in rows], batch_first=True)
+    width = ids.shape[1]
     chars = None
     if encoded.chars:
-        chars = torch.zeros(*ids.shape, MAX_CHARS, dtype=torch.long)
-        for row, i in enumerate(rows):
-            chars[row, : len(encoded.chars[i])] = torch.tensor(encoded.chars[i])
+        chars = _padded([made.chars[i] for i in rows], width, 0)
     if not per_token:
         return ids, torch.tensor([encoded.labels[i] for i in rows]), chars
-    tags = torch.full_like(ids, IGNORE)
-    for row, i in enumerate(rows):
-        tags[row, : len(encoded.labels[i])] = torch.tensor(encoded.labels[i])
-    return ids, tags, chars
+    return ids, _padded([made.tags[i] for i in rows], width, IGNORE), chars
+
+
+def _padded(rows: list[Tensor], width: int, value: int) -> Tensor:
+    """``rows`` (each (l, ...)) stacked and padded with ``value`` to (B, width, ...)."""
+    out = pad_sequence(rows, batch_first=True, padding_value=value)
+    if out.shape[1] < width:  # every row shorter than its sentence's ids
+        out = F.pad(out.movedim(1, -1), (0, width - out.shape[1]), value=value).movedim(-1, 1)
+    return out[:, :width]
 
 
 def _to(chars: Tensor | None, device) -> Tensor | None:
@@ -242,9 +247,7 @@ class TextTask:
         return load_init(model, self.cfg.init) if self.cfg.init else model
 
     def build_optimizer(self, model):
-        optimizer = torch.optim.AdamW(
-            model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay
-        )
+        optimizer = adamw(model.parameters(), self.cfg.lr, self.cfg.weight_decay)
         warmup = max(1, self.cfg.warmup)
         return optimizer, LambdaLR(optimizer, lambda k: min(1.0, (k + 1) / warmup))
 
