@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.helpers.text import tiny_encoder
-from transduce.nn.chars import CHAR_BUCKETS, MAX_CHARS, CharCNN, char_ids
+from transduce.nn.chars import CHAR_BUCKETS, MAX_CHARS, CharCNN, char_ids, distinct_rows
 
 
 def test_char_ids_mark_the_word_pad_it_and_keep_both_ends_of_a_long_one():
@@ -73,3 +73,19 @@ def test_a_model_with_letters_needs_them_and_one_without_refuses_them():
         encoder(chars=8)(torch.tensor([[1, 5]]))
     with pytest.raises(ValueError, match="has no character model"):
         encoder(chars=0)(torch.tensor([[1, 5]]), chars=batch()[:1, :2])
+
+
+@pytest.mark.parametrize("width", [24, 5])
+def test_distinct_rows_are_torch_uniques_up_to_their_order(width):
+    """distinct_rows gives each distinct row once and every row's own index, as
+    torch.unique(dim=0) does; rows that differ in one late letter stay apart."""
+    torch.manual_seed(0)
+    spellings = torch.randint(0, 256, (40, width))
+    spellings[1] = spellings[0]
+    spellings[1, -1] = (spellings[0, -1] + 1) % 256  # differs in its last letter only
+    rows = spellings[torch.randint(0, 40, (300,))]
+    words, where = distinct_rows(rows)
+    expected, _ = torch.unique(rows, dim=0, return_inverse=True)
+    assert torch.equal(words[where], rows)
+    assert len(words) == len(expected)
+    assert sorted(map(tuple, words.tolist())) == sorted(map(tuple, expected.tolist()))

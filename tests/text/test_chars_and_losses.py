@@ -200,21 +200,3 @@ def test_a_batch_pads_each_sentences_ids_tags_and_letters_as_written_out_by_hand
     ids, labels, chars = batch_of(sentences, [1, 0], False)
     assert ids.tolist() == [[1, 7, 0], [1, 5, 6]] and labels.tolist() == [0, 2]
     assert chars is None
-
-
-@pytest.mark.parametrize("width", [24, 5])
-def test_distinct_rows_are_torch_uniques_up_to_their_order(width):
-    """distinct_rows gives each distinct row once and every row's own index, as
-    torch.unique(dim=0) does; rows that differ in one late letter stay apart."""
-    from transduce.nn.chars import distinct_rows
-
-    torch.manual_seed(0)
-    spellings = torch.randint(0, 256, (40, width))
-    spellings[1] = spellings[0]
-    spellings[1, -1] = (spellings[0, -1] + 1) % 256  # differs in its last letter only
-    rows = spellings[torch.randint(0, 40, (300,))]
-    words, where = distinct_rows(rows)
-    expected, _ = torch.unique(rows, dim=0, return_inverse=True)
-    assert torch.equal(words[where], rows)
-    assert len(words) == len(expected)
-    assert sorted(map(tuple, words.tolist())) == sorted(map(tuple, expected.tolist()))
