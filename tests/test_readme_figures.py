@@ -366,6 +366,22 @@ def test_the_text_guides_minutes_on_the_clock_are_the_results_file():
     on_clock = (CLOCK, FUSED, REGULARISED + "_members2_xpos_clock_longer_average4")
     [fits] = [r for n, r in upos.items() if r["minutes"] <= 30 and n not in on_clock]
     assert f"({fits['minutes']:.1f} minutes, dev {fits['validation']:.2f})" in section
+    trec = data["trec"]["candidates"]  # its recorded pair again, on the current code
+    for name in ("max_chars_xpos_members4_fused", "max_chars_xpos_members4_length_start_fused"):
+        row = trec[name]
+        assert row["commit"] in section and f"{row['minutes']:.1f}" in section
+        assert f"{row['validation']:.2f}" in section and f"{row['test']:.2f}" in section
+        assert f"for {len(row['validation_by_epoch'])} epochs" in section
+        assert row["validation"] < trec[data["trec"]["chosen"]]["validation"]
+    chosen_epochs = len(trec[data["trec"]["chosen"]]["validation_by_epoch"])
+    assert f"where the chosen row had {chosen_epochs}" in section
+    wnut = data["wnut"]["candidates"]
+    for name in ("chars_recall_upos_fused", "chars_recall_upos_length_fused"):
+        row = wnut[name]
+        assert row["commit"] in section and f"{row['minutes']:.1f}" in section
+        assert f"{row['validation']:.2f}" in section and f"{row['test']:.2f}" in section
+        assert row["validation"] < wnut[data["wnut"]["chosen"]]["validation"]
+    assert f"chosen row's {wnut[data['wnut']['chosen']]['validation']:.2f}" in section
     for task in ("trec", "wnut"):  # their choices fit their minutes
         entry = data[task]
         assert entry["candidates"][entry["chosen"]]["minutes"] <= entry["limit_minutes"]
