@@ -6,9 +6,7 @@ everywhere at 5141022), the same views differentiated by autograd through the sl
 path at f6e59a7), the keys gathered per step (the sparse path before that, the issue's
 reference), and the dense masked scores, these four with the dropout masks drawn by
 PyTorch's generator, as before the kernels; and the same step with no attention at all
-(and the kernel's dropout), the bound of what the attention's speed can buy. The fused
-kernels are timed twice: with the per-parameter AdamW every path uses, and with PyTorch's
-fused AdamW (``training.schedule.adamw``), the step `transduce forecast train` takes now.
+(and the kernel's dropout), the bound of what the attention's speed can buy.
 
     python benchmarks/forecasting/logsparse_speed.py [--steps 60] [--threads 2]
 
@@ -139,17 +137,11 @@ def same_outputs() -> float:
     return worst
 
 
-def values_per_s(path: str, precision: str, steps: int, fused_adamw: bool = False) -> float:
-    """Forecast values fitted a second over ``steps`` AdamW steps (after 5 unmeasured):
-    PyTorch's per-parameter AdamW, or with ``fused_adamw`` the library's fused one."""
-    from transduce.training.schedule import adamw
-
+def values_per_s(path: str, precision: str, steps: int) -> float:
+    """Forecast values fitted a second over ``steps`` AdamW steps (after 5 unmeasured)."""
     use(path)
     model = model_for(path).train()
-    if fused_adamw:
-        optimizer = adamw(model.parameters(), 1e-3)
-    else:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = torch.randn(BATCH, L, 1), torch.randn(BATCH, H, 1)
     began = 0.0
     for step in range(steps + 5):
@@ -207,20 +199,15 @@ def summarise(record: dict) -> str:
         "step) by M4 Hourly's `logsparse_k3_log` model; the sparse paths' forecasts equal "
         f"the dense one's to {record['largest_difference_from_dense']:.1e}.",
         "",
-        "| precision | fused kernels, fused AdamW (now) | fused kernels "
-        "| shifted keys, PyTorch's ops (5141022) "
+        "| precision | fused kernels (now) | shifted keys, PyTorch's ops (5141022) "
         "| shifted keys, autograd (f6e59a7) | gathered keys (before) | dense masked "
-        "| now / gathered | fused / gathered | shifted / gathered | no attention "
-        "| no attention / gathered |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| fused / gathered | shifted / gathered | no attention | no attention / gathered |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for precision, v in record["values_per_s"].items():
-        now, ratio = "—", "—"  # a file from before this column has no fused AdamW
-        if "fused_adamw" in v:
-            now, ratio = f"{v['fused_adamw']:,}", f"{v['fused_adamw_over_gathered']:.2f}×"
         lines.append(
-            f"| {precision} | {now} | {v['fused']:,} | {v['shifted']:,} | {v['sliced']:,} | "
-            f"{v['gathered']:,} | {v['dense']:,} | {ratio} | {v['fused_over_gathered']:.2f}× | "
+            f"| {precision} | {v['fused']:,} | {v['shifted']:,} | {v['sliced']:,} | "
+            f"{v['gathered']:,} | {v['dense']:,} | {v['fused_over_gathered']:.2f}× | "
             f"{v['shifted_over_gathered']:.2f}× | {v['none']:,} | "
             f"{v['none_over_gathered']:.2f}× |"
         )
@@ -230,10 +217,9 @@ def summarise(record: dict) -> str:
         "draw their dropout masks from PyTorch's generator, as before the kernels. "
         "No attention: the same step with each attention layer's output replaced by its "
         "values, so the rest of the step (convolutions, feed-forward layers, norms, "
-        "dropout, loss, the per-parameter AdamW) alone, less even the backward of the "
-        "queries' and keys' convolutions, which then get no gradient. No way of computing "
-        "the attention can pass it: its ratio to the gathered keys bounds what the "
-        "attention's speed can buy.",
+        "dropout, loss, AdamW) alone, less even the backward of the queries' and keys' "
+        "convolutions, which then get no gradient. No way of computing the attention can "
+        "pass it: its ratio to the gathered keys bounds what the attention's speed can buy.",
     ]
     lines += [
         "",
@@ -260,8 +246,7 @@ def main() -> None:
     record = {"largest_difference_from_dense": same_outputs(), "values_per_s": {}}
     for precision in ("fp32", "bf16"):
         speeds = {p: round(values_per_s(p, precision, args.steps)) for p in (*PATHS, "none")}
-        speeds["fused_adamw"] = round(values_per_s("fused", precision, args.steps, True))
-        for path in ("fused_adamw", "fused", "shifted"):
+        for path in ("fused", "shifted"):
             speeds[f"{path}_over_gathered"] = round(speeds[path] / speeds["gathered"], 2)
         speeds["none_over_gathered"] = round(speeds["none"] / speeds["gathered"], 2)
         record["values_per_s"][precision] = speeds
