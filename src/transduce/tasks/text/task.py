@@ -97,24 +97,17 @@ def _load_encoder(model: EncoderOnly, weights: dict, state: dict, path: Path) ->
 
 def batch_of(encoded: Encoded, rows, per_token: bool) -> tuple[Tensor, Tensor, Tensor | None]:
     """(B, L) ids padded with 0; (B,) labels or (B, L) tags (padding ``IGNORE``); and
-    the (B, L, C) character ids of each token's word, or None if not encoded."""
+    the (B, L, C) character ids of each token's word, or None if not encoded. A
+    sentence's tags and characters are as long as its ids."""
     made = encoded.tensors()
     ids = pad_sequence([made.ids[i] for i in rows], batch_first=True)
-    width = ids.shape[1]
     chars = None
     if encoded.chars:
-        chars = _padded([made.chars[i] for i in rows], width, 0)
+        chars = pad_sequence([made.chars[i] for i in rows], batch_first=True)
     if not per_token:
         return ids, torch.tensor([encoded.labels[i] for i in rows]), chars
-    return ids, _padded([made.tags[i] for i in rows], width, IGNORE), chars
-
-
-def _padded(rows: list[Tensor], width: int, value: int) -> Tensor:
-    """``rows`` (each (l, ...)) stacked and padded with ``value`` to (B, width, ...)."""
-    out = pad_sequence(rows, batch_first=True, padding_value=value)
-    if out.shape[1] < width:  # every row shorter than its sentence's ids
-        out = F.pad(out.movedim(1, -1), (0, width - out.shape[1]), value=value).movedim(-1, 1)
-    return out[:, :width]
+    tags = pad_sequence([made.tags[i] for i in rows], batch_first=True, padding_value=IGNORE)
+    return ids, tags, chars
 
 
 def _to(chars: Tensor | None, device) -> Tensor | None:
