@@ -721,6 +721,9 @@ def text_page() -> str:
                 f"| {name}{chosen} | {pre} | {row['validation']:.2f} | {row['test']:.2f} | "
                 f"{row['minutes']} |"
             )
+    if (BENCH / "text/step_speed.md").exists():
+        lines += ["", "## The training step, and what each speed-up gains", ""]
+        lines.append(included("text/step_speed.md", 2))
     return "\n".join(lines)
 
 

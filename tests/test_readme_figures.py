@@ -385,3 +385,20 @@ def test_the_text_guides_minutes_on_the_clock_are_the_results_file():
     for task in ("trec", "wnut"):  # their choices fit their minutes
         entry = data[task]
         assert entry["candidates"][entry["chosen"]]["minutes"] <= entry["limit_minutes"]
+
+
+def test_the_changelogs_text_step_figures_are_step_speeds_file():
+    """The changelog's text-step sentence gives benchmarks/text/step_speed.json's figures."""
+    import json
+
+    data = json.loads((ROOT / "benchmarks/text/step_speed.json").read_text())
+    rows = {r["system"]: r for r in data["rows"]}
+    log = " ".join((ROOT / "CHANGELOG.md").read_text().split())
+    sentence = log[log.index("On the UPOS tagger's start") :].split(" UPOS's chosen")[0]
+    assert f"the step takes {rows['text']['median_step_ms']:.1f} ms" in sentence
+    for system, what in (
+        ("text-adamw-loop", "AdamW a parameter at a time"),
+        ("text-list-batches", "batches from lists"),
+        ("text-unique-dim", "`torch.unique`"),
+    ):
+        assert f"{rows[system]['text_is']:.2f}× ({what})" in sentence, system
