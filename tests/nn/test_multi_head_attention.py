@@ -171,11 +171,14 @@ def test_cpu_bf16_autocast_runs_short_sequences_on_the_explicit_path(monkeypatch
 
 
 def test_cpu_bf16_decoding_steps_take_the_explicit_path_in_float32(monkeypatch):
-    """A beam-search step's few queries (one a row, or a sentence's beams grouped over its
+    """Without the step kernel (nn/step_attention.py; where there is no C compiler), a
+    beam-search step's few queries (one a row, or a sentence's beams grouped over its
     shared keys) skip the fused kernel, which was slower there; values stay close to the
     fused float32 result. More queries in inference keep the fused kernel."""
+    from transduce.nn import step_attention
     from transduce.nn.multi_head_attention import EXPLICIT_DECODE_MAX_QUERIES
 
+    monkeypatch.setattr(step_attention, "kernel", lambda: None)
     seen = spy_on_fused(monkeypatch)
     torch.manual_seed(0)
     attention = MultiHeadAttention(d_model=64, num_heads=4).eval()

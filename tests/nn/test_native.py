@@ -46,7 +46,8 @@ def test_the_log_line_says_why_the_kernels_are_not_used(monkeypatch, tmp_path):
     monkeypatch.setenv("TRANSDUCE_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     line = native.describe()
-    assert line.startswith("C kernels: dropout, smoothed_ce, shifted_attention not built (")
+    named = "dropout, smoothed_ce, shifted_attention, step_attention"
+    assert line.startswith(f"C kernels: {named} not built (")
     assert "no-such-compiler" in line and line.endswith("PyTorch's operations instead")
     monkeypatch.setattr(native, "_loaded", {})
     monkeypatch.setenv("TRANSDUCE_FUSED", "0")
@@ -56,7 +57,7 @@ def test_the_log_line_says_why_the_kernels_are_not_used(monkeypatch, tmp_path):
 @needs_compiler
 def test_the_log_line_names_the_kernels_in_use(monkeypatch):
     monkeypatch.setattr(native, "_loaded", {})
-    assert native.describe() == "C kernels: dropout, smoothed_ce, shifted_attention"
+    assert native.describe() == "C kernels: dropout, smoothed_ce, shifted_attention, step_attention"
 
 
 x86 = pytest.mark.skipif(

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transduce.nn.attention import scaled_dot_product_attention
+from transduce.nn.step_attention import step_attention
 
 
 class MultiHeadAttention(nn.Module):
@@ -90,9 +91,14 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output (B, Q, D) and, if asked, weights (B, H, Q, K).
         """
-        q = self.split_heads(self.q_proj(query))  # (B, H, Q, Dh)
+        projected = self.q_proj(query)  # (B, Q, D)
+        g = projected.shape[0] // keys.shape[0]
+        if not need_weights and g * projected.shape[1] <= STEP_KERNEL_MAX_QUERIES:
+            out = step_attention(projected, keys, values, mask, self.num_heads)
+            if out is not None:  # a decoding step, in the C kernel (no gradient, no weights)
+                return self.out_proj(out), None
+        q = self.split_heads(projected)  # (B, H, Q, Dh)
         B, H, Q, Dh = q.shape
-        g = B // keys.shape[0]
         if g > 1:  # the g query rows of one key row become g·Q queries of it
             if mask is not None and mask.shape[-2] != 1:
                 raise ValueError("grouped queries need a key mask without a query axis")
@@ -139,6 +145,10 @@ EXPLICIT_BF16_MAX_LENGTH = 192
 # In bfloat16 the explicit products were faster still once warm, but oneDNN builds a kernel
 # for each new number of cached positions, and the first pass gained nothing.
 EXPLICIT_DECODE_MAX_QUERIES = 16
+# Without gradients on a CPU, at most this many queries a key row (a beam-search step's: one
+# a beam over its own cache, one per beam over its sentence's source) take the C kernel of
+# nn/step_attention.py, which reads the cache once in the type it is kept in.
+STEP_KERNEL_MAX_QUERIES = 16
 # On a GPU, every fused backend but cuDNN's: in bfloat16 PyTorch chose cuDNN's, which
 # built a plan for each new shape, 13 ms of host time a call, and beam search asks a new
 # length every step (an H100 translated 18× slower in bf16 than in fp32; see

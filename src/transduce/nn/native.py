@@ -35,8 +35,8 @@ _loaded: dict[str, ctypes.CDLL | None] = {}
 
 
 class StridedTensor(ctypes.Structure):
-    """A tensor as shifted_attention.c reads it: data, bfloat16 or not, and the strides
-    (batch, head, step, channel) in elements of a (B, H, T, D) view."""
+    """A tensor as shifted_attention.c and step_attention.c read it: data, bfloat16 or not,
+    and the strides (batch, head, step, channel) in elements of a (B, H, T, D) view."""
 
     _fields_ = [("data", ctypes.c_void_p), ("bf16", ctypes.c_int64)]
     _fields_ += [(name, ctypes.c_int64) for name in ("batch", "head", "step", "channel")]
@@ -62,6 +62,11 @@ SIGNATURES = {
     "shifted_attention": {
         "shifted_forward": [*[StridedTensor] * 4, _P, _P, _P, _F, _P, *_SIZES],
         "shifted_backward": [*[StridedTensor] * 7, _P, _P, _F, _P, *_SIZES],
+    },
+    "step_attention": {
+        "step_attention": [_P, _INT, StridedTensor, StridedTensor, _P, _N, _P, _INT]
+        + [_INT] * 5
+        + [_F, _INT],
     },
 }
 _why: dict[str, str] = {}  # a kernel that could not be had: the reason, for describe()
